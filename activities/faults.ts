@@ -1,0 +1,26 @@
+import { writeSync } from 'node:fs';
+
+/**
+ * Named fault points for crash tests. `OPENWORKER_FAULTS` holds a comma-separated list of
+ * `point` or `point@tool`. When an armed point is reached the process reports it on stderr as
+ * `OPENWORKER_FAULT <point> <executionId>` and stops making progress, so the test can SIGKILL
+ * it at exactly that instant.
+ */
+export type FaultPoint = 'tool.before_dispatch' | 'tool.after_dispatch' | 'tool.after_execute';
+
+export const FAULT_REPORT_PREFIX = 'OPENWORKER_FAULT';
+
+function armed(point: FaultPoint, tool: string): boolean {
+  const spec = process.env.OPENWORKER_FAULTS;
+  if (!spec) return false;
+  return spec.split(',').some((entry) => {
+    const [p, t] = entry.trim().split('@');
+    return p === point && (!t || t === tool);
+  });
+}
+
+export async function faultPoint(point: FaultPoint, tool: string, executionId: string): Promise<void> {
+  if (!armed(point, tool)) return;
+  writeSync(2, `${FAULT_REPORT_PREFIX} ${point} ${executionId}\n`);
+  await new Promise<never>(() => undefined);
+}

@@ -1,0 +1,117 @@
+import type { z } from 'zod';
+
+/** `read` tools observe; `external` tools change the world (send, charge, merge). */
+export type ToolEffect = 'read' | 'external';
+
+/**
+ * What the runtime may do when an external tool's outcome is unknown after it was dispatched.
+ * - `manual`: never retried blindly; the call parks in `recovery_required` until a human decides.
+ * - `idempotent`: retried automatically with the same execution ID (the tool's idempotency key).
+ * - `reconcile`: ask the external system (`reconcile()`) whether the execution ID was applied.
+ */
+export type RecoveryPolicy = 'manual' | 'idempotent' | 'reconcile';
+
+export interface ToolContext {
+  /** Stable across every attempt of this tool call; use it as the idempotency key. */
+  readonly executionId: string;
+  /** 1-based; counts every attempt of this execution, automatic or decided by a human. */
+  readonly attempt: number;
+  readonly sessionId: string;
+  readonly turn: number;
+  readonly toolCallId: string;
+  /** Aborted when the activity is cancelled or the worker shuts down. */
+  readonly signal: AbortSignal;
+  /** The runtime heartbeats on the tool's behalf; call this to attach progress details. */
+  heartbeat(details?: unknown): void;
+}
+
+export type ReconcileAnswer<R = unknown> =
+  | { status: 'applied'; result: R }
+  | { status: 'not_applied' }
+  | { status: 'unknown'; reason?: string };
+
+/** Durations are milliseconds or `ms`-style strings (`'30s'`, `'2 minutes'`). */
+export type Duration = number | string;
+
+export interface ToolTimeouts {
+  /** Upper bound for one attempt of `execute`. Default 2 minutes. */
+  startToClose?: Duration;
+  /** A dead worker is noticed within this time. Default 5 seconds. */
+  heartbeat?: Duration;
+}
+
+// Structural so that a tools module may bring its own copy of zod.
+type Schema = z.ZodType;
+
+export interface ToolConfig<S extends Schema, R> {
+  name: string;
+  description: string;
+  input: S;
+  effect?: ToolEffect;
+  requiresApproval?: boolean;
+  recovery?: RecoveryPolicy;
+  /** Automatic attempts for `idempotent` (and read) tools before the call needs a human. Default 5 (read: 3). */
+  maxAttempts?: number;
+  /** Names the thing acted on (a recipient, an account) for summaries and approvals. */
+  target?: (input: z.infer<S>) => string | undefined;
+  execute: (input: z.infer<S>, ctx: ToolContext) => Promise<R> | R;
+  reconcile?: (input: z.infer<S>, ctx: ToolContext) => Promise<ReconcileAnswer<R>> | ReconcileAnswer<R>;
+  timeouts?: ToolTimeouts;
+}
+
+/** A tool with every default filled in; what the worker registers. */
+export interface Tool<S extends Schema = Schema, R = unknown> extends ToolConfig<S, R> {
+  readonly effect: ToolEffect;
+  readonly requiresApproval: boolean;
+  readonly recovery: RecoveryPolicy;
+  readonly maxAttempts: number;
+  readonly kind: 'openworker-tool';
+}
+
+/** A tool's outcome is definitely "not applied": the model sees the message, nothing is retried. */
+export class ToolFailure extends Error {
+  constructor(message: string, readonly details?: unknown) {
+    super(message);
+    this.name = 'ToolFailure';
+  }
+}
+
+const NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+export function defineTool<S extends Schema, R>(config: ToolConfig<S, R>): Tool<S, R> {
+  const where = `defineTool(${JSON.stringify(config?.name)})`;
+  if (!config || typeof config !== 'object') throw new TypeError('defineTool: expected a config object');
+  if (typeof config.name !== 'string' || !NAME.test(config.name)) {
+    throw new TypeError(`${where}: name must be 1-64 letters, digits, '_' or '-'`);
+  }
+  if (typeof config.description !== 'string' || !config.description.trim()) {
+    throw new TypeError(`${where}: description is required; the model reads it to decide when to call the tool`);
+  }
+  if (!config.input || typeof (config.input as { safeParse?: unknown }).safeParse !== 'function') {
+    throw new TypeError(`${where}: input must be a zod schema, e.g. z.object({ ... })`);
+  }
+  if (typeof config.execute !== 'function') throw new TypeError(`${where}: execute(input, ctx) is required`);
+  const effect = config.effect ?? 'external';
+  if (effect !== 'read' && effect !== 'external') throw new TypeError(`${where}: effect must be 'read' or 'external'`);
+  const recovery = config.recovery ?? 'manual';
+  if (!['manual', 'idempotent', 'reconcile'].includes(recovery)) {
+    throw new TypeError(`${where}: recovery must be 'manual', 'idempotent' or 'reconcile'`);
+  }
+  if (recovery === 'reconcile' && typeof config.reconcile !== 'function') {
+    throw new TypeError(`${where}: recovery 'reconcile' needs a reconcile(input, ctx) function`);
+  }
+  const maxAttempts = config.maxAttempts ?? (effect === 'read' ? 3 : 5);
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new TypeError(`${where}: maxAttempts must be a positive integer`);
+  return Object.freeze({
+    ...config,
+    effect,
+    requiresApproval: config.requiresApproval ?? effect === 'external',
+    recovery,
+    maxAttempts,
+    kind: 'openworker-tool' as const,
+  });
+}
+
+export function isTool(value: unknown): value is Tool {
+  return !!value && typeof value === 'object' && (value as { kind?: unknown }).kind === 'openworker-tool';
+}

@@ -1,0 +1,181 @@
+import { Command, InvalidArgumentError, Option } from 'commander';
+import type { RecoveryDecision } from '../workflows/types';
+import type { OpenWorkerClient } from './connection';
+import { connectClient } from './connection';
+import { approve, recover, reject } from './decisions';
+import { formatDecision, formatInbox, formatSession, formatTurn } from './format';
+import { inbox, showSession } from './inspect';
+import { OpenWorkerError, sendMessage, waitForTurn } from './session';
+import { runDev, runServer, runWorker } from './processes';
+
+interface Globals {
+  json?: boolean;
+  address?: string;
+  namespace?: string;
+  taskQueue?: string;
+}
+
+const positiveInt = (flag: string) => (value: string): number => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${flag} must be a positive integer`);
+  return n;
+};
+const port = (value: string): number => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number 0-65535');
+  return n;
+};
+const json = (value: string): unknown => {
+  try {
+    return JSON.parse(value);
+  } catch {
+    throw new InvalidArgumentError(`not valid JSON: ${value.slice(0, 60)}; quote it, e.g. --result '{"id": 1}'`);
+  }
+};
+
+function globals(cmd: Command): Globals {
+  return cmd.optsWithGlobals() as Globals;
+}
+
+async function withClient<T>(cmd: Command, fn: (c: OpenWorkerClient) => Promise<T>): Promise<T> {
+  const g = globals(cmd);
+  const c = await connectClient({ address: g.address, namespace: g.namespace, taskQueue: g.taskQueue });
+  try {
+    return await fn(c);
+  } finally {
+    await c.close();
+  }
+}
+
+function print(cmd: Command, value: unknown, human: string): void {
+  console.log(globals(cmd).json ? JSON.stringify(value, null, 2) : human);
+}
+
+export function buildCli(): Command {
+  const program = new Command('openworker-temporal')
+    .description('Durable AI-agent turns on Temporal: one approval = at most one effect.')
+    .option('--json', 'print machine-readable JSON')
+    .option('--address <host:port>', 'Temporal frontend (default: TEMPORAL_ADDRESS or localhost:7233)')
+    .option('--namespace <name>', 'Temporal namespace (default: TEMPORAL_NAMESPACE or default)')
+    .option('--task-queue <name>', 'task queue of the workers (default: openworker)')
+    .showHelpAfterError('(run with --help for usage)');
+
+  program
+    .command('server')
+    .description('run the Temporal dev server with a persistent SQLite file and the Web UI')
+    .option('--db <file>', 'SQLite file (default .openworker/temporal.db)')
+    .option('--port <port>', 'gRPC port', port, 7233)
+    .option('--ui-port <port>', 'Web UI port (default port + 1000)', port)
+    .option('--headless', 'no Web UI')
+    .action(async (opts, cmd) => runServer({ ...opts, json: globals(cmd).json }));
+
+  program
+    .command('worker')
+    .description('run a worker: the session and turn workflows, the model and the tools')
+    .option('--tools <module>', 'a .js/.mjs module whose default export is an array of tools (repeatable)', (v: string, prev: string[]) => [...prev, v], [])
+    .option('--model <spec>', 'demo | scripted:<file.json>', process.env.OPENWORKER_MODEL ?? 'demo')
+    .option('--no-builtins', 'do not register the built-in tools (send_email)')
+    .option('--shutdown-grace <duration>', 'how long SIGINT/SIGTERM waits for running tool calls', '60s')
+    .action(async (opts, cmd) => runWorker({ ...globals(cmd), ...opts }));
+
+  program
+    .command('dev')
+    .description('server + Web UI + mail sink + worker + a demo turn (what `npm start` runs)')
+    .option('--db <file>', 'SQLite file (default .openworker/temporal.db)')
+    .option('--port <port>', 'gRPC port', port, 7233)
+    .option('--headless', 'no Web UI')
+    .option('--model <spec>', 'demo | scripted:<file.json>', process.env.OPENWORKER_MODEL ?? 'demo')
+    .option('--tools <module>', 'extra tools module (repeatable)', (v: string, prev: string[]) => [...prev, v], [])
+    .option('--no-demo', 'do not start the demo turn')
+    .action(async (opts) => runDev(opts));
+
+  program
+    .command('turn <sessionId> <message>')
+    .description('send a message to a session (starting it if needed); --wait returns when the turn completes or parks')
+    .option('--wait', 'wait for the turn to complete or wait for a decision')
+    .option('--timeout <seconds>', 'how long --wait waits', positiveInt('--timeout'), 120)
+    .action(async (sessionId: string, message: string, opts: { wait?: boolean; timeout: number }, cmd: Command) =>
+      withClient(cmd, async (c) => {
+        const sent = await sendMessage(c, { sessionId, text: message });
+        if (!opts.wait) return print(cmd, sent, `queued message ${sent.messageId} in session ${sessionId}`);
+        const t = await waitForTurn(c, { sessionId, messageId: sent.messageId, timeoutMs: opts.timeout * 1000 });
+        print(cmd, t, formatTurn(t));
+      }),
+    );
+
+  program
+    .command('inbox')
+    .description('every tool call awaiting approval or in recovery_required, across sessions, newest first')
+    .option('--session <id>', 'only this session')
+    .option('--tool <name>', 'only this tool')
+    .addOption(new Option('--state <state>', 'only this state').choices(['awaiting_approval', 'recovery_required']))
+    .option('--watch', 'refresh every 2 seconds until interrupted')
+    .action(async (opts, cmd: Command) =>
+      withClient(cmd, async (c) => {
+        const filter = { sessionId: opts.session, tool: opts.tool, state: opts.state };
+        for (;;) {
+          const items = await inbox(c, filter);
+          if (opts.watch && !globals(cmd).json) process.stdout.write('\x1b[2J\x1b[H');
+          print(cmd, items, formatInbox(items));
+          if (!opts.watch) return;
+          await new Promise((r) => setTimeout(r, 2000));
+        }
+      }),
+    );
+
+  const decisionOptions = (c: Command): Command =>
+    c.option('--by <name>', 'who decides (default: $OPENWORKER_USER or $USER)').option('--turn <n>', 'the turn (default: the running one)', positiveInt('--turn'));
+
+  decisionOptions(program.command('approve <sessionId> <toolCallId>').description('approve a tool call'))
+    .option('--digest <argsDigest>', 'only approve if the arguments still have this digest')
+    .action(async (sessionId: string, toolCallId: string, opts, cmd: Command) =>
+      decided(cmd, 'approve', await withClient(cmd, (c) => approve(c, { sessionId, toolCallId, by: opts.by, turn: opts.turn, argsDigest: opts.digest }))),
+    );
+
+  decisionOptions(program.command('reject <sessionId> <toolCallId>').description('reject a tool call; the model is told it was not executed'))
+    .option('--reason <text>', 'why (the model sees it)')
+    .action(async (sessionId: string, toolCallId: string, opts, cmd: Command) =>
+      decided(cmd, 'reject', await withClient(cmd, (c) => reject(c, { sessionId, toolCallId, by: opts.by, turn: opts.turn, reason: opts.reason }))),
+    );
+
+  decisionOptions(program.command('recover <sessionId> <toolCallId>').description('resolve a call in recovery_required'))
+    .addOption(new Option('--decision <decision>', 'retry: run again with the same execution ID; succeeded: use --result; failed: tell the model').choices(['retry', 'succeeded', 'failed']).makeOptionMandatory())
+    .option('--result <json>', 'the tool result, with --decision succeeded', json)
+    .option('--reason <text>', 'why')
+    .action(async (sessionId: string, toolCallId: string, opts, cmd: Command) =>
+      decided(
+        cmd,
+        'recover',
+        await withClient(cmd, (c) =>
+          recover(c, { sessionId, toolCallId, by: opts.by, turn: opts.turn, decision: opts.decision as RecoveryDecision, result: opts.result, reason: opts.reason }),
+        ),
+      ),
+    );
+
+  program
+    .command('show <sessionId>')
+    .description('the transcript, the turns and every execution in the ledger')
+    .action(async (sessionId: string, _opts, cmd: Command) =>
+      withClient(cmd, async (c) => {
+        const v = await showSession(c, sessionId);
+        print(cmd, v, formatSession(v));
+      }),
+    );
+
+  return program;
+}
+
+function decided(cmd: Command, kind: string, d: Awaited<ReturnType<typeof approve>>): void {
+  print(cmd, d, formatDecision(kind, d));
+  if (d.outcome === 'ignored') process.exitCode = 3;
+}
+
+export async function main(argv = process.argv): Promise<void> {
+  try {
+    await buildCli().parseAsync(argv);
+  } catch (err) {
+    const msg = err instanceof Error ? err.message : String(err);
+    console.error(`error: ${msg.split('\n')[0]}`);
+    process.exitCode = err instanceof OpenWorkerError && err.code === 'bad_input' ? 2 : 1;
+  }
+}

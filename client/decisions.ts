@@ -1,0 +1,79 @@
+import { randomUUID } from 'node:crypto';
+import { approveSignal, recoverSignal, rejectSignal, turnStatusQuery, turnWorkflowId } from '../workflows/definitions';
+import type { DecisionKind, DecisionRecord, RecoveryDecision } from '../workflows/types';
+import type { OpenWorkerClient } from './connection';
+import { activeTurn, checkSessionId, OpenWorkerError } from './session';
+
+export interface DecisionTarget {
+  sessionId: string;
+  toolCallId: string;
+  /** Address a specific turn; default: the session's running turn. */
+  turn?: number;
+  by?: string;
+  /** How long to wait for the turn to confirm; 0 = only deliver the signal. Default 10 s. */
+  waitMs?: number;
+}
+
+export interface DecisionOutcome {
+  sessionId: string;
+  toolCallId: string;
+  workflowId: string;
+  decisionId: string;
+  /** `delivered`: the signal is in the turn's history but no worker has processed it yet. */
+  outcome: 'applied' | 'ignored' | 'delivered';
+  why?: string;
+}
+
+const RECOVERY: readonly RecoveryDecision[] = ['retry', 'succeeded', 'failed'];
+
+export const defaultApprover = (): string => process.env.OPENWORKER_USER ?? process.env.USER ?? 'cli';
+
+async function send(c: OpenWorkerClient, kind: DecisionKind, target: DecisionTarget, extra: Record<string, unknown>): Promise<DecisionOutcome> {
+  const sessionId = checkSessionId(target.sessionId);
+  if (!target.toolCallId) throw new OpenWorkerError('a tool call id is required (see `openworker-temporal inbox`)', 'bad_input');
+  let workflowId: string;
+  if (target.turn !== undefined) {
+    if (!Number.isInteger(target.turn) || target.turn < 1) throw new OpenWorkerError(`--turn must be a positive integer, got ${target.turn}`, 'bad_input');
+    workflowId = turnWorkflowId(sessionId, target.turn);
+  } else {
+    const turn = await activeTurn(c, sessionId);
+    if (!turn) throw new OpenWorkerError(`session '${sessionId}' has no running turn waiting for decisions; see 'openworker-temporal show ${sessionId}'`, 'not_found');
+    workflowId = turn.workflowId;
+  }
+  const decisionId = randomUUID();
+  const payload = { toolCallId: target.toolCallId, by: target.by ?? defaultApprover(), decisionId, ...extra };
+  const handle = c.client.workflow.getHandle(workflowId);
+  const def = kind === 'approve' ? approveSignal : kind === 'reject' ? rejectSignal : recoverSignal;
+  try {
+    await handle.signal(def as typeof approveSignal, payload as never);
+  } catch (err) {
+    throw new OpenWorkerError(`could not deliver ${kind} to ${workflowId}: ${(err as Error).message}`, 'not_found');
+  }
+  const base = { sessionId, toolCallId: target.toolCallId, workflowId, decisionId };
+  const until = Date.now() + (target.waitMs ?? 10_000);
+  // The turn records every decision, applied or ignored, so the sender learns which it was.
+  while (Date.now() < until) {
+    let record: DecisionRecord | undefined;
+    try {
+      const status = await c.client.withDeadline(Math.min(until, Date.now() + 3000), () => handle.query(turnStatusQuery));
+      record = status.decisions.find((d) => d.decisionId === decisionId);
+    } catch {
+      break; // no worker: the signal waits in history and is applied when one starts
+    }
+    if (record) return { ...base, outcome: record.outcome, ...(record.why ? { why: record.why } : {}) };
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  return { ...base, outcome: 'delivered' };
+}
+
+export const approve = (c: OpenWorkerClient, t: DecisionTarget & { argsDigest?: string }): Promise<DecisionOutcome> =>
+  send(c, 'approve', t, t.argsDigest ? { argsDigest: t.argsDigest } : {});
+
+export const reject = (c: OpenWorkerClient, t: DecisionTarget & { reason?: string }): Promise<DecisionOutcome> =>
+  send(c, 'reject', t, t.reason ? { reason: t.reason } : {});
+
+export function recover(c: OpenWorkerClient, t: DecisionTarget & { decision: RecoveryDecision; result?: unknown; reason?: string }): Promise<DecisionOutcome> {
+  if (!RECOVERY.includes(t.decision)) throw new OpenWorkerError(`--decision must be one of ${RECOVERY.join(', ')}, got '${t.decision}'`, 'bad_input');
+  if (t.result !== undefined && t.decision !== 'succeeded') throw new OpenWorkerError('--result only goes with --decision succeeded', 'bad_input');
+  return send(c, 'recover', t, { decision: t.decision, ...(t.result !== undefined ? { result: t.result } : {}), ...(t.reason ? { reason: t.reason } : {}) });
+}

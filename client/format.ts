@@ -1,0 +1,74 @@
+import type { DecisionOutcome } from './decisions';
+import type { InboxItem, SessionView } from './inspect';
+import type { WaitedTurn } from './session';
+
+// Human-readable output for the CLI; `--json` prints the library's values instead.
+
+const short = (value: unknown, max = 100): string => {
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+};
+
+export function formatTurn(t: WaitedTurn): string {
+  const lines = [`${t.workflowId}: ${t.state}`];
+  if (t.text) lines.push(`assistant: ${t.text}`);
+  if (t.error) lines.push(`error: ${t.error}`);
+  for (const e of t.ledger) {
+    lines.push(`  ${e.toolCallId}  ${e.tool}${e.target ? ` → ${e.target}` : ''}  ${e.state}  (execution ${e.executionId})`);
+    if (e.state === 'awaiting_approval') {
+      lines.push(`    args: ${short(e.arguments, 160)}`);
+      lines.push(`    approve: openworker-temporal approve ${t.sessionId} ${e.toolCallId}    reject: openworker-temporal reject ${t.sessionId} ${e.toolCallId} --reason "…"`);
+    }
+    if (e.state === 'recovery_required') {
+      const why = [...e.events].reverse().find((ev) => ev.type === 'recovery_required')?.reason;
+      lines.push(`    outcome unknown${why ? `: ${String(why)}` : ''}`);
+      lines.push(`    decide: openworker-temporal recover ${t.sessionId} ${e.toolCallId} --decision retry|succeeded|failed`);
+    }
+  }
+  return lines.join('\n');
+}
+
+export function formatDecision(kind: string, d: DecisionOutcome): string {
+  switch (d.outcome) {
+    case 'applied':
+      return `${kind} ${d.toolCallId}: applied (${d.workflowId})`;
+    case 'ignored':
+      return `${kind} ${d.toolCallId}: NOT applied: ${d.why}`;
+    case 'delivered':
+      return `${kind} ${d.toolCallId}: delivered to ${d.workflowId}; no worker confirmed it yet, it takes effect when a worker runs`;
+  }
+}
+
+export function formatSession(v: SessionView): string {
+  const lines = [`session ${v.sessionId}`];
+  for (const m of v.transcript) {
+    if (m.role === 'user') lines.push(`  user: ${short(m.content, 200)}`);
+    else if (m.role === 'assistant') {
+      if (m.content) lines.push(`  assistant: ${short(m.content, 200)}`);
+      for (const c of m.toolCalls ?? []) lines.push(`  assistant → ${c.name}(${short(c.arguments, 120)}) [${c.id}]`);
+    } else lines.push(`  tool ${m.name} [${m.toolCallId}]: ${short(m.content, 160)}`);
+  }
+  if (v.pending.length) lines.push(`  queued: ${v.pending.map((p) => short(p.text, 60)).join(' | ')}`);
+  lines.push('turns:');
+  for (const t of v.turns) lines.push(`  ${t.n}  ${t.state}  ${t.workflowId}${t.error ? `  (${t.error})` : ''}`);
+  lines.push('executions:');
+  if (!v.executions.length) lines.push('  (none)');
+  for (const e of v.executions) {
+    const who = e.approvedBy ? `approved by ${e.approvedBy}` : e.rejectedBy ? `rejected by ${e.rejectedBy}` : '';
+    const rec = e.recoveryDecision ? `, recovery ${e.recoveryDecision} by ${e.recoveredBy}` : '';
+    lines.push(`  turn ${e.turn} ${e.toolCallId}  ${e.tool}  ${e.state}  attempts ${e.attempts}  ${e.executionId}  ${who}${rec}`);
+  }
+  return lines.join('\n');
+}
+
+export function formatInbox(items: InboxItem[]): string {
+  if (!items.length) return 'inbox is empty: nothing awaits approval or recovery';
+  const now = Date.now();
+  return items
+    .map((i) => {
+      const age = Math.max(0, Math.round((now - Date.parse(i.since)) / 1000));
+      const head = `${i.state.padEnd(18)} ${age}s ago  session ${i.sessionId} turn ${i.turn}  ${i.toolCallId}  ${i.tool}${i.target ? ` → ${i.target}` : ''}`;
+      return `${head}\n    args: ${short(i.arguments, 160)}${i.reason ? `\n    why: ${i.reason}` : ''}`;
+    })
+    .join('\n');
+}

@@ -1,0 +1,94 @@
+import type { LedgerEntry, Message, TurnState } from '../workflows/types';
+import type { OpenWorkerClient } from './connection';
+import { queryWithDeadline, sessionStatus, turnStatus } from './session';
+
+export interface ExecutionView extends LedgerEntry {
+  turnWorkflowId: string;
+  turn: number;
+}
+
+export interface SessionView {
+  sessionId: string;
+  turns: { n: number; workflowId: string; state: TurnState; error?: string }[];
+  executions: ExecutionView[];
+  transcript: Message[];
+  pending: { text: string; messageId: string }[];
+}
+
+/** The transcript, every turn with its state, and every tool call's ledger entry. */
+export async function showSession(c: OpenWorkerClient, sessionId: string): Promise<SessionView> {
+  const s = await sessionStatus(c, sessionId);
+  const turns: SessionView['turns'] = [];
+  const executions: ExecutionView[] = [];
+  for (const t of s.turns) {
+    let state = t.state;
+    let error = t.error;
+    try {
+      const live = await turnStatus(c, t.workflowId);
+      state = live.state;
+      error = live.error;
+      executions.push(...live.ledger.map((e) => ({ ...e, turnWorkflowId: t.workflowId, turn: t.n })));
+    } catch {
+      // a turn whose history is gone (retention) still shows what the session remembers
+    }
+    turns.push({ n: t.n, workflowId: t.workflowId, state, ...(error ? { error } : {}) });
+  }
+  return { sessionId: s.sessionId, turns, executions, transcript: s.transcript, pending: s.pending };
+}
+
+export interface InboxItem {
+  sessionId: string;
+  turn: number;
+  workflowId: string;
+  toolCallId: string;
+  executionId: string;
+  tool: string;
+  target?: string;
+  state: 'awaiting_approval' | 'recovery_required';
+  since: string;
+  argsDigest: string;
+  arguments: unknown;
+  attempts: number;
+  reason?: string;
+}
+
+export interface InboxFilter {
+  sessionId?: string;
+  tool?: string;
+  state?: 'awaiting_approval' | 'recovery_required';
+}
+
+/** Every call waiting for approval or in recovery_required, across sessions, newest first. */
+export async function inbox(c: OpenWorkerClient, filter: InboxFilter = {}): Promise<InboxItem[]> {
+  const clauses = ['ExecutionStatus = "Running"', `OpenWorkerState IN ("awaiting_approval", "recovery_required")`];
+  if (filter.sessionId) clauses.push(`OpenWorkerSession = ${JSON.stringify(filter.sessionId)}`);
+  const items: InboxItem[] = [];
+  for await (const wf of c.client.workflow.list({ query: clauses.join(' AND ') })) {
+    const handle = c.client.workflow.getHandle(wf.workflowId, wf.runId);
+    const status = await queryWithDeadline(c, `turn ${wf.workflowId}`, () => handle.query('status')).catch(() => undefined);
+    if (!status) continue;
+    const s = status as Awaited<ReturnType<typeof turnStatus>>;
+    for (const e of s.ledger) {
+      if (e.state !== 'awaiting_approval' && e.state !== 'recovery_required') continue;
+      if (filter.tool && e.tool !== filter.tool) continue;
+      if (filter.state && e.state !== filter.state) continue;
+      const last = e.events[e.events.length - 1];
+      items.push({
+        sessionId: s.sessionId,
+        turn: s.turn,
+        workflowId: wf.workflowId,
+        toolCallId: e.toolCallId,
+        executionId: e.executionId,
+        tool: e.tool,
+        ...(e.target ? { target: e.target } : {}),
+        state: e.state,
+        since: last?.at ?? '',
+        argsDigest: e.argsDigest,
+        arguments: e.arguments,
+        attempts: e.attempts,
+        ...(e.state === 'recovery_required' && typeof last?.reason === 'string' ? { reason: last.reason } : {}),
+      });
+    }
+  }
+  return items.sort((a, b) => b.since.localeCompare(a.since));
+}

@@ -1,0 +1,115 @@
+import path from 'node:path';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import type { LogLevel } from '@temporalio/worker';
+import { startMailSink } from '../dev/mailSink';
+import { startDevServer, stateDir } from '../dev/server';
+import { createWorker } from '../worker/worker';
+import { connectClient } from './connection';
+import { formatTurn } from './format';
+import { activeTurn, sendMessage, turnStatus, waitForTurn } from './session';
+
+// Long-running commands: server, worker, dev. Each runs until SIGINT/SIGTERM and cleans up after itself.
+
+const LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'];
+
+function installRuntime(): void {
+  const level = (process.env.OPENWORKER_LOG_LEVEL ?? 'WARN').toUpperCase();
+  if (!LEVELS.includes(level)) throw new Error(`OPENWORKER_LOG_LEVEL must be one of ${LEVELS.join(', ')}, got '${level}'`);
+  Runtime.install({ logger: new DefaultLogger(level as LogLevel) });
+}
+
+function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const done = (s: NodeJS.Signals) => resolve(s);
+    process.once('SIGINT', done);
+    process.once('SIGTERM', done);
+  });
+}
+
+export async function runServer(opts: { db?: string; port: number; uiPort?: number; headless?: boolean; json?: boolean }): Promise<void> {
+  const server = await startDevServer({ dbFile: opts.db, port: opts.port, uiPort: opts.uiPort, headless: opts.headless });
+  const info = { address: server.address, uiUrl: server.uiUrl, dbFile: server.dbFile, logFile: server.logFile, cli: server.cliPath };
+  console.log(opts.json ? JSON.stringify(info) : `Temporal dev server on ${server.address}${server.uiUrl ? `, Web UI ${server.uiUrl}` : ''}\n  data: ${server.dbFile}\n  log:  ${server.logFile}\nPress Ctrl-C to stop.`);
+  await Promise.race([untilSignal(), server.exited]);
+  await server.stop();
+}
+
+export interface RunWorkerOptions {
+  address?: string;
+  namespace?: string;
+  taskQueue?: string;
+  tools: string[];
+  model: string;
+  builtins: boolean;
+  shutdownGrace: string;
+}
+
+export async function runWorker(opts: RunWorkerOptions): Promise<void> {
+  installRuntime();
+  const { worker, connection, taskQueue, tools, model } = await createWorker({
+    address: opts.address,
+    namespace: opts.namespace,
+    taskQueue: opts.taskQueue,
+    toolModules: opts.tools,
+    model: opts.model,
+    builtins: opts.builtins,
+    shutdownGraceTime: opts.shutdownGrace,
+  });
+  // Tests and scripts wait for this line before they send work.
+  console.log(`worker ready: task queue ${taskQueue}, model ${model}, tools ${tools.join(', ') || '(none)'}`);
+  try {
+    await worker.run(); // returns after SIGINT/SIGTERM once running tool calls finish (shutdown grace)
+  } finally {
+    await connection.close();
+  }
+}
+
+export async function runDev(opts: { db?: string; port: number; headless?: boolean; model: string; tools: string[]; demo: boolean }): Promise<void> {
+  installRuntime();
+  const dir = stateDir();
+  console.log('Starting the Temporal dev server…');
+  const server = await startDevServer({ dbFile: opts.db, port: opts.port, headless: opts.headless });
+  const sink = await startMailSink({ file: path.join(dir, 'mail.json') });
+  // The built-in send_email tool reads its settings from the environment; point it at the local sink
+  // unless the user configured a real SMTP server.
+  if (!process.env.OPENWORKER_SMTP_HOST) {
+    Object.assign(process.env, { OPENWORKER_SMTP_HOST: '127.0.0.1', OPENWORKER_SMTP_PORT: String(sink.smtpPort), OPENWORKER_SMTP_LOOKUP_URL: sink.lookupUrl });
+  }
+  process.env.TEMPORAL_ADDRESS = server.address;
+  const { worker, connection, taskQueue, tools } = await createWorker({ address: server.address, model: opts.model, toolModules: opts.tools });
+  const running = worker.run();
+  console.log(`Temporal ${server.address}${server.uiUrl ? `   Web UI ${server.uiUrl}` : ''}`);
+  console.log(`Worker on task queue '${taskQueue}' with tools ${tools.join(', ')}; mail sink smtp://127.0.0.1:${sink.smtpPort} (lookup ${sink.lookupUrl})`);
+  if (opts.demo) await demo().catch((err) => console.error(`demo: ${(err as Error).message}`));
+  console.log('\nPress Ctrl-C to stop (state is kept in .openworker/).');
+  await Promise.race([untilSignal(), running]);
+  worker.shutdown();
+  await running.catch(() => undefined);
+  await connection.close();
+  await sink.close();
+  await server.stop();
+  console.log(`Stopped. Delivered mail so far: ${sink.messages().length} (see ${path.join(dir, 'mail.json')}).`);
+}
+
+const CLI = 'npx openworker-temporal';
+
+/** Starts (or shows) a turn in session `demo` that waits for an approval, and says what to type next. */
+async function demo(): Promise<void> {
+  const c = await connectClient();
+  try {
+    const running = await activeTurn(c, 'demo').catch(() => undefined);
+    const t = running
+      ? await turnStatus(c, running.workflowId)
+      : await (async () => {
+          const sent = await sendMessage(c, { sessionId: 'demo', text: 'email bob@example.com about the launch' });
+          return waitForTurn(c, { sessionId: 'demo', messageId: sent.messageId, timeoutMs: 60_000 });
+        })();
+    console.log(`\nDemo: session 'demo' asked the agent to "email bob@example.com about the launch".\n${formatTurn({ ...t, workflowId: running?.workflowId ?? (t as { workflowId: string }).workflowId })}`);
+    const pending = t.ledger.find((e) => e.state === 'awaiting_approval');
+    if (pending) {
+      console.log(`\nNext, in another terminal:\n  ${CLI} inbox\n  ${CLI} approve demo ${pending.toolCallId} --by you\n  ${CLI} show demo`);
+    }
+  } finally {
+    await c.close();
+  }
+}

@@ -1,0 +1,149 @@
+import { randomUUID } from 'node:crypto';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import type { WorkflowHandle } from '@temporalio/client';
+import { messageSignal, sessionStatusQuery, sessionWorkflowId, turnStatusQuery, OpenWorkerSession } from '../workflows/definitions';
+import type { SessionStatus, TurnResult, TurnState, TurnStatus } from '../workflows/types';
+import type { OpenWorkerClient } from './connection';
+
+const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/;
+
+export class OpenWorkerError extends Error {
+  constructor(message: string, readonly code: 'bad_input' | 'not_found' | 'no_worker' | 'timeout' | 'ignored' | 'failed' = 'failed') {
+    super(message);
+    this.name = 'OpenWorkerError';
+  }
+}
+
+export function checkSessionId(sessionId: string): string {
+  if (typeof sessionId !== 'string' || !SESSION_ID.test(sessionId)) {
+    throw new OpenWorkerError(`invalid session id '${sessionId}': use 1-100 letters, digits, '.', '_', ':' or '-', starting with a letter or digit`, 'bad_input');
+  }
+  return sessionId;
+}
+
+const QUERY_TIMEOUT_MS = 5000;
+
+/** Runs a query with a deadline, turning "nobody answered" into an error that says what to start. */
+export async function queryWithDeadline<T>(c: OpenWorkerClient, what: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await c.client.withDeadline(Date.now() + QUERY_TIMEOUT_MS, fn);
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) throw new OpenWorkerError(`${what}: not found`, 'not_found');
+    const msg = (err as Error).message ?? String(err);
+    if (/deadline|timeout|timed out/i.test(msg)) {
+      throw new OpenWorkerError(`${what}: no worker answered within ${QUERY_TIMEOUT_MS / 1000}s; is 'openworker-temporal worker' running on task queue '${c.taskQueue}'?`, 'no_worker');
+    }
+    throw err;
+  }
+}
+
+export interface SendMessageResult {
+  sessionId: string;
+  sessionWorkflowId: string;
+  messageId: string;
+}
+
+/** Queues a message in the session, starting the session workflow if needed. Works while no worker runs. */
+export async function sendMessage(c: OpenWorkerClient, input: { sessionId: string; text: string; messageId?: string }): Promise<SendMessageResult> {
+  const sessionId = checkSessionId(input.sessionId);
+  if (typeof input.text !== 'string' || !input.text.trim()) throw new OpenWorkerError('the message is empty; say what the agent should do', 'bad_input');
+  if (input.text.length > 100_000) throw new OpenWorkerError(`the message has ${input.text.length} characters; the limit is 100000`, 'bad_input');
+  const messageId = input.messageId ?? randomUUID();
+  const workflowId = sessionWorkflowId(sessionId);
+  try {
+    await c.client.workflow.signalWithStart('session', {
+      workflowId,
+      taskQueue: c.taskQueue,
+      args: [{ sessionId }],
+      signal: messageSignal,
+      signalArgs: [{ text: input.text, messageId }],
+      // A session whose workflow ended is not silently recreated: its turn numbers (and so its
+      // execution IDs, the idempotency keys of real effects) would start over.
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      typedSearchAttributes: [{ key: OpenWorkerSession, value: sessionId }],
+      staticSummary: `Session ${sessionId}`,
+    });
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) {
+      throw new OpenWorkerError(`session '${sessionId}' has ended (its workflow ${workflowId} is closed); use a new session id`, 'bad_input');
+    }
+    throw err;
+  }
+  return { sessionId, sessionWorkflowId: workflowId, messageId };
+}
+
+export async function sessionStatus(c: OpenWorkerClient, sessionId: string): Promise<SessionStatus> {
+  const handle = c.client.workflow.getHandle(sessionWorkflowId(checkSessionId(sessionId)));
+  return queryWithDeadline(c, `session '${sessionId}'`, () => handle.query(sessionStatusQuery));
+}
+
+/** The turn's status: from its result when it has closed, else from its query. */
+export async function turnStatus(c: OpenWorkerClient, workflowId: string): Promise<TurnStatus & { workflowId: string; closed: boolean }> {
+  const handle: WorkflowHandle = c.client.workflow.getHandle(workflowId);
+  let description;
+  try {
+    description = await handle.describe();
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) throw new OpenWorkerError(`turn workflow ${workflowId} not found`, 'not_found');
+    throw err;
+  }
+  if (description.status.name === 'RUNNING') {
+    const s = await queryWithDeadline(c, `turn ${workflowId}`, () => handle.query(turnStatusQuery));
+    return { ...s, workflowId, closed: false };
+  }
+  if (description.status.name === 'COMPLETED') {
+    const r = (await handle.result()) as TurnResult;
+    const { messages: _messages, ...s } = r;
+    return { ...s, workflowId, closed: true };
+  }
+  const [, sessionId, n] = /^session-(.+)-turn-(\d+)$/.exec(workflowId) ?? [];
+  const state: TurnState = description.status.name === 'CANCELLED' ? 'cancelled' : 'failed';
+  return { sessionId: sessionId ?? '', turn: Number(n ?? 0), state, iteration: 0, ledger: [], decisions: [], error: `turn workflow ${description.status.name.toLowerCase()}`, workflowId, closed: true };
+}
+
+/** The session's running turn, from the server's own record of pending children: no worker needed. */
+export async function activeTurn(c: OpenWorkerClient, sessionId: string): Promise<{ workflowId: string; turn: number } | undefined> {
+  const handle = c.client.workflow.getHandle(sessionWorkflowId(checkSessionId(sessionId)));
+  let description;
+  try {
+    description = await handle.describe();
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) throw new OpenWorkerError(`session '${sessionId}' not found; start it with 'openworker-temporal turn ${sessionId} "<message>"'`, 'not_found');
+    throw err;
+  }
+  const children = description.raw.pendingChildren ?? [];
+  const turns = children
+    .map((ch) => ch.workflowId ?? '')
+    .map((id) => ({ workflowId: id, turn: Number(/-turn-(\d+)$/.exec(id)?.[1] ?? NaN) }))
+    .filter((t) => Number.isFinite(t.turn))
+    .sort((a, b) => b.turn - a.turn);
+  return turns[0];
+}
+
+const PARKED: readonly TurnState[] = ['awaiting_approval', 'recovery_required'];
+
+export interface WaitedTurn extends TurnStatus {
+  workflowId: string;
+  closed: boolean;
+}
+
+/** Waits until the turn that handles `messageId` completes or parks for a human decision. */
+export async function waitForTurn(c: OpenWorkerClient, input: { sessionId: string; messageId: string; timeoutMs?: number; pollMs?: number }): Promise<WaitedTurn> {
+  const deadline = Date.now() + (input.timeoutMs ?? 120_000);
+  const pollMs = input.pollMs ?? 200;
+  let workflowId: string | undefined;
+  for (;;) {
+    if (!workflowId) {
+      const s = await sessionStatus(c, input.sessionId);
+      workflowId = s.turns.find((t) => t.messageId === input.messageId)?.workflowId;
+    }
+    if (workflowId) {
+      const t = await turnStatus(c, workflowId);
+      if (t.closed || PARKED.includes(t.state)) return t;
+    }
+    if (Date.now() > deadline) {
+      throw new OpenWorkerError(`timed out waiting for the turn of message ${input.messageId} in session '${input.sessionId}'${workflowId ? ` (${workflowId})` : ''}`, 'timeout');
+    }
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
+}

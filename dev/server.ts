@@ -1,0 +1,289 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { packageRoot, resolveTemporalCli, TemporalCliNotFoundError } from './temporalCli';
+
+/** Search attributes the workflows upsert; registered on every start (re-registering the same type is a no-op). */
+export const SEARCH_ATTRIBUTES = { OpenWorkerState: 'Keyword', OpenWorkerSession: 'Keyword' } as const;
+
+/**
+ * Passed as `--dynamic-config-value KEY=JSON`. The dev server silently ignores unknown keys, so only keys
+ * checked against Server 1.32 belong here (update-with-start needs no key there: the multi-operation flag is gone).
+ */
+export const DYNAMIC_CONFIG: Record<string, unknown> = {
+  // Approvals and dispatch use workflow updates; explicit so an older server doesn't refuse them.
+  'frontend.enableUpdateWorkflowExecution': true,
+  // New search attributes must be queryable immediately, not after the cache refresh interval.
+  'system.forceSearchAttributesCacheRefreshOnRead': true,
+};
+
+export interface DevServerOptions {
+  /** SQLite file; default `<state dir>/.openworker/temporal.db` (parent dir is created). */
+  dbFile?: string;
+  /** gRPC port; default 7233, 0 picks a free port. */
+  port?: number;
+  /** Web UI port; default port + 1000 (a free port when port is 0). */
+  uiPort?: number;
+  headless?: boolean;
+  ip?: string;
+  /** Extra namespace to create besides `default`. */
+  namespace?: string;
+  /** Server stdout/stderr (appended); default `temporal-server.log` next to the db file. */
+  logFile?: string;
+  readyTimeoutMs?: number;
+}
+
+export interface DevServer {
+  address: string;
+  port: number;
+  uiUrl?: string;
+  dbFile: string;
+  logFile: string;
+  pid: number;
+  cliPath: string;
+  /** SIGTERM, then SIGKILL after 10s; idempotent. Callers must call it: the server outlives a crashed parent. */
+  stop(): Promise<void>;
+  kill(signal?: NodeJS.Signals): void;
+  /** Exit code, or null when killed by a signal. */
+  exited: Promise<number | null>;
+}
+
+/** A port that was free a moment ago (the usual listen-on-0 race applies). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Where local state lives: the checkout, or the caller's cwd when installed under node_modules. */
+export function stateDir(): string {
+  const root = packageRoot();
+  return path.join(root.split(path.sep).includes('node_modules') ? process.cwd() : root, '.openworker');
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** The SDK names its cached CLI `temporal-sdk-typescript-<version>`; newest wins. */
+function findDownloaded(dir: string): string | undefined {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return undefined;
+  }
+  return names
+    .filter((n) => n.startsWith('temporal-'))
+    .map((n) => path.join(dir, n))
+    .filter(isExecutable)
+    .sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
+}
+
+/**
+ * Last resort on machines with internet: let @temporalio/testing download the CLI (it starts a throwaway
+ * server to do so), then run that binary ourselves so persistence, flags and stop() behave the same.
+ */
+async function downloadCli(timeoutMs: number): Promise<string> {
+  const dir = path.join(stateDir(), 'temporal-download');
+  const cached = findDownloaded(dir);
+  if (cached) return cached;
+  fs.mkdirSync(dir, { recursive: true });
+  // Required lazily: only this fallback needs the SDK's native test tooling.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { TestWorkflowEnvironment } = require('@temporalio/testing') as typeof import('@temporalio/testing');
+  const pending = TestWorkflowEnvironment.createLocal({
+    server: { executable: { type: 'cached-download', downloadDir: dir, ttl: '3650d' } },
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      // A download that finishes after the timeout must not leave its server running.
+      pending.then((env) => env.teardown()).catch(() => undefined);
+      reject(new Error(`timed out after ${timeoutMs / 1000}s`));
+    }, timeoutMs);
+  });
+  try {
+    const env = await Promise.race([pending, timeout]);
+    await env.teardown();
+  } finally {
+    clearTimeout(timer);
+  }
+  const found = findDownloaded(dir);
+  if (!found) throw new Error(`no temporal binary in ${dir} after download`);
+  return found;
+}
+
+async function cliPathOrDownload(): Promise<string> {
+  try {
+    return (await resolveTemporalCli()).path;
+  } catch (err) {
+    if (!(err instanceof TemporalCliNotFoundError)) throw err;
+    try {
+      return await downloadCli(60_000);
+    } catch (dlErr) {
+      const why = dlErr instanceof Error ? dlErr.message.split('\n')[0].slice(0, 240) : String(dlErr);
+      throw new TemporalCliNotFoundError(`download via @temporalio/testing failed: ${why}`);
+    }
+  }
+}
+
+function readLogTail(file: string, from: number, lines = 20): string {
+  try {
+    const text = fs.readFileSync(file).subarray(from).toString('utf8');
+    return text.trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+function earlyExitError(code: number | null, port: number, logFile: string, tail: string): Error {
+  let head = `Temporal dev server exited early with code ${code}`;
+  if (/address already in use/.test(tail)) {
+    const busy = Number(/:(\d+): bind: address already in use/.exec(tail)?.[1] ?? port);
+    const hint = busy === port ? 'pick another with --port' : 'pick another with --ui-port, or use --headless';
+    head = `Temporal dev server could not start: port ${busy} is already in use (another server running?); ${hint}`;
+  }
+  return new Error(`${head}. Log ${logFile}:\n${tail}`);
+}
+
+/** Cheap TCP check first: a gRPC connect to a closed port costs a full reconnect backoff (~1s). */
+function portOpen(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = net.connect({ host, port }, () => {
+      sock.destroy();
+      resolve(true);
+    });
+    sock.once('error', () => resolve(false));
+    sock.setTimeout(500, () => {
+      sock.destroy();
+      resolve(false);
+    });
+  });
+}
+
+/** Ready = frontend answers and our search attributes are visible (the CLI registers them just after start). */
+async function probe(ip: string, port: number): Promise<'down' | 'no-search-attributes' | 'ready'> {
+  if (!(await portOpen(ip, port))) return 'down';
+  const address = `${ip}:${port}`;
+  let conn: Connection | undefined;
+  try {
+    conn = await Connection.connect({ address, connectTimeout: 1000 });
+    const { customAttributes = {} } = await conn.operatorService.listSearchAttributes({ namespace: 'default' });
+    return Object.keys(SEARCH_ATTRIBUTES).every((k) => k in customAttributes) ? 'ready' : 'no-search-attributes';
+  } catch {
+    return 'down';
+  } finally {
+    await conn?.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Starts `temporal server start-dev` and resolves once it serves requests. The child is not detached but still
+ * survives a parent killed by SIGKILL: always call stop(). A normal parent exit (incl. process.exit) sends SIGTERM.
+ */
+export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
+  const cliPath = await cliPathOrDownload();
+  const ip = options.ip ?? '127.0.0.1';
+  const port = options.port === 0 ? await freePort() : (options.port ?? 7233);
+  const uiPort = options.headless
+    ? undefined
+    : (options.uiPort ?? (options.port === 0 ? await freePort() : port + 1000));
+  const dbFile = path.resolve(options.dbFile ?? path.join(stateDir(), 'temporal.db'));
+  fs.mkdirSync(path.dirname(dbFile), { recursive: true });
+  const logFile = path.resolve(options.logFile ?? path.join(path.dirname(dbFile), 'temporal-server.log'));
+  fs.mkdirSync(path.dirname(logFile), { recursive: true });
+
+  // Otherwise the readiness probe would happily talk to whoever already owns the port.
+  if (await portOpen(ip, port)) {
+    throw new Error(`Cannot start Temporal dev server: port ${port} on ${ip} is already in use (another server running?); pick another with --port`);
+  }
+
+  const args = ['server', 'start-dev', '--db-filename', dbFile, '--ip', ip, '--port', String(port)];
+  args.push(...(uiPort === undefined ? ['--headless'] : ['--ui-port', String(uiPort)]));
+  args.push('--namespace', options.namespace ?? 'default');
+  for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
+  for (const [key, value] of Object.entries(DYNAMIC_CONFIG)) {
+    args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
+  }
+  args.push('--log-level', 'warn');
+
+  // The child writes to the log fd directly, so logging does not depend on this process staying alive.
+  const logStart = fs.existsSync(logFile) ? fs.statSync(logFile).size : 0;
+  const fd = fs.openSync(logFile, 'a');
+  fs.writeSync(fd, `\n# ${new Date().toISOString()} ${cliPath} ${args.join(' ')}\n`);
+  const child = spawn(cliPath, args, { stdio: ['ignore', fd, fd], detached: false });
+  fs.closeSync(fd);
+
+  const ended = new Promise<{ code: number | null; error?: Error }>((resolve) => {
+    child.once('exit', (code) => resolve({ code }));
+    child.once('error', (error) => resolve({ code: null, error }));
+  });
+  const exited = ended.then((e) => e.code);
+  const onParentExit = () => child.kill('SIGTERM');
+  process.once('exit', onParentExit);
+  void exited.then(() => process.removeListener('exit', onParentExit));
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    })());
+
+  const address = `${ip}:${port}`;
+  const timeoutMs = options.readyTimeoutMs ?? 60_000;
+  const deadline = Date.now() + timeoutMs;
+  let state: Awaited<ReturnType<typeof probe>> = 'down';
+  let gaveUp = false;
+  const ready = (async () => {
+    while (!gaveUp && Date.now() < deadline) {
+      if ((state = await probe(ip, port)) === 'ready') return true;
+      await sleep(200);
+    }
+    return false;
+  })();
+  const outcome = await Promise.race([ready, ended]);
+  gaveUp = true;
+  if (outcome !== true) {
+    await stop();
+    const tail = readLogTail(logFile, logStart);
+    if (outcome === false) {
+      const what = state === 'down' ? 'not answering' : `missing search attributes ${Object.keys(SEARCH_ATTRIBUTES).join(', ')}`;
+      throw new Error(`Temporal dev server at ${address} ${what} after ${timeoutMs}ms. Log ${logFile}:\n${tail}`);
+    }
+    if (outcome.error) throw new Error(`Cannot run Temporal CLI ${cliPath}: ${outcome.error.message}`);
+    throw earlyExitError(outcome.code, port, logFile, tail);
+  }
+
+  return {
+    address,
+    port,
+    uiUrl: uiPort === undefined ? undefined : `http://localhost:${uiPort}`,
+    dbFile,
+    logFile,
+    pid: child.pid!,
+    cliPath,
+    stop,
+    kill: (signal: NodeJS.Signals = 'SIGTERM') => void child.kill(signal),
+    exited,
+  };
+}

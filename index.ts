@@ -1,0 +1,31 @@
+// The public API of openworker-temporal.
+export { defineTool, ToolFailure, isTool } from './activities/tool';
+export type { Tool, ToolConfig, ToolContext, ToolEffect, RecoveryPolicy, ReconcileAnswer, ToolTimeouts, Duration } from './activities/tool';
+export type { ModelProvider, ModelRequest, ModelResponse, ToolDescriptor } from './activities/model';
+export { ModelError } from './activities/model';
+export { scriptedModel } from './activities/models/scripted';
+export { demoModel } from './activities/models/demo';
+export { loadModel } from './activities/models';
+export { sendEmailTool, smtpConfigFromEnv } from './activities/tools/sendEmail';
+export { executionIdFor, argsDigest, canonicalJson } from './workflows/identity';
+export {
+  approveSignal,
+  rejectSignal,
+  recoverSignal,
+  messageSignal,
+  turnStatusQuery,
+  sessionStatusQuery,
+  sessionWorkflowId,
+  turnWorkflowId,
+  DEFAULT_TASK_QUEUE,
+} from './workflows/definitions';
+export type * from './workflows/types';
+export { connectClient, resolveConnectConfig } from './client/connection';
+export type { OpenWorkerClient, ConnectOptions } from './client/connection';
+export { sendMessage, waitForTurn, turnStatus, sessionStatus, activeTurn, OpenWorkerError } from './client/session';
+export { approve, reject, recover } from './client/decisions';
+export type { DecisionOutcome, DecisionTarget } from './client/decisions';
+export { showSession, inbox } from './client/inspect';
+export type { SessionView, ExecutionView, InboxItem, InboxFilter } from './client/inspect';
+export { createWorker } from './worker/worker';
+export type { WorkerConfig } from './worker/worker';

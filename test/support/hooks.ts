@@ -1,0 +1,36 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { DevServer } from '../../dev/server';
+import { startDevServer } from '../../dev/server';
+import { stopAllProcesses } from './processes';
+
+// One file-backed Temporal dev server for the whole run; tests that restart a server start their own.
+
+let server: DevServer | undefined;
+let dir: string | undefined;
+
+export function testServer(): DevServer {
+  if (!server) throw new Error('the shared dev server is not running (test/support/hooks.js not loaded?)');
+  return server;
+}
+
+export const mochaHooks = {
+  async beforeAll(this: Mocha.Context): Promise<void> {
+    this.timeout(90_000);
+    dir = mkdtempSync(join(tmpdir(), 'openworker-test-'));
+    server = await startDevServer({ port: 0, headless: true, dbFile: join(dir, 'temporal.db') });
+    process.env.TEMPORAL_ADDRESS = server.address;
+    process.env.TEMPORAL_NAMESPACE = 'default';
+  },
+  async afterEach(this: Mocha.Context): Promise<void> {
+    this.timeout(30_000);
+    await stopAllProcesses();
+  },
+  async afterAll(this: Mocha.Context): Promise<void> {
+    this.timeout(30_000);
+    await stopAllProcesses();
+    await server?.stop();
+    if (dir && !process.env.OPENWORKER_KEEP_TEST_DATA) rmSync(dir, { recursive: true, force: true });
+  },
+};

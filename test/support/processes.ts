@@ -1,0 +1,127 @@
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { FAULT_REPORT_PREFIX } from '../../activities/faults';
+
+// Real worker processes for end-to-end and crash tests. Every process started here is killed
+// after each test, whatever happened.
+
+export const ROOT = join(__dirname, '..', '..', '..');
+export const CLI = join(ROOT, 'bin', 'openworker-temporal.js');
+
+const live = new Set<ChildProcess>();
+
+export interface WorkerProcess {
+  proc: ChildProcess;
+  output(): string;
+  /** Resolves with the execution ID when the worker reports reaching the armed fault point. */
+  faultReached(point: string, timeoutMs?: number): Promise<string>;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export interface WorkerSpec {
+  taskQueue: string;
+  model: string;
+  tools?: string[];
+  /** e.g. 'tool.after_execute@send_email' */
+  faults?: string;
+  env?: Record<string, string | undefined>;
+  extraArgs?: string[];
+}
+
+function waitFor(proc: ChildProcess, text: () => string, pattern: RegExp, what: string, timeoutMs: number): Promise<RegExpMatchArray> {
+  return new Promise((resolve, reject) => {
+    const check = (): boolean => {
+      const m = text().match(pattern);
+      if (m) {
+        cleanup();
+        resolve(m);
+      }
+      return !!m;
+    };
+    const onExit = (code: number | null, signal: string | null): void => {
+      if (check()) return;
+      cleanup();
+      reject(new Error(`${what}: the process exited (${code ?? signal}) first; output:\n${text().slice(-2000)}`));
+    };
+    const timer = setTimeout(() => {
+      cleanup();
+      reject(new Error(`${what}: not seen within ${timeoutMs} ms; output:\n${text().slice(-2000)}`));
+    }, timeoutMs);
+    const cleanup = (): void => {
+      clearTimeout(timer);
+      proc.stdout?.off('data', check);
+      proc.stderr?.off('data', check);
+      proc.off('exit', onExit);
+    };
+    if (check()) return;
+    proc.stdout?.on('data', check);
+    proc.stderr?.on('data', check);
+    proc.once('exit', onExit);
+  });
+}
+
+export function exited(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => proc.once('exit', () => resolve()));
+}
+
+export async function spawnWorker(spec: WorkerSpec): Promise<WorkerProcess> {
+  const args = [CLI, 'worker', '--task-queue', spec.taskQueue, '--model', spec.model, ...(spec.tools ?? []).flatMap((t) => ['--tools', t]), ...(spec.extraArgs ?? [])];
+  const env: NodeJS.ProcessEnv = { ...process.env, ...spec.env, OPENWORKER_FAULTS: spec.faults ?? '' };
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+  const proc = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  live.add(proc);
+  proc.once('exit', () => live.delete(proc));
+  let out = '';
+  proc.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  proc.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  const output = (): string => out;
+  await waitFor(proc, output, /worker ready/, 'worker ready line', 30_000);
+  return {
+    proc,
+    output,
+    async faultReached(point, timeoutMs = 30_000) {
+      const re = new RegExp(`${FAULT_REPORT_PREFIX} ${point.replace(/\./g, '\\.')} (\\S+)`);
+      const m = await waitFor(proc, output, re, `fault point ${point}`, timeoutMs);
+      return m[1]!;
+    },
+    async kill(signal = 'SIGKILL') {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      await exited(proc);
+    },
+  };
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI as a user would; bounded by `timeoutMs`. */
+export function runCli(args: string[], opts: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    live.add(proc);
+    let stdout = '';
+    let stderr = '';
+    proc.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    proc.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`openworker-temporal ${args.join(' ')}: no exit within ${opts.timeoutMs ?? 30_000} ms\n${stdout}\n${stderr}`));
+    }, opts.timeoutMs ?? 30_000);
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      live.delete(proc);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+export async function stopAllProcesses(): Promise<void> {
+  const procs = [...live];
+  for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+  await Promise.all(procs.map(exited));
+}

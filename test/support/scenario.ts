@@ -1,0 +1,48 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { OpenWorkerClient } from '../../client/connection';
+import { connectClient } from '../../client/connection';
+import { sendMessage, waitForTurn } from '../../client/session';
+import type { WaitedTurn } from '../../client/session';
+import type { ToolCall } from '../../workflows/types';
+import { ROOT } from './processes';
+
+export const TOOLS = join(ROOT, 'test', 'fixtures', 'tools.mjs');
+
+export const uniq = (prefix: string): string => `${prefix}-${randomUUID().slice(0, 8)}`;
+
+const scriptDir = mkdtempSync(join(tmpdir(), 'openworker-scripts-'));
+
+/** Writes a scripted-model file and returns the `--model` spec for it. */
+export function scripted(steps: { text?: string; toolCalls?: ToolCall[] }[]): string {
+  const file = join(scriptDir, `${randomUUID()}.json`);
+  writeFileSync(file, JSON.stringify({ steps }));
+  return `scripted:${file}`;
+}
+
+export async function client(taskQueue: string): Promise<OpenWorkerClient> {
+  return connectClient({ taskQueue });
+}
+
+export async function startTurn(c: OpenWorkerClient, sessionId: string, text: string, timeoutMs = 30_000): Promise<WaitedTurn> {
+  const sent = await sendMessage(c, { sessionId, text });
+  return waitForTurn(c, { sessionId, messageId: sent.messageId, timeoutMs });
+}
+
+/** Polls `fn` until it returns a truthy value; bounded. */
+export async function eventually<T>(fn: () => Promise<T | undefined | false>, what: string, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`${what}: not true within ${timeoutMs} ms${last ? ` (last error: ${(last as Error).message})` : ''}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}

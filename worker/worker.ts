@@ -1,0 +1,107 @@
+import { existsSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Connection } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { createActivities } from '../activities';
+import type { ModelProvider } from '../activities/model';
+import { loadModel } from '../activities/models';
+import { createRegistry } from '../activities/registry';
+import type { Tool } from '../activities/tool';
+import { isTool } from '../activities/tool';
+import { builtinTools } from '../activities/tools';
+import type { ConnectOptions } from '../client/connection';
+import { resolveConnectConfig } from '../client/connection';
+import { ensureSearchAttributes } from './searchAttributes';
+
+export interface WorkerConfig extends ConnectOptions {
+  /** Tools besides the built-in ones. */
+  tools?: Tool[];
+  /** Modules (`.js`/`.mjs`) whose default export is an array of tools. */
+  toolModules?: string[];
+  /** Include the built-in tools (send_email). Default true. */
+  builtins?: boolean;
+  /** A `--model` spec or a provider. Default 'demo'. */
+  model?: string | ModelProvider;
+  /** How long a shutdown waits for running tool calls before cancelling them. Default 60 s. */
+  shutdownGraceTime?: string | number;
+  identity?: string;
+  connection?: NativeConnection;
+}
+
+export async function loadToolModule(path: string): Promise<Tool[]> {
+  const abs = isAbsolute(path) ? path : resolve(process.cwd(), path);
+  if (!existsSync(abs)) throw new Error(`--tools ${path}: file not found (${abs})`);
+  let mod: { default?: unknown };
+  try {
+    mod = await import(pathToFileURL(abs).href);
+  } catch (err) {
+    throw new Error(`--tools ${path}: cannot load the module: ${(err as Error).message}`);
+  }
+  const tools = mod.default;
+  if (!Array.isArray(tools)) throw new Error(`--tools ${path}: the default export must be an array of tools built with defineTool()`);
+  tools.forEach((t, i) => {
+    if (!isTool(t)) throw new Error(`--tools ${path}: item ${i} of the default export is not a tool built with defineTool()`);
+  });
+  return tools as Tool[];
+}
+
+/** Everything a worker needs, resolved and validated before it touches Temporal. */
+export async function resolveTools(config: WorkerConfig): Promise<Tool[]> {
+  const tools: Tool[] = config.builtins === false ? [] : builtinTools();
+  for (const path of config.toolModules ?? []) tools.push(...(await loadToolModule(path)));
+  tools.push(...(config.tools ?? []));
+  // A module's tool replaces a built-in of the same name; two user tools with one name is an error.
+  const builtinNames = new Set(config.builtins === false ? [] : builtinTools().map((t) => t.name));
+  const seen = new Map<string, Tool>();
+  for (const t of tools) {
+    if (seen.has(t.name) && !builtinNames.has(t.name)) throw new Error(`two tools are named '${t.name}'; tool names must be unique`);
+    seen.set(t.name, t);
+  }
+  return [...seen.values()];
+}
+
+export function workflowSource(): { workflowBundle: { codePath: string } } | { workflowsPath: string } {
+  const bundle = join(__dirname, '..', 'workflow-bundle.js');
+  return existsSync(bundle) ? { workflowBundle: { codePath: bundle } } : { workflowsPath: require.resolve('../workflows') };
+}
+
+/** Creates (but does not run) a worker for the turn and session workflows and their activities. */
+export async function createWorker(config: WorkerConfig = {}): Promise<{ worker: Worker; connection: NativeConnection; taskQueue: string; tools: string[]; model: string }> {
+  const cfg = resolveConnectConfig(config);
+  const registry = createRegistry(await resolveTools(config));
+  const model = typeof config.model === 'object' ? config.model : loadModel(config.model ?? 'demo');
+  const connectOpts = {
+    address: cfg.address,
+    ...(cfg.tls ? { tls: cfg.tls as never } : {}),
+    ...(cfg.apiKey ? { apiKey: cfg.apiKey } : {}),
+    ...(cfg.metadata ? { metadata: cfg.metadata } : {}),
+  };
+  let connection = config.connection;
+  if (!connection) {
+    try {
+      connection = await NativeConnection.connect(connectOpts);
+    } catch (err) {
+      throw new Error(`cannot reach Temporal at ${cfg.address} (${(err as Error).message}); start one with 'openworker-temporal server' or set TEMPORAL_ADDRESS`);
+    }
+    // Search attributes must exist before a turn upserts them, or its workflow task fails.
+    const admin = await Connection.connect(connectOpts);
+    try {
+      await ensureSearchAttributes(admin, cfg.namespace);
+    } finally {
+      await admin.close();
+    }
+  }
+  const worker = await Worker.create({
+    connection,
+    namespace: cfg.namespace,
+    taskQueue: cfg.taskQueue,
+    ...workflowSource(),
+    activities: createActivities({ registry, model }),
+    identity: config.identity ?? `openworker@${hostname()}:${process.pid}`,
+    // A deploy must not turn running tool calls into unknown outcomes.
+    shutdownGraceTime: config.shutdownGraceTime ?? '60s',
+  });
+  return { worker, connection, taskQueue: cfg.taskQueue, tools: registry.names(), model: model.name };
+}

@@ -1,0 +1,89 @@
+import type { ApproveSignal, DecisionKind, LedgerEntry, RecoverSignal, RecoveryDecision, RejectSignal } from './types';
+
+// Whether an approve / reject / recover signal takes effect. Pure; a decision that does not take
+// effect changes nothing and is recorded with the reason.
+
+export type Decision =
+  | { kind: 'approve'; payload: ApproveSignal }
+  | { kind: 'reject'; payload: RejectSignal }
+  | { kind: 'recover'; payload: RecoverSignal };
+
+export type Parsed = { ok: true; decision: Decision } | { ok: false; why: string; toolCallId?: string; by?: string; decisionId?: string };
+
+const RECOVERY_DECISIONS: readonly RecoveryDecision[] = ['retry', 'succeeded', 'failed'];
+const MAX_ID = 256;
+const MAX_BY = 200;
+const MAX_REASON = 2000;
+
+function str(value: unknown, max: number): string | undefined {
+  return typeof value === 'string' && value.length > 0 && value.length <= max ? value : undefined;
+}
+
+/** Validates a raw signal payload (it may come from any Temporal client, so trust nothing). */
+export function parseDecision(kind: DecisionKind, raw: unknown): Parsed {
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return { ok: false, why: `malformed ${kind}: payload must be an object` };
+  const p = raw as Record<string, unknown>;
+  const toolCallId = str(p.toolCallId, MAX_ID);
+  const by = str(p.by, MAX_BY);
+  const decisionId = str(p.decisionId, MAX_ID);
+  const ids = { ...(toolCallId ? { toolCallId } : {}), ...(by ? { by } : {}), ...(decisionId ? { decisionId } : {}) };
+  const bad = (why: string): Parsed => ({ ok: false, why: `malformed ${kind}: ${why}`, ...ids });
+  if (!toolCallId) return bad(`toolCallId must be a non-empty string of at most ${MAX_ID} characters`);
+  if (!by) return bad(`by must name who decided (1-${MAX_BY} characters)`);
+  if (p.decisionId !== undefined && !decisionId) return bad('decisionId must be a non-empty string');
+  if (p.reason !== undefined && (typeof p.reason !== 'string' || p.reason.length > MAX_REASON)) {
+    return bad(`reason must be a string of at most ${MAX_REASON} characters`);
+  }
+  const common = { toolCallId, by, ...(decisionId ? { decisionId } : {}) };
+  const reason = typeof p.reason === 'string' && p.reason ? { reason: p.reason } : {};
+  switch (kind) {
+    case 'approve':
+      if (p.argsDigest !== undefined && !str(p.argsDigest, MAX_ID)) return bad('argsDigest must be a string like sha256:<hex>');
+      return { ok: true, decision: { kind, payload: { ...common, ...(p.argsDigest ? { argsDigest: p.argsDigest as string } : {}) } } };
+    case 'reject':
+      return { ok: true, decision: { kind, payload: { ...common, ...reason } } };
+    case 'recover':
+      if (!RECOVERY_DECISIONS.includes(p.decision as RecoveryDecision)) return bad(`decision must be one of ${RECOVERY_DECISIONS.join(', ')}`);
+      return {
+        ok: true,
+        decision: {
+          kind,
+          payload: { ...common, ...reason, decision: p.decision as RecoveryDecision, ...('result' in p ? { result: p.result } : {}) },
+        },
+      };
+  }
+}
+
+export type Verdict = { apply: true } | { apply: false; why: string };
+
+/**
+ * @param recoveryPending a recovery decision for this call was accepted and is being applied
+ */
+export function judgeDecision(entry: LedgerEntry | undefined, decision: Decision, recoveryPending = false): Verdict {
+  const id = decision.payload.toolCallId;
+  if (!entry) return { apply: false, why: `unknown tool call '${id}': no such call in this turn` };
+  const no = (why: string): Verdict => ({ apply: false, why });
+  if (entry.state === 'invalid') return no(`call '${id}' is invalid and will not run: ${entry.error ?? ''}`.trim());
+  switch (decision.kind) {
+    case 'approve':
+      if (entry.state === 'awaiting_approval') {
+        const digest = decision.payload.argsDigest;
+        if (digest && digest !== entry.argsDigest) {
+          return no(`argsDigest does not match the arguments awaiting approval (${entry.argsDigest})`);
+        }
+        return { apply: true };
+      }
+      if (entry.state === 'rejected') return no(`conflicting: call '${id}' was already rejected by ${entry.rejectedBy}`);
+      if (entry.approvedBy === 'auto') return no(`late: call '${id}' needs no approval (state ${entry.state})`);
+      return no(`duplicate: call '${id}' was already approved by ${entry.approvedBy} (state ${entry.state})`);
+    case 'reject':
+      if (entry.state === 'awaiting_approval') return { apply: true };
+      if (entry.state === 'rejected') return no(`duplicate: call '${id}' was already rejected by ${entry.rejectedBy}`);
+      if (entry.approvedBy === 'auto') return no(`late: call '${id}' needs no approval (state ${entry.state})`);
+      return no(`conflicting: call '${id}' was already approved by ${entry.approvedBy} (state ${entry.state})`);
+    case 'recover':
+      if (entry.state !== 'recovery_required') return no(`late: call '${id}' is ${entry.state}, not recovery_required`);
+      if (recoveryPending) return no(`duplicate: a recovery decision for '${id}' is already being applied`);
+      return { apply: true };
+  }
+}

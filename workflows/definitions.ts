@@ -1,0 +1,33 @@
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import type {
+  ApproveSignal,
+  DispatchAnswer,
+  DispatchRequest,
+  RecoverSignal,
+  RejectSignal,
+  SessionMessageSignal,
+  SessionStatus,
+  TurnStatus,
+} from './types';
+
+// Names are part of the public protocol (README): users may send them with `temporal workflow signal`.
+export const approveSignal = defineSignal<[ApproveSignal]>('approve');
+export const rejectSignal = defineSignal<[RejectSignal]>('reject');
+export const recoverSignal = defineSignal<[RecoverSignal]>('recover');
+export const turnStatusQuery = defineQuery<TurnStatus>('status');
+
+/** Internal: the execute activity asks its turn for permission to call the tool adapter. */
+export const dispatchUpdate = defineUpdate<DispatchAnswer, [DispatchRequest]>('dispatch');
+
+export const messageSignal = defineSignal<[SessionMessageSignal]>('message');
+export const sessionStatusQuery = defineQuery<SessionStatus>('session');
+
+export const OpenWorkerState = defineSearchAttributeKey('OpenWorkerState', SearchAttributeType.KEYWORD);
+export const OpenWorkerSession = defineSearchAttributeKey('OpenWorkerSession', SearchAttributeType.KEYWORD);
+
+export const DEFAULT_TASK_QUEUE = 'openworker';
+export const DEFAULT_MAX_ITERATIONS = 12;
+
+export const sessionWorkflowId = (sessionId: string): string => `session-${sessionId}`;
+export const turnWorkflowId = (sessionId: string, turn: number): string => `session-${sessionId}-turn-${turn}`;

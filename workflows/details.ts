@@ -1,0 +1,21 @@
+import type { TurnStatus } from './types';
+
+const cell = (text: string): string => text.replace(/\|/g, '\\|').replace(/\n/g, ' ').slice(0, 120);
+
+/** The turn's "current details" in the Web UI: its state and the ledger as a markdown table. */
+export function renderDetails(status: TurnStatus): string {
+  const lines = [`**Turn ${status.turn}** of session \`${status.sessionId}\`: **${status.state}** (iteration ${status.iteration})`];
+  if (status.error) lines.push('', `Error: ${cell(status.error)}`);
+  if (status.ledger.length) {
+    lines.push('', '| tool call | execution ID | tool | state | attempts | approved by | recovery |', '|---|---|---|---|---|---|---|');
+    for (const e of status.ledger) {
+      const recovery = e.recoveryDecision ? `${e.recoveryDecision} by ${e.recoveredBy}` : '';
+      lines.push(`| ${cell(e.toolCallId)} | \`${e.executionId}\` | ${cell(e.tool)}${e.target ? ` → ${cell(e.target)}` : ''} | ${e.state} | ${e.attempts} | ${cell(e.approvedBy ?? e.rejectedBy ?? '')} | ${cell(recovery)} |`);
+    }
+  }
+  const pending = status.ledger.filter((e) => e.state === 'awaiting_approval' || e.state === 'recovery_required');
+  if (pending.length) {
+    lines.push('', 'Waiting for a decision: send signal `approve`/`reject` (or `recover`) with `{ "toolCallId": "…", "by": "you" }`.');
+  }
+  return lines.join('\n');
+}

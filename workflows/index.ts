@@ -1,0 +1,3 @@
+// The workflow bundle's entry point: only deterministic code may be reachable from here.
+export { session } from './session';
+export { agentTurn } from './turn';

@@ -1,0 +1,122 @@
+import type { CallState, LedgerEntry, PlannedCall, RecoveryDecision, TurnState } from './types';
+import { TERMINAL_CALL_STATES } from './types';
+
+// The ledger state machine, pure: the turn workflow feeds it events and stores what it returns.
+
+export type LedgerInput =
+  | { type: 'approved'; by: string }
+  | { type: 'rejected'; by: string; reason?: string }
+  | { type: 'scheduled'; activityId: string }
+  | { type: 'dispatched'; activityId: string; attempt: number }
+  | { type: 'dispatch_refused'; activityId: string; attempt: number; reason: string }
+  | { type: 'succeeded'; result: unknown; via: 'execute' | 'reconcile' | 'recovery'; attempt?: number }
+  | { type: 'failed'; error: string; via: 'execute' | 'recovery' | 'not_dispatched' }
+  | { type: 'outcome_unknown'; reason: string; attempt?: number; phase?: string }
+  | { type: 'reconciling'; activityId: string }
+  | { type: 'reconciled'; answer: 'applied' | 'not_applied' | 'unknown'; reason?: string }
+  | { type: 'recovery_required'; reason: string }
+  | { type: 'recovery_decided'; decision: RecoveryDecision; by: string; reason?: string };
+
+type From = readonly CallState[];
+
+/** For each input: the states it may arrive in, and the state it leaves the entry in (`same` = unchanged). */
+export const TRANSITIONS: Record<LedgerInput['type'], { from: From; to: CallState | 'same' }> = {
+  approved: { from: ['awaiting_approval'], to: 'running' },
+  rejected: { from: ['awaiting_approval'], to: 'rejected' },
+  scheduled: { from: ['running', 'reconciling', 'recovery_required'], to: 'running' },
+  dispatched: { from: ['running'], to: 'dispatched' },
+  dispatch_refused: { from: ['running', 'dispatched', 'reconciling', 'recovery_required', 'succeeded', 'failed'], to: 'same' },
+  succeeded: { from: ['running', 'dispatched', 'reconciling', 'recovery_required'], to: 'succeeded' },
+  failed: { from: ['running', 'dispatched', 'reconciling', 'recovery_required'], to: 'failed' },
+  outcome_unknown: { from: ['running', 'dispatched'], to: 'same' },
+  reconciling: { from: ['dispatched', 'reconciling'], to: 'reconciling' },
+  reconciled: { from: ['reconciling'], to: 'same' },
+  recovery_required: { from: ['running', 'dispatched', 'reconciling'], to: 'recovery_required' },
+  recovery_decided: { from: ['recovery_required'], to: 'same' },
+};
+
+export class LedgerTransitionError extends Error {
+  constructor(entry: LedgerEntry, input: LedgerInput) {
+    super(`ledger: '${input.type}' is not allowed for ${entry.toolCallId} in state '${entry.state}'`);
+    this.name = 'LedgerTransitionError';
+  }
+}
+
+export function newEntry(call: PlannedCall, executionId: string, iteration: number, at: string, invalid?: string): LedgerEntry {
+  const why = invalid ?? call.invalid;
+  const state: CallState = why ? 'invalid' : call.spec?.requiresApproval ? 'awaiting_approval' : 'running';
+  return {
+    toolCallId: call.toolCallId,
+    executionId,
+    tool: call.name,
+    ...(call.target !== undefined ? { target: call.target } : {}),
+    argsDigest: call.argsDigest,
+    arguments: call.arguments,
+    ...(call.spec ? { effect: call.spec.effect, recovery: call.spec.recovery } : {}),
+    iteration,
+    state,
+    attempts: 0,
+    runs: 0,
+    dispatched: false,
+    ...(why ? { error: why } : {}),
+    ...(state === 'running' ? { approvedBy: 'auto' } : {}),
+    events: [{ at, type: why ? 'invalid' : state === 'running' ? 'auto_approved' : 'awaiting_approval', ...(why ? { why } : {}) }],
+  };
+}
+
+export function applyLedger(entry: LedgerEntry, input: LedgerInput, at: string): LedgerEntry {
+  const rule = TRANSITIONS[input.type];
+  if (!rule.from.includes(entry.state)) throw new LedgerTransitionError(entry, input);
+  const next: LedgerEntry = {
+    ...entry,
+    state: rule.to === 'same' ? entry.state : rule.to,
+    events: [...entry.events, { at, ...input }],
+  };
+  switch (input.type) {
+    case 'approved':
+      next.approvedBy = input.by;
+      break;
+    case 'rejected':
+      next.rejectedBy = input.by;
+      next.error = `not executed: rejected by ${input.by}${input.reason ? `: ${input.reason}` : ''}`;
+      break;
+    case 'scheduled':
+      next.runs = entry.runs + 1;
+      next.dispatched = false;
+      break;
+    case 'dispatched':
+      next.dispatched = true;
+      next.attempts = Math.max(entry.attempts, input.attempt);
+      break;
+    case 'succeeded':
+      next.result = input.result;
+      delete next.error;
+      if (input.attempt) next.attempts = Math.max(entry.attempts, input.attempt);
+      break;
+    case 'failed':
+      next.error = input.error;
+      break;
+    case 'outcome_unknown':
+      if (input.attempt) next.attempts = Math.max(entry.attempts, input.attempt);
+      break;
+    case 'recovery_decided':
+      next.recoveryDecision = input.decision;
+      next.recoveredBy = input.by;
+      break;
+    default:
+      break;
+  }
+  return next;
+}
+
+export const isTerminal = (state: CallState): boolean => TERMINAL_CALL_STATES.includes(state);
+
+/** The turn's OpenWorkerState while it runs: a parked call outranks a waiting one. */
+export function liveTurnState(entries: readonly LedgerEntry[]): TurnState {
+  if (entries.some((e) => e.state === 'recovery_required')) return 'recovery_required';
+  if (entries.some((e) => e.state === 'awaiting_approval')) return 'awaiting_approval';
+  return 'running';
+}
+
+/** The activity ID of the n-th run of an execution (n ≥ 1); unique among the run's open activities. */
+export const activityIdFor = (executionId: string, run: number): string => (run <= 1 ? executionId : `${executionId}-${run}`);

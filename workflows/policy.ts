@@ -1,0 +1,76 @@
+import type { RecoveryDecision, RecoveryPolicy, ToolEffect } from './types';
+
+// What to do after each thing that can happen to a tool call. Pure: table-tested in test/policy.test.ts.
+
+export type ExecutionOutcome =
+  | { kind: 'succeeded'; result: unknown; attempt?: number }
+  /** The tool said so (ToolFailure) or the call could never have reached it: definitely not applied. */
+  | { kind: 'not_applied'; error: string }
+  /** Timeout, crash, unexpected exception: it may or may not have been applied. */
+  | { kind: 'unknown'; reason: string; attempt?: number; phase?: string };
+
+export type NextStep =
+  | { do: 'succeed'; result: unknown; via: 'execute' | 'reconcile' | 'recovery' }
+  | { do: 'fail'; error: string; via: 'execute' | 'recovery' | 'not_dispatched' }
+  | { do: 'run'; why: string }
+  | { do: 'reconcile' }
+  | { do: 'recovery_required'; reason: string };
+
+export interface CallFacts {
+  effect: ToolEffect;
+  recovery: RecoveryPolicy;
+  /** The current run recorded "dispatched" before calling the adapter. */
+  dispatched: boolean;
+  /** Runs scheduled so far, including the one that just ended. */
+  runs: number;
+  maxAttempts: number;
+}
+
+/** Protected tools record a dispatch marker and are never retried by Temporal on their own. */
+export const isProtected = (effect: ToolEffect, recovery: RecoveryPolicy): boolean =>
+  effect === 'external' && recovery !== 'idempotent';
+
+/** Attempts Temporal may make within one run (one scheduled activity). */
+export const attemptsPerRun = (effect: ToolEffect, recovery: RecoveryPolicy, maxAttempts: number): number =>
+  isProtected(effect, recovery) ? 1 : maxAttempts;
+
+export function afterExecution(facts: CallFacts, outcome: ExecutionOutcome): NextStep {
+  if (outcome.kind === 'succeeded') return { do: 'succeed', result: outcome.result, via: 'execute' };
+  if (outcome.kind === 'not_applied') return { do: 'fail', error: outcome.error, via: 'execute' };
+  if (facts.effect === 'read') return { do: 'fail', error: `tool failed: ${outcome.reason}`, via: 'execute' };
+  if (facts.recovery === 'idempotent') {
+    return { do: 'recovery_required', reason: `outcome unknown after ${facts.maxAttempts} automatic attempts: ${outcome.reason}` };
+  }
+  if (!facts.dispatched) {
+    // No marker: the adapter was never called, so running again cannot duplicate anything.
+    if (facts.runs < facts.maxAttempts) return { do: 'run', why: `never dispatched (${outcome.reason})` };
+    return { do: 'fail', error: `tool could not be started after ${facts.runs} attempts (never dispatched): ${outcome.reason}`, via: 'not_dispatched' };
+  }
+  if (facts.recovery === 'reconcile') return { do: 'reconcile' };
+  return { do: 'recovery_required', reason: `outcome unknown after dispatch: ${outcome.reason}` };
+}
+
+export type ReconcileOutcome =
+  | { status: 'applied'; result: unknown }
+  | { status: 'not_applied' }
+  | { status: 'unknown'; reason?: string };
+
+export function afterReconcile(facts: CallFacts, answer: ReconcileOutcome): NextStep {
+  if (answer.status === 'applied') return { do: 'succeed', result: answer.result, via: 'reconcile' };
+  if (answer.status === 'not_applied') {
+    if (facts.runs < facts.maxAttempts) return { do: 'run', why: 'reconcile: not applied' };
+    return { do: 'recovery_required', reason: `reconcile said not applied, but ${facts.runs} runs were used` };
+  }
+  return { do: 'recovery_required', reason: `reconcile could not tell: ${answer.reason ?? 'unknown'}` };
+}
+
+export function afterRecoveryDecision(decision: { decision: RecoveryDecision; result?: unknown; reason?: string; by: string }): NextStep {
+  switch (decision.decision) {
+    case 'retry':
+      return { do: 'run', why: `retry decided by ${decision.by}` };
+    case 'succeeded':
+      return { do: 'succeed', result: decision.result ?? null, via: 'recovery' };
+    case 'failed':
+      return { do: 'fail', error: `failed (decided by ${decision.by})${decision.reason ? `: ${decision.reason}` : ''}`, via: 'recovery' };
+  }
+}

@@ -1,0 +1,88 @@
+import {
+  ParentClosePolicy,
+  WorkflowIdReusePolicy,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  executeChild,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { messageSignal, sessionStatusQuery, turnWorkflowId, OpenWorkerSession, OpenWorkerState } from './definitions';
+import { agentTurn } from './turn';
+import type { Message, QueuedMessage, SessionInput, SessionStatus, TurnSummary } from './types';
+
+const MAX_MESSAGE_CHARS = 100_000;
+const SEEN_IDS_KEPT = 1000;
+/** Turns per run before continue-as-new, even if the server has not suggested it yet. */
+const TURNS_PER_RUN = 100;
+
+/**
+ * A session: holds the transcript and runs each queued message as a child turn workflow,
+ * one at a time. Messages that arrive while a turn runs wait in the queue.
+ */
+export async function session(input: SessionInput): Promise<void> {
+  const transcript: Message[] = [...(input.transcript ?? [])];
+  const turns: TurnSummary[] = [...(input.turns ?? [])];
+  const pending: QueuedMessage[] = [...(input.pending ?? [])];
+  const seen: string[] = [...(input.seenMessageIds ?? [])];
+  let activeTurn: number | undefined;
+  let turnsThisRun = 0;
+
+  setHandler(
+    messageSignal,
+    (raw) => {
+      // Any Temporal client can send this; a bad payload is dropped, never allowed to wedge the session.
+      if (!raw || typeof raw.text !== 'string' || !raw.text.trim() || raw.text.length > MAX_MESSAGE_CHARS) return;
+      const messageId = typeof raw.messageId === 'string' && raw.messageId ? raw.messageId.slice(0, 200) : `auto-${turns.length + pending.length + 1}`;
+      // A client that retries a send must not create a second turn.
+      if (seen.includes(messageId)) return;
+      seen.push(messageId);
+      if (seen.length > SEEN_IDS_KEPT) seen.splice(0, seen.length - SEEN_IDS_KEPT);
+      pending.push({ text: raw.text, messageId });
+    },
+    { description: 'Queue a user message: { text, messageId? }' },
+  );
+  setHandler(
+    sessionStatusQuery,
+    (): SessionStatus => ({ sessionId: input.sessionId, transcript, turns, pending, ...(activeTurn ? { activeTurn } : {}) }),
+    { description: 'Transcript, turns and queued messages' },
+  );
+
+  for (;;) {
+    await condition(() => pending.length > 0 || workflowInfo().continueAsNewSuggested);
+    if (workflowInfo().continueAsNewSuggested || turnsThisRun >= TURNS_PER_RUN) {
+      await condition(allHandlersFinished);
+      return continueAsNew<typeof session>({ ...input, transcript, turns, pending, seenMessageIds: seen });
+    }
+    const msg = pending.shift()!;
+    const n = (turns[turns.length - 1]?.n ?? 0) + 1;
+    const workflowId = turnWorkflowId(input.sessionId, n);
+    const summary: TurnSummary = { n, workflowId, messageId: msg.messageId, state: 'running' };
+    turns.push(summary);
+    activeTurn = n;
+    turnsThisRun++;
+    try {
+      const result = await executeChild(agentTurn, {
+        workflowId,
+        args: [{ sessionId: input.sessionId, turn: n, history: transcript, message: msg.text, ...(input.options ? { options: input.options } : {}) }],
+        // A turn ID is never reused: its execution IDs are the idempotency keys of real effects.
+        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+        parentClosePolicy: ParentClosePolicy.TERMINATE,
+        typedSearchAttributes: [
+          { key: OpenWorkerSession, value: input.sessionId },
+          { key: OpenWorkerState, value: 'running' },
+        ],
+        staticSummary: `Turn ${n} of session ${input.sessionId}: ${msg.text.replace(/\s+/g, ' ').slice(0, 120)}`,
+      });
+      transcript.push(...result.messages);
+      summary.state = result.state;
+      if (result.error) summary.error = result.error;
+    } catch (err) {
+      // The turn did not finish (terminated, timed out): its partial output never reaches the transcript.
+      summary.state = 'failed';
+      summary.error = err instanceof Error ? err.message : String(err);
+    }
+    activeTurn = undefined;
+  }
+}

@@ -1,0 +1,26 @@
+import type { Message, ToolCall } from './types';
+
+// The transcript invariant, enforced in one place: before any model call, every tool call in the
+// transcript has exactly one tool result.
+
+export function unpairedToolCalls(messages: readonly Message[]): string[] {
+  const results = new Map<string, number>();
+  for (const m of messages) if (m.role === 'tool') results.set(m.toolCallId, (results.get(m.toolCallId) ?? 0) + 1);
+  const problems: string[] = [];
+  for (const m of messages) {
+    if (m.role !== 'assistant' || !m.toolCalls) continue;
+    for (const call of m.toolCalls) {
+      const n = results.get(call.id) ?? 0;
+      if (n !== 1) problems.push(`${call.id} has ${n} results`);
+    }
+  }
+  return problems;
+}
+
+export function toolResultMessage(call: Pick<ToolCall, 'id' | 'name'>, outcome: { result?: unknown; error?: string }): Message {
+  if (outcome.error !== undefined) {
+    return { role: 'tool', toolCallId: call.id, name: call.name, content: `Error: ${outcome.error}`, isError: true };
+  }
+  const content = typeof outcome.result === 'string' ? outcome.result : JSON.stringify(outcome.result ?? null);
+  return { role: 'tool', toolCallId: call.id, name: call.name, content };
+}

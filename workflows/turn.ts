@@ -1,0 +1,351 @@
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  TimeoutFailure,
+  allHandlersFinished,
+  condition,
+  isCancellation,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type { LedgerInput } from './ledger';
+import { activityIdFor, applyLedger, liveTurnState, newEntry } from './ledger';
+import type { CallFacts, ExecutionOutcome, NextStep } from './policy';
+import { afterExecution, afterReconcile, afterRecoveryDecision, attemptsPerRun, isProtected } from './policy';
+import type { Decision } from './decisions';
+import { judgeDecision, parseDecision } from './decisions';
+import { approveSignal, dispatchUpdate, recoverSignal, rejectSignal, turnStatusQuery, OpenWorkerState, DEFAULT_MAX_ITERATIONS } from './definitions';
+import { executionIdFor } from './identity';
+import { assignCallIds } from './plan';
+import { toolResultMessage, unpairedToolCalls } from './transcript';
+import { renderDetails } from './details';
+import type {
+  DecisionKind,
+  DecisionRecord,
+  LedgerEntry,
+  Message,
+  PlannedCall,
+  RecoverSignal,
+  ToolActivityInput,
+  ToolHeartbeat,
+  TurnActivities,
+  TurnInput,
+  TurnResult,
+  TurnState,
+  TurnStatus,
+} from './types';
+
+// The model may be slow; retry transient failures, never a ModelError (bad request, script exhausted).
+const { callModel } = proxyActivities<TurnActivities>({
+  startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: '1 minute',
+  retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 5, nonRetryableErrorTypes: ['ModelError'] },
+});
+
+// Tool activities get per-call options (activity ID, summary, timeouts, retry) from the tool's spec.
+const { executeTool } = proxyActivities<TurnActivities>({ startToCloseTimeout: '2 minutes' });
+
+// Asking the external system is read-only, so ordinary retries are safe.
+const { reconcileTool } = proxyActivities<TurnActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1s', maximumAttempts: 3 },
+});
+
+const NOT_APPLIED_TYPES = ['ToolFailure', 'ToolNotRegistered', 'InvalidToolArguments', 'DispatchRefused'];
+
+/** One agent turn: model → validate → approve → execute → results → model …, with a ledger per tool call. */
+export async function agentTurn(input: TurnInput): Promise<TurnResult> {
+  const maxIterations = input.options?.maxIterations ?? DEFAULT_MAX_ITERATIONS;
+  const ledger = new Map<string, LedgerEntry>();
+  const decisions: DecisionRecord[] = [];
+  const recoveries = new Map<string, RecoverSignal>();
+  const messages: Message[] = [{ role: 'user', content: input.message }];
+  let iteration = 0;
+  let finished: { state: TurnState; text?: string; error?: string } | undefined;
+  let published: TurnState | undefined;
+
+  const now = (): string => new Date().toISOString();
+  const entries = (): LedgerEntry[] => [...ledger.values()];
+  const state = (): TurnState => finished?.state ?? liveTurnState(entries());
+  const status = (): TurnStatus => ({
+    sessionId: input.sessionId,
+    turn: input.turn,
+    state: state(),
+    iteration,
+    ledger: entries(),
+    decisions,
+    ...(finished?.text !== undefined ? { text: finished.text } : {}),
+    ...(finished?.error !== undefined ? { error: finished.error } : {}),
+  });
+
+  // Keep the search attribute and the UI's current details in step with the ledger.
+  const publish = (): void => {
+    const s = state();
+    if (s !== published) {
+      upsertSearchAttributes([{ key: OpenWorkerState, value: s }]);
+      published = s;
+    }
+    setCurrentDetails(renderDetails(status()));
+  };
+
+  const record = (toolCallId: string, change: LedgerInput): LedgerEntry => {
+    const entry = ledger.get(toolCallId);
+    if (!entry) throw new Error(`ledger: no entry for ${toolCallId}`);
+    const next = applyLedger(entry, change, now());
+    ledger.set(toolCallId, next);
+    publish();
+    return next;
+  };
+
+  const decide = (kind: DecisionKind, raw: unknown): void => {
+    const parsed = parseDecision(kind, raw);
+    const base = { at: now(), kind };
+    if (!parsed.ok) {
+      const { why, toolCallId, by, decisionId } = parsed;
+      decisions.push({ ...base, ...(toolCallId ? { toolCallId } : {}), ...(by ? { by } : {}), ...(decisionId ? { decisionId } : {}), outcome: 'ignored', why });
+      publish();
+      return;
+    }
+    const d: Decision = parsed.decision;
+    const { toolCallId, by, decisionId } = d.payload;
+    const verdict = judgeDecision(ledger.get(toolCallId), d, recoveries.has(toolCallId));
+    decisions.push({ ...base, toolCallId, by, ...(decisionId ? { decisionId } : {}), ...(verdict.apply ? { outcome: 'applied' } : { outcome: 'ignored', why: verdict.why }) });
+    if (!verdict.apply) {
+      publish();
+      return;
+    }
+    if (d.kind === 'approve') record(toolCallId, { type: 'approved', by });
+    else if (d.kind === 'reject') record(toolCallId, { type: 'rejected', by, ...(d.payload.reason ? { reason: d.payload.reason } : {}) });
+    else {
+      recoveries.set(toolCallId, d.payload);
+      record(toolCallId, { type: 'recovery_decided', decision: d.payload.decision, by, ...(d.payload.reason ? { reason: d.payload.reason } : {}) });
+    }
+  };
+
+  setHandler(approveSignal, (p) => decide('approve', p), { description: 'Approve a tool call: { toolCallId, by, argsDigest?, decisionId? }' });
+  setHandler(rejectSignal, (p) => decide('reject', p), { description: 'Reject a tool call: { toolCallId, by, reason?, decisionId? }' });
+  setHandler(recoverSignal, (p) => decide('recover', p), {
+    description: 'Resolve a recovery_required call: { toolCallId, decision: retry|succeeded|failed, result?, reason?, by }',
+  });
+  setHandler(turnStatusQuery, status, { description: 'The turn state, its ledger and every decision received' });
+
+  // The dispatch marker: the execute activity asks here before it calls the adapter. Only the
+  // current run of a call still waiting for its outcome may proceed, so a zombie attempt never can.
+  setHandler(
+    dispatchUpdate,
+    (req) => {
+      const entry = entries().find((e) => e.executionId === req.executionId);
+      if (!entry) return { proceed: false, reason: 'unknown execution' };
+      const current = activityIdFor(entry.executionId, entry.runs);
+      if (entry.state !== 'running' || req.activityId !== current) {
+        const reason = `stale attempt: call is ${entry.state} and its current activity is ${current}`;
+        record(entry.toolCallId, { type: 'dispatch_refused', activityId: req.activityId, attempt: req.attempt, reason });
+        return { proceed: false, reason };
+      }
+      record(entry.toolCallId, { type: 'dispatched', activityId: req.activityId, attempt: req.attempt });
+      return { proceed: true };
+    },
+    {
+      validator: (req) => {
+        if (!req || typeof req.executionId !== 'string' || typeof req.activityId !== 'string' || typeof req.attempt !== 'number') {
+          throw new Error('dispatch: expected { executionId, activityId, attempt }');
+        }
+      },
+      description: 'Internal: the execute activity records "dispatched" before calling the tool',
+    },
+  );
+
+  const facts = (entry: LedgerEntry, call: PlannedCall): CallFacts => ({
+    effect: call.spec!.effect,
+    recovery: call.spec!.recovery,
+    dispatched: entry.dispatched,
+    runs: entry.runs,
+    maxAttempts: call.spec!.maxAttempts,
+  });
+
+  const activityInput = (entry: LedgerEntry, call: PlannedCall): ToolActivityInput => {
+    const spec = call.spec!;
+    return {
+      sessionId: input.sessionId,
+      turn: input.turn,
+      toolCallId: entry.toolCallId,
+      executionId: entry.executionId,
+      tool: entry.tool,
+      arguments: entry.arguments,
+      attemptBase: (entry.runs - 1) * attemptsPerRun(spec.effect, spec.recovery, spec.maxAttempts),
+      protect: isProtected(spec.effect, spec.recovery),
+    };
+  };
+
+  const summary = (entry: LedgerEntry, what: string): string =>
+    `${what} ${entry.tool} ${entry.executionId}${entry.target ? ` → ${entry.target}` : ''}`.slice(0, 190);
+
+  const execute = async (call: PlannedCall): Promise<NextStep> => {
+    const spec = call.spec!;
+    let entry = ledger.get(call.toolCallId)!;
+    const activityId = activityIdFor(entry.executionId, entry.runs + 1);
+    entry = record(call.toolCallId, { type: 'scheduled', activityId });
+    const protect = isProtected(spec.effect, spec.recovery);
+    let outcome: ExecutionOutcome;
+    try {
+      const r = await executeTool.executeWithOptions(
+        {
+          activityId,
+          summary: summary(entry, 'execute'),
+          startToCloseTimeout: spec.startToCloseMs,
+          heartbeatTimeout: spec.heartbeatMs,
+          retry: protect
+            ? { maximumAttempts: 1 }
+            : { maximumAttempts: spec.maxAttempts, initialInterval: '1s', maximumInterval: '30s', nonRetryableErrorTypes: NOT_APPLIED_TYPES },
+        },
+        [activityInput(entry, call)],
+      );
+      outcome = { kind: 'succeeded', result: r.result, attempt: r.attempt };
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      outcome = classify(err);
+      if (outcome.kind === 'unknown') {
+        record(call.toolCallId, {
+          type: 'outcome_unknown',
+          reason: outcome.reason,
+          ...(outcome.attempt ? { attempt: outcome.attempt } : {}),
+          ...(outcome.phase ? { phase: outcome.phase } : {}),
+        });
+      }
+    }
+    return afterExecution(facts(ledger.get(call.toolCallId)!, call), outcome);
+  };
+
+  const reconcile = async (call: PlannedCall): Promise<NextStep> => {
+    let entry = ledger.get(call.toolCallId)!;
+    const activityId = `${entry.executionId}-reconcile-${entry.runs}`;
+    entry = record(call.toolCallId, { type: 'reconciling', activityId });
+    let answer: Awaited<ReturnType<TurnActivities['reconcileTool']>>;
+    try {
+      answer = await reconcileTool.executeWithOptions({ activityId, summary: summary(entry, 'reconcile') }, [activityInput(entry, call)]);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      answer = { status: 'unknown', reason: `reconcile failed: ${messageOf(err)}` };
+    }
+    record(call.toolCallId, { type: 'reconciled', answer: answer.status, ...(answer.status === 'unknown' && answer.reason ? { reason: answer.reason } : {}) });
+    return afterReconcile(facts(ledger.get(call.toolCallId)!, call), answer);
+  };
+
+  // One tool call from approval to a result the model can read.
+  const runCall = async (call: PlannedCall): Promise<Message> => {
+    const id = call.toolCallId;
+    const current = (): LedgerEntry => ledger.get(id)!;
+    if (current().state === 'awaiting_approval') await condition(() => current().state !== 'awaiting_approval');
+    if (current().state === 'invalid' || current().state === 'rejected') {
+      return toolResultMessage({ id, name: call.name }, { error: current().error ?? 'not executed' });
+    }
+    let next: NextStep = { do: 'run', why: 'approved' };
+    for (;;) {
+      switch (next.do) {
+        case 'run':
+          next = await execute(call);
+          break;
+        case 'reconcile':
+          next = await reconcile(call);
+          break;
+        case 'recovery_required': {
+          record(id, { type: 'recovery_required', reason: next.reason });
+          await condition(() => recoveries.has(id));
+          const decision = recoveries.get(id)!;
+          next = afterRecoveryDecision(decision);
+          recoveries.delete(id);
+          break;
+        }
+        case 'succeed':
+          record(id, { type: 'succeeded', result: next.result, via: next.via });
+          return toolResultMessage({ id, name: call.name }, { result: next.result });
+        case 'fail':
+          record(id, { type: 'failed', error: next.error, via: next.via });
+          return toolResultMessage({ id, name: call.name }, { error: next.error });
+      }
+    }
+  };
+
+  const finish = async (f: { state: TurnState; text?: string; error?: string }): Promise<TurnResult> => {
+    finished = f;
+    publish();
+    await condition(allHandlersFinished);
+    return { ...status(), messages };
+  };
+
+  upsertSearchAttributes([{ key: OpenWorkerState, value: 'running' }]);
+  published = 'running';
+  try {
+    const usedIds = new Set<string>();
+    for (iteration = 1; ; iteration++) {
+      const problems = unpairedToolCalls([...input.history, ...messages]);
+      if (problems.length) return await finish({ state: 'failed', error: `transcript invariant broken: ${problems.join('; ')}` });
+      let step;
+      try {
+        step = await callModel({ sessionId: input.sessionId, turn: input.turn, iteration, messages: [...input.history, ...messages] });
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        return await finish({ state: 'failed', error: `model call failed: ${messageOf(err)}` });
+      }
+      const calls = assignCallIds(step.calls, usedIds, iteration);
+      messages.push({
+        role: 'assistant',
+        content: step.text,
+        ...(calls.length ? { toolCalls: calls.map((c) => ({ id: c.toolCallId, name: c.name, arguments: c.arguments })) } : {}),
+      });
+      if (!calls.length) return await finish({ state: 'completed', text: step.text });
+      // Calls the model could never follow up on are not executed at all.
+      const capped = iteration >= maxIterations ? `not executed: the turn reached its iteration cap (${maxIterations})` : undefined;
+      const at = now();
+      for (const c of calls) {
+        usedIds.add(c.toolCallId);
+        ledger.set(c.toolCallId, newEntry(c, executionIdFor(input.sessionId, input.turn, c.toolCallId), iteration, at, capped));
+      }
+      publish();
+      messages.push(...(await Promise.all(calls.map(runCall))));
+      if (capped) return await finish({ state: 'failed', text: step.text, error: `iteration cap (${maxIterations}) reached; start a new turn to continue` });
+    }
+  } catch (err) {
+    if (!isCancellation(err)) throw err;
+    // Keep the transcript valid: every call of the unfinished response gets a result.
+    return await CancellationScope.nonCancellable(() => {
+      const answered = new Set(messages.flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])));
+      const last = messages[messages.length - 1];
+      if (last?.role === 'assistant') {
+        for (const c of last.toolCalls ?? []) {
+          if (!answered.has(c.id)) messages.push(toolResultMessage(c, { error: 'interrupted: the turn was cancelled' }));
+        }
+      }
+      return finish({ state: 'cancelled', error: 'turn cancelled' });
+    });
+  }
+}
+
+/** Maps an execute activity failure to "definitely not applied" or "unknown". */
+function classify(err: unknown): ExecutionOutcome {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (cause instanceof ApplicationFailure && cause.type && NOT_APPLIED_TYPES.includes(cause.type)) {
+    return { kind: 'not_applied', error: cause.message };
+  }
+  if (cause instanceof TimeoutFailure) {
+    const hb = cause.lastHeartbeatDetails as Partial<ToolHeartbeat> | undefined;
+    return {
+      kind: 'unknown',
+      reason: `${cause.timeoutType?.toLowerCase().replace(/_/g, '-') ?? 'activity'} timeout${hb?.phase ? ` in phase ${hb.phase}` : ''}`,
+      ...(typeof hb?.attempt === 'number' ? { attempt: hb.attempt } : {}),
+      ...(hb?.phase ? { phase: hb.phase } : {}),
+    };
+  }
+  return { kind: 'unknown', reason: messageOf(err) };
+}
+
+function messageOf(err: unknown): string {
+  let e: unknown = err;
+  // ActivityFailure's own message is generic; the cause says what happened.
+  while (e instanceof ActivityFailure && e.cause) e = e.cause;
+  return e instanceof Error ? e.message : String(e);
+}
+

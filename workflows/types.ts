@@ -1,0 +1,256 @@
+// Types shared by workflows, activities and the client. Plain data only: everything here crosses
+// Temporal's data converter and lands in history.
+
+export type ToolEffect = 'read' | 'external';
+export type RecoveryPolicy = 'manual' | 'idempotent' | 'reconcile';
+
+/** A tool call as the model emitted it. `id` is the provider's tool call id. */
+export interface ToolCall {
+  id: string;
+  name: string;
+  arguments: unknown;
+}
+
+export type Message =
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string; toolCalls?: ToolCall[] }
+  | { role: 'tool'; toolCallId: string; name: string; content: string; isError?: boolean };
+
+/** What the workflow needs to know about a tool; read from the worker's registry at model time. */
+export interface ToolSpec {
+  name: string;
+  effect: ToolEffect;
+  requiresApproval: boolean;
+  recovery: RecoveryPolicy;
+  maxAttempts: number;
+  hasReconcile: boolean;
+  startToCloseMs: number;
+  heartbeatMs: number;
+}
+
+/** A tool call after the worker looked it up and validated its arguments. */
+export interface PlannedCall {
+  toolCallId: string;
+  name: string;
+  arguments: unknown;
+  /** `sha256:<hex>` of the canonical JSON of the arguments; approvals may bind to it. */
+  argsDigest: string;
+  spec?: ToolSpec;
+  target?: string;
+  /** Why this call cannot run (unknown tool, arguments failing the schema). */
+  invalid?: string;
+}
+
+export interface ModelStep {
+  text: string;
+  calls: PlannedCall[];
+}
+
+/**
+ * The ledger: one entry per tool call. States follow the seed's protocol:
+ * awaiting_approval → running → dispatched → succeeded | failed | recovery_required (→ running …),
+ * with reconciling between an unknown outcome and the reconcile answer.
+ */
+export type CallState =
+  | 'invalid'
+  | 'awaiting_approval'
+  | 'rejected'
+  | 'running'
+  | 'dispatched'
+  | 'reconciling'
+  | 'succeeded'
+  | 'failed'
+  | 'recovery_required';
+
+export const TERMINAL_CALL_STATES: readonly CallState[] = ['invalid', 'rejected', 'succeeded', 'failed'];
+
+export interface LedgerEvent {
+  at: string;
+  type: string;
+  [detail: string]: unknown;
+}
+
+export interface LedgerEntry {
+  toolCallId: string;
+  executionId: string;
+  tool: string;
+  target?: string;
+  argsDigest: string;
+  arguments: unknown;
+  effect?: ToolEffect;
+  recovery?: RecoveryPolicy;
+  iteration: number;
+  state: CallState;
+  /** Executions of the tool adapter that may have happened (dispatches), across all runs. */
+  attempts: number;
+  /** Activities scheduled for this call; the n-th has activity ID `executionId` (n=1) or `executionId-n`. */
+  runs: number;
+  dispatched: boolean;
+  approvedBy?: string;
+  rejectedBy?: string;
+  recoveryDecision?: RecoveryDecision;
+  recoveredBy?: string;
+  result?: unknown;
+  error?: string;
+  events: LedgerEvent[];
+}
+
+export type TurnState = 'running' | 'awaiting_approval' | 'recovery_required' | 'completed' | 'failed' | 'cancelled';
+
+export type RecoveryDecision = 'retry' | 'succeeded' | 'failed';
+
+export interface ApproveSignal {
+  toolCallId: string;
+  by: string;
+  argsDigest?: string;
+  /** Optional client-chosen id, so the sender can find its decision in the ledger. */
+  decisionId?: string;
+}
+
+export interface RejectSignal {
+  toolCallId: string;
+  by: string;
+  reason?: string;
+  decisionId?: string;
+}
+
+export interface RecoverSignal {
+  toolCallId: string;
+  decision: RecoveryDecision;
+  result?: unknown;
+  reason?: string;
+  by: string;
+  decisionId?: string;
+}
+
+export type DecisionKind = 'approve' | 'reject' | 'recover';
+
+/** Every decision a turn received, applied or not. */
+export interface DecisionRecord {
+  at: string;
+  kind: DecisionKind;
+  toolCallId?: string;
+  by?: string;
+  decisionId?: string;
+  outcome: 'applied' | 'ignored';
+  why?: string;
+}
+
+/** Sent by the execute activity before it calls the tool; the turn answers whether it may proceed. */
+export interface DispatchRequest {
+  executionId: string;
+  activityId: string;
+  attempt: number;
+}
+
+export interface DispatchAnswer {
+  proceed: boolean;
+  reason?: string;
+}
+
+export interface TurnOptions {
+  maxIterations?: number;
+}
+
+export interface TurnInput {
+  sessionId: string;
+  turn: number;
+  history: Message[];
+  message: string;
+  options?: TurnOptions;
+}
+
+export interface TurnStatus {
+  sessionId: string;
+  turn: number;
+  state: TurnState;
+  iteration: number;
+  ledger: LedgerEntry[];
+  decisions: DecisionRecord[];
+  text?: string;
+  error?: string;
+}
+
+export interface TurnResult extends TurnStatus {
+  /** The user message and everything the turn added, each tool call paired with one result. */
+  messages: Message[];
+}
+
+export interface QueuedMessage {
+  text: string;
+  messageId: string;
+}
+
+export interface SessionMessageSignal {
+  text: string;
+  messageId?: string;
+}
+
+export interface TurnSummary {
+  n: number;
+  workflowId: string;
+  messageId: string;
+  state: TurnState;
+  error?: string;
+}
+
+export interface SessionInput {
+  sessionId: string;
+  transcript?: Message[];
+  turns?: TurnSummary[];
+  pending?: QueuedMessage[];
+  seenMessageIds?: string[];
+  options?: TurnOptions;
+}
+
+export interface SessionStatus {
+  sessionId: string;
+  transcript: Message[];
+  turns: TurnSummary[];
+  pending: QueuedMessage[];
+  activeTurn?: number;
+}
+
+/** Inputs of the execute and reconcile activities. */
+export interface ToolActivityInput {
+  sessionId: string;
+  turn: number;
+  toolCallId: string;
+  executionId: string;
+  tool: string;
+  arguments: unknown;
+  /** Attempts already used by earlier runs; this run's first attempt is `attemptBase + 1`. */
+  attemptBase: number;
+  /** Protected tools record "dispatched" in the turn before the adapter is called. */
+  protect: boolean;
+}
+
+export interface ToolActivityResult {
+  result: unknown;
+  attempt: number;
+}
+
+/** Heartbeat details: they survive the worker and tell the turn how far a lost attempt got. */
+export interface ToolHeartbeat {
+  attempt: number;
+  phase: 'starting' | 'dispatched' | 'executing';
+}
+
+export interface ModelActivityInput {
+  sessionId: string;
+  turn: number;
+  iteration: number;
+  messages: Message[];
+}
+
+export type ReconcileActivityResult =
+  | { status: 'applied'; result: unknown }
+  | { status: 'not_applied' }
+  | { status: 'unknown'; reason?: string };
+
+/** The activities a turn schedules; implemented by `activities/` and registered by the worker. */
+export interface TurnActivities {
+  callModel(input: ModelActivityInput): Promise<ModelStep>;
+  executeTool(input: ToolActivityInput): Promise<ToolActivityResult>;
+  reconcileTool(input: ToolActivityInput): Promise<ReconcileActivityResult>;
+}
