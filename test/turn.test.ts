@@ -1,0 +1,238 @@
+import { strict as assert } from 'node:assert';
+import type { OpenWorkerClient } from '../client/connection';
+import { approve, recover, reject } from '../client/decisions';
+import { turnStatus } from '../client/session';
+import type { MailSink } from '../dev/mailSink';
+import { startMailSink } from '../dev/mailSink';
+import { messageIdFor } from '../activities/tools/sendEmail';
+import { approveSignal, turnWorkflowId } from '../workflows/definitions';
+import type { EffectsServer } from './support/effects';
+import { startEffectsServer } from './support/effects';
+import { runCli, spawnWorker } from './support/processes';
+import { TOOLS, client, eventually, scripted, startTurn, uniq } from './support/scenario';
+
+// End to end: a real dev server, a real worker process, real SMTP and HTTP.
+
+const email = (id: string, to = 'bob@example.com') => ({ id, name: 'send_email', arguments: { to, subject: 'Launch', body: 'We launch on Monday.' } });
+
+describe('turns end to end', function () {
+  this.timeout(90_000);
+  let sink: MailSink;
+  let effects: EffectsServer;
+  let c: OpenWorkerClient;
+  let taskQueue: string;
+
+  before(async () => {
+    sink = await startMailSink();
+    effects = await startEffectsServer();
+  });
+  after(async () => {
+    await sink?.close();
+    await effects?.close();
+  });
+  beforeEach(async () => {
+    taskQueue = uniq('tq');
+    c = await client(taskQueue);
+  });
+  afterEach(async () => c?.close());
+
+  const worker = (model: string) =>
+    spawnWorker({
+      taskQueue,
+      model,
+      tools: [TOOLS],
+      env: { OPENWORKER_SMTP_HOST: '127.0.0.1', OPENWORKER_SMTP_PORT: String(sink.smtpPort), TEST_EFFECTS_URL: effects.url },
+    });
+
+  it('runs a read-only turn without asking anyone', async () => {
+    const sessionId = uniq('read');
+    await worker(scripted([{ text: 'Looking Bob up.', toolCalls: [{ id: 'c1', name: 'lookup_contact', arguments: { name: 'Bob' } }] }, { text: 'Bob is bob@example.com.' }]));
+    const t = await startTurn(c, sessionId, 'what is the address of Bob?');
+    assert.equal(t.state, 'completed');
+    assert.equal(t.text, 'Bob is bob@example.com.');
+    assert.equal(t.ledger.length, 1);
+    const [e] = t.ledger;
+    assert.equal(e!.state, 'succeeded');
+    assert.equal(e!.approvedBy, 'auto');
+    assert.deepEqual(e!.result, { name: 'Bob', email: 'bob@example.com' });
+    assert.equal(t.decisions.length, 0);
+  });
+
+  it('approve → execute → final answer, with one real email', async () => {
+    const sessionId = uniq('approve');
+    await worker(scripted([{ text: 'Sending.', toolCalls: [email('c1')] }, { text: 'Sent.' }]));
+    const parked = await startTurn(c, sessionId, 'tell bob we launch monday');
+    assert.equal(parked.state, 'awaiting_approval');
+    const e = parked.ledger[0]!;
+    assert.equal(e.state, 'awaiting_approval');
+    assert.equal(sink.deliveries(messageIdFor(e.executionId)), 0, 'nothing is sent before the approval');
+    const res = await runCli(['approve', sessionId, 'c1', '--by', 'alice', '--task-queue', taskQueue]);
+    assert.equal(res.code, 0, res.stderr);
+    assert.match(res.stdout, /approve c1: applied/);
+    const done = await eventually(async () => {
+      const s = await turnStatus(c, parked.workflowId);
+      return s.closed && s;
+    }, 'turn completes');
+    assert.equal(done.state, 'completed');
+    assert.equal(done.text, 'Sent.');
+    const after = done.ledger[0]!;
+    assert.equal(after.state, 'succeeded');
+    assert.equal(after.approvedBy, 'alice');
+    assert.equal(after.attempts, 1);
+    assert.equal(after.dispatched, true);
+    assert.equal(sink.deliveries(messageIdFor(after.executionId)), 1);
+    // The execution ID is the activity ID: find it in the turn's history.
+    const history = await c.client.workflow.getHandle(parked.workflowId).fetchHistory();
+    const scheduled = history.events!.filter((ev) => ev.activityTaskScheduledEventAttributes?.activityType?.name === 'executeTool');
+    assert.deepEqual(scheduled.map((ev) => ev.activityTaskScheduledEventAttributes!.activityId), [after.executionId]);
+  });
+
+  it('reject: nothing is sent and the model is told who rejected it', async () => {
+    const sessionId = uniq('reject');
+    await worker(scripted([{ toolCalls: [email('c1')] }, { text: 'Understood, not sending.' }]));
+    const parked = await startTurn(c, sessionId, 'email bob');
+    const out = await reject(c, { sessionId, toolCallId: 'c1', by: 'carol', reason: 'not yet' });
+    assert.equal(out.outcome, 'applied');
+    const done = await eventually(async () => {
+      const s = await turnStatus(c, parked.workflowId);
+      return s.closed && s;
+    }, 'turn completes');
+    assert.equal(done.ledger[0]!.state, 'rejected');
+    assert.equal(done.ledger[0]!.rejectedBy, 'carol');
+    assert.equal(sink.deliveries(messageIdFor(done.ledger[0]!.executionId)), 0);
+    const result = await c.client.workflow.getHandle(parked.workflowId).result();
+    const toolMsg = result.messages.find((m: { role: string }) => m.role === 'tool');
+    assert.match(toolMsg.content, /not executed: rejected by carol: not yet/);
+  });
+
+  it('every bad decision is ignored, recorded with why, and changes nothing', async () => {
+    const sessionId = uniq('bad-decisions');
+    await worker(scripted([{ toolCalls: [email('c1'), email('c2', 'dan@example.com')] }, { text: 'ok' }]));
+    const parked = await startTurn(c, sessionId, 'email bob and dan');
+    const handle = c.client.workflow.getHandle(parked.workflowId);
+    const ignored = async (p: Promise<{ outcome: string; why?: string }>, why: RegExp) => {
+      const d = await p;
+      assert.equal(d.outcome, 'ignored', JSON.stringify(d));
+      assert.match(d.why!, why);
+    };
+    await ignored(approve(c, { sessionId, toolCallId: 'nope', by: 'alice' }), /unknown tool call 'nope'/);
+    await ignored(approve(c, { sessionId, toolCallId: 'c1', by: 'alice', argsDigest: 'sha256:00' }), /argsDigest does not match/);
+    await ignored(recover(c, { sessionId, toolCallId: 'c1', by: 'alice', decision: 'retry' }), /late: call 'c1' is awaiting_approval/);
+    await handle.signal(approveSignal, { toolCallId: 'c1' } as never); // no `by`: malformed, from a raw client
+    await handle.signal('approve', 'yes please' as never);
+    assert.equal(parked.ledger[0]!.state, 'awaiting_approval');
+    // A good approval with the right digest, then duplicates and conflicts.
+    const ok = await approve(c, { sessionId, toolCallId: 'c1', by: 'alice', argsDigest: parked.ledger[0]!.argsDigest });
+    assert.equal(ok.outcome, 'applied');
+    await ignored(approve(c, { sessionId, toolCallId: 'c1', by: 'bob' }), /duplicate: call 'c1' was already approved by alice/);
+    await ignored(reject(c, { sessionId, toolCallId: 'c1', by: 'bob' }), /conflicting: call 'c1' was already approved by alice/);
+    const s = await eventually(async () => {
+      const st = await turnStatus(c, parked.workflowId);
+      return st.ledger[0]!.state === 'succeeded' && st;
+    }, 'c1 succeeds');
+    await ignored(recover(c, { sessionId, toolCallId: 'c1', by: 'bob', decision: 'succeeded' }), /late: call 'c1' is succeeded/);
+    const malformed = s.decisions.filter((d) => d.outcome === 'ignored' && d.why?.startsWith('malformed'));
+    assert.equal(malformed.length, 2, JSON.stringify(s.decisions));
+    // The CLI says so too, with a non-zero exit.
+    const cli = await runCli(['approve', sessionId, 'c1', '--by', 'eve', '--task-queue', taskQueue]);
+    assert.equal(cli.code, 3);
+    assert.match(cli.stdout, /NOT applied: duplicate/);
+    await reject(c, { sessionId, toolCallId: 'c2', by: 'alice' });
+    const done = await eventually(async () => {
+      const st = await turnStatus(c, parked.workflowId);
+      return st.closed && st;
+    }, 'turn completes');
+    assert.equal(done.state, 'completed');
+    assert.equal(sink.deliveries(messageIdFor(done.ledger[0]!.executionId)), 1, 'exactly one email for c1');
+    assert.equal(sink.deliveries(messageIdFor(done.ledger[1]!.executionId)), 0, 'none for the rejected c2');
+  });
+
+  it('bad model output becomes error results, never executions', async () => {
+    const sessionId = uniq('bad-model');
+    await worker(
+      scripted([
+        {
+          toolCalls: [
+            { id: 'a', name: 'no_such_tool', arguments: {} },
+            { id: 'b', name: 'lookup_contact', arguments: { nam: 'typo' } },
+            { id: 'c', name: 'charge_card', arguments: { customer: 'x', amount: 5 } },
+            { id: 'c', name: 'charge_card', arguments: { customer: 'x', amount: 5 } },
+            { id: 'd', name: 'lookup_contact', arguments: '{not json' },
+          ],
+        },
+        { text: 'I will fix my calls.' },
+      ]),
+    );
+    const before = effects.requests.length;
+    const t = await startTurn(c, sessionId, 'do things');
+    assert.equal(t.state, 'completed');
+    assert.deepEqual(
+      t.ledger.map((e) => [e.toolCallId, e.state]),
+      [
+        ['a', 'invalid'],
+        ['b', 'invalid'],
+        ['c', 'invalid'],
+        ['d', 'invalid'],
+      ],
+    );
+    assert.match(t.ledger[0]!.error!, /unknown tool 'no_such_tool'; available tools: .*lookup_contact/);
+    assert.match(t.ledger[1]!.error!, /invalid arguments for 'lookup_contact': name/);
+    assert.match(t.ledger[2]!.error!, /appears 2 times in one response/);
+    assert.match(t.ledger[3]!.error!, /not valid JSON/);
+    assert.equal(effects.requests.length, before, 'no request reached the payments API');
+    const result = await c.client.workflow.getHandle(t.workflowId).result();
+    const toolMsgs = result.messages.filter((m: { role: string }) => m.role === 'tool');
+    assert.equal(toolMsgs.length, 4, 'one error result per distinct call id');
+    assert.ok(toolMsgs.every((m: { isError?: boolean }) => m.isError));
+  });
+
+  it('stops at the iteration cap without executing the last response', async () => {
+    const sessionId = uniq('cap');
+    const steps = Array.from({ length: 13 }, (_, i) => ({ toolCalls: [{ id: `l${i}`, name: 'lookup_contact', arguments: { name: `N${i}` } }] }));
+    await worker(scripted(steps));
+    const t = await startTurn(c, sessionId, 'loop forever', 60_000);
+    assert.equal(t.state, 'failed');
+    assert.match(t.error!, /iteration cap \(12\) reached/);
+    assert.equal(t.iteration, 12);
+    assert.equal(t.ledger.length, 12);
+    assert.equal(t.ledger.filter((e) => e.state === 'succeeded').length, 11);
+    assert.equal(t.ledger[11]!.state, 'invalid');
+    assert.match(t.ledger[11]!.error!, /iteration cap/);
+  });
+
+  it('show --json and the OpenWorkerState search attribute tell the same story', async () => {
+    const sessionId = uniq('show');
+    await worker(scripted([{ toolCalls: [{ id: 'r1', name: 'lookup_contact', arguments: { name: 'Ann' } }] }, { text: 'Ann found.' }, { toolCalls: [email('e1')] }, { text: 'done' }]));
+    await startTurn(c, sessionId, 'find ann');
+    const parked = await startTurn(c, sessionId, 'email bob');
+    assert.equal(parked.workflowId, turnWorkflowId(sessionId, 2));
+    const query = `OpenWorkerSession = "${sessionId}" AND OpenWorkerState = "awaiting_approval"`;
+    const found = await eventually(async () => {
+      const ids: string[] = [];
+      for await (const wf of c.client.workflow.list({ query })) ids.push(wf.workflowId);
+      return ids.length > 0 && ids;
+    }, 'visibility shows the parked turn');
+    assert.deepEqual(found, [parked.workflowId]);
+    const res = await runCli(['--json', 'show', sessionId, '--task-queue', taskQueue]);
+    assert.equal(res.code, 0, res.stderr);
+    const view = JSON.parse(res.stdout);
+    assert.equal(view.sessionId, sessionId);
+    assert.deepEqual(
+      view.turns.map((t: { n: number; workflowId: string; state: string }) => [t.n, t.workflowId, t.state]),
+      [
+        [1, turnWorkflowId(sessionId, 1), 'completed'],
+        [2, turnWorkflowId(sessionId, 2), 'awaiting_approval'],
+      ],
+    );
+    assert.deepEqual(
+      view.executions.map((e: { toolCallId: string; state: string; turnWorkflowId: string }) => [e.toolCallId, e.state, e.turnWorkflowId]),
+      [
+        ['r1', 'succeeded', turnWorkflowId(sessionId, 1)],
+        ['e1', 'awaiting_approval', turnWorkflowId(sessionId, 2)],
+      ],
+    );
+    for (const e of view.executions) for (const k of ['executionId', 'tool', 'attempts', 'events']) assert.ok(k in e, `execution has ${k}`);
+    const inbox = await runCli(['--json', 'inbox', '--session', sessionId, '--task-queue', taskQueue]);
+    assert.deepEqual(JSON.parse(inbox.stdout).map((i: { toolCallId: string; state: string }) => [i.toolCallId, i.state]), [['e1', 'awaiting_approval']]);
+  });
+});

@@ -1,0 +1,195 @@
+import { strict as assert } from 'node:assert';
+import type { LedgerInput } from '../../workflows/ledger';
+import { LedgerTransitionError, TRANSITIONS, activityIdFor, applyLedger, isTerminal, liveTurnState, newEntry } from '../../workflows/ledger';
+import type { CallState } from '../../workflows/types';
+import { ALL_STATES, AT, entryIn, planned, spec } from './helpers';
+
+const LATER = '2024-01-01T00:00:05.000Z';
+
+/** One representative input per type. */
+const INPUTS: { [K in LedgerInput['type']]: Extract<LedgerInput, { type: K }> } = {
+  approved: { type: 'approved', by: 'alice' },
+  rejected: { type: 'rejected', by: 'bob', reason: 'no' },
+  scheduled: { type: 'scheduled', activityId: 'owx-x-2' },
+  dispatched: { type: 'dispatched', activityId: 'owx-x', attempt: 3 },
+  dispatch_refused: { type: 'dispatch_refused', activityId: 'owx-x', attempt: 2, reason: 'already dispatched' },
+  succeeded: { type: 'succeeded', result: { ok: 1 }, via: 'execute' },
+  failed: { type: 'failed', error: 'boom', via: 'execute' },
+  outcome_unknown: { type: 'outcome_unknown', reason: 'timeout', phase: 'dispatched' },
+  reconciling: { type: 'reconciling', activityId: 'owx-x-r' },
+  reconciled: { type: 'reconciled', answer: 'unknown', reason: 'nope' },
+  recovery_required: { type: 'recovery_required', reason: 'unknown outcome' },
+  recovery_decided: { type: 'recovery_decided', decision: 'retry', by: 'carol', reason: 'checked' },
+};
+
+describe('ledger: TRANSITIONS table (every input × every state)', () => {
+  it('has a rule for every input type', () => {
+    assert.deepEqual(Object.keys(TRANSITIONS).sort(), Object.keys(INPUTS).sort());
+  });
+
+  for (const type of Object.keys(INPUTS) as LedgerInput['type'][]) {
+    const rule = TRANSITIONS[type];
+    for (const from of ALL_STATES) {
+      const input = INPUTS[type];
+      if (rule.from.includes(from)) {
+        const expected: CallState = rule.to === 'same' ? from : rule.to;
+        it(`${type} from ${from} → ${expected}`, () => {
+          const before = entryIn(from, { attempts: 1, runs: 1 });
+          const snapshot = JSON.parse(JSON.stringify(before));
+          const next = applyLedger(before, input, LATER);
+          assert.equal(next.state, expected);
+          assert.equal(next.events.length, before.events.length + 1);
+          assert.deepEqual(next.events[next.events.length - 1], { at: LATER, ...input });
+          assert.deepEqual(before, snapshot, 'input entry must not be mutated');
+        });
+      } else {
+        it(`${type} from ${from} throws LedgerTransitionError`, () => {
+          const before = entryIn(from);
+          assert.throws(
+            () => applyLedger(before, input, LATER),
+            (err: unknown) =>
+              err instanceof LedgerTransitionError &&
+              err.name === 'LedgerTransitionError' &&
+              err.message.includes(`'${type}'`) &&
+              err.message.includes(`'${from}'`) &&
+              err.message.includes('call_1'),
+          );
+        });
+      }
+    }
+  }
+});
+
+describe('ledger: field effects', () => {
+  it('approved sets approvedBy', () => {
+    const next = applyLedger(entryIn('awaiting_approval'), { type: 'approved', by: 'alice' }, LATER);
+    assert.equal(next.approvedBy, 'alice');
+    assert.equal(next.state, 'running');
+  });
+
+  const rejectCases: { reason?: string; error: string }[] = [
+    { reason: 'too risky', error: 'not executed: rejected by bob: too risky' },
+    { error: 'not executed: rejected by bob' },
+  ];
+  for (const c of rejectCases) {
+    it(`rejected sets rejectedBy and error (reason ${c.reason ?? 'absent'})`, () => {
+      const next = applyLedger(entryIn('awaiting_approval'), { type: 'rejected', by: 'bob', ...(c.reason ? { reason: c.reason } : {}) }, LATER);
+      assert.equal(next.rejectedBy, 'bob');
+      assert.equal(next.error, c.error);
+      assert.match(next.error!, /rejected by/);
+    });
+  }
+
+  it('scheduled increments runs and resets dispatched', () => {
+    const next = applyLedger(entryIn('recovery_required', { runs: 2, dispatched: true }), { type: 'scheduled', activityId: 'x-3' }, LATER);
+    assert.equal(next.runs, 3);
+    assert.equal(next.dispatched, false);
+    assert.equal(next.state, 'running');
+  });
+
+  const dispatchCases = [
+    { attempts: 0, attempt: 1, want: 1 },
+    { attempts: 2, attempt: 3, want: 3 },
+    { attempts: 4, attempt: 2, want: 4 },
+  ];
+  for (const c of dispatchCases) {
+    it(`dispatched sets dispatched and attempts=max(${c.attempts}, ${c.attempt})`, () => {
+      const next = applyLedger(entryIn('running', { attempts: c.attempts }), { type: 'dispatched', activityId: 'x', attempt: c.attempt }, LATER);
+      assert.equal(next.dispatched, true);
+      assert.equal(next.attempts, c.want);
+    });
+  }
+
+  it('succeeded sets result and clears error', () => {
+    const next = applyLedger(entryIn('recovery_required', { error: 'old' }), { type: 'succeeded', result: 42, via: 'recovery' }, LATER);
+    assert.equal(next.result, 42);
+    assert.equal('error' in next, false);
+  });
+
+  it('succeeded with attempt raises attempts', () => {
+    const next = applyLedger(entryIn('dispatched', { attempts: 1 }), { type: 'succeeded', result: null, via: 'execute', attempt: 3 }, LATER);
+    assert.equal(next.attempts, 3);
+  });
+
+  it('failed sets error', () => {
+    assert.equal(applyLedger(entryIn('running'), { type: 'failed', error: 'nope', via: 'execute' }, LATER).error, 'nope');
+  });
+
+  it('outcome_unknown with attempt raises attempts, state unchanged', () => {
+    const next = applyLedger(entryIn('dispatched', { attempts: 1 }), { type: 'outcome_unknown', reason: 't', attempt: 2 }, LATER);
+    assert.equal(next.attempts, 2);
+    assert.equal(next.state, 'dispatched');
+  });
+
+  it('recovery_decided sets recoveryDecision and recoveredBy', () => {
+    const next = applyLedger(entryIn('recovery_required'), { type: 'recovery_decided', decision: 'failed', by: 'carol' }, LATER);
+    assert.equal(next.recoveryDecision, 'failed');
+    assert.equal(next.recoveredBy, 'carol');
+    assert.equal(next.state, 'recovery_required');
+  });
+});
+
+describe('ledger: newEntry', () => {
+  it('invalid call → state invalid with error', () => {
+    const e = newEntry(planned({ invalid: 'unknown tool' }), 'owx-1', 2, AT);
+    assert.equal(e.state, 'invalid');
+    assert.equal(e.error, 'unknown tool');
+    assert.equal(e.approvedBy, undefined);
+    assert.deepEqual(e.events, [{ at: AT, type: 'invalid', why: 'unknown tool' }]);
+  });
+
+  it('explicit invalid argument wins', () => {
+    const e = newEntry(planned(), 'owx-1', 1, AT, 'duplicate id');
+    assert.equal(e.state, 'invalid');
+    assert.equal(e.error, 'duplicate id');
+  });
+
+  it('requiresApproval → awaiting_approval', () => {
+    const e = newEntry(planned({ target: 'bob@example.com' }), 'owx-1', 3, AT);
+    assert.equal(e.state, 'awaiting_approval');
+    assert.equal(e.approvedBy, undefined);
+    assert.equal(e.target, 'bob@example.com');
+    assert.equal(e.iteration, 3);
+    assert.equal(e.executionId, 'owx-1');
+    assert.deepEqual([e.attempts, e.runs, e.dispatched], [0, 0, false]);
+    assert.deepEqual([e.effect, e.recovery], ['external', 'manual']);
+    assert.deepEqual(e.events, [{ at: AT, type: 'awaiting_approval' }]);
+  });
+
+  it('no approval needed → running, approvedBy auto', () => {
+    const e = newEntry(planned({ spec: spec({ effect: 'read', requiresApproval: false }) }), 'owx-1', 1, AT);
+    assert.equal(e.state, 'running');
+    assert.equal(e.approvedBy, 'auto');
+    assert.equal('error' in e, false);
+    assert.equal('target' in e, false);
+    assert.deepEqual(e.events, [{ at: AT, type: 'auto_approved' }]);
+  });
+});
+
+describe('ledger: liveTurnState and helpers', () => {
+  const cases: { states: CallState[]; want: string }[] = [
+    { states: [], want: 'running' },
+    { states: ['running', 'succeeded'], want: 'running' },
+    { states: ['awaiting_approval', 'running'], want: 'awaiting_approval' },
+    { states: ['awaiting_approval', 'recovery_required'], want: 'recovery_required' },
+    { states: ['recovery_required', 'running', 'failed'], want: 'recovery_required' },
+    { states: ['invalid', 'rejected'], want: 'running' },
+  ];
+  for (const c of cases) {
+    it(`liveTurnState([${c.states.join(', ')}]) = ${c.want}`, () => {
+      assert.equal(liveTurnState(c.states.map((s) => entryIn(s))), c.want);
+    });
+  }
+
+  const ids: [number, string][] = [
+    [0, 'owx-a'],
+    [1, 'owx-a'],
+    [2, 'owx-a-2'],
+    [7, 'owx-a-7'],
+  ];
+  for (const [run, want] of ids) it(`activityIdFor(owx-a, ${run}) = ${want}`, () => assert.equal(activityIdFor('owx-a', run), want));
+
+  it('isTerminal matches invalid/rejected/succeeded/failed', () => {
+    assert.deepEqual(ALL_STATES.filter(isTerminal), ['invalid', 'rejected', 'succeeded', 'failed']);
+  });
+});

@@ -1,0 +1,136 @@
+import { strict as assert } from 'node:assert';
+import type { CallFacts, ExecutionOutcome, NextStep, ReconcileOutcome } from '../../workflows/policy';
+import { afterExecution, afterReconcile, afterRecoveryDecision, attemptsPerRun, isProtected } from '../../workflows/policy';
+import type { RecoveryPolicy, ToolEffect } from '../../workflows/types';
+
+const EFFECTS: ToolEffect[] = ['read', 'external'];
+const RECOVERIES: RecoveryPolicy[] = ['manual', 'idempotent', 'reconcile'];
+const OUTCOMES: ExecutionOutcome[] = [
+  { kind: 'succeeded', result: { id: 7 }, attempt: 1 },
+  { kind: 'not_applied', error: 'bad address' },
+  { kind: 'unknown', reason: 'timed out', attempt: 1, phase: 'dispatched' },
+];
+/** [runs, maxAttempts]: below the limit and at it. */
+const RUN_COUNTS: [number, number][] = [
+  [1, 3],
+  [3, 3],
+];
+
+type Expect = Partial<NextStep> & { do: NextStep['do']; match?: RegExp };
+
+/** The oracle, written from the policy's documented rules. */
+function expected(f: CallFacts, o: ExecutionOutcome): Expect {
+  if (o.kind === 'succeeded') return { do: 'succeed', result: o.result, via: 'execute' };
+  if (o.kind === 'not_applied') return { do: 'fail', error: o.error, via: 'execute' };
+  if (f.effect === 'read') return { do: 'fail', via: 'execute', match: /timed out/ };
+  if (f.recovery === 'idempotent') return { do: 'recovery_required', match: /timed out/ };
+  if (!f.dispatched) {
+    return f.runs < f.maxAttempts ? { do: 'run', match: /never dispatched/ } : { do: 'fail', via: 'not_dispatched', match: /never dispatched.*timed out/ };
+  }
+  if (f.recovery === 'reconcile') return { do: 'reconcile' };
+  return { do: 'recovery_required', match: /after dispatch: timed out/ };
+}
+
+function check(step: NextStep, want: Expect): void {
+  assert.equal(step.do, want.do);
+  for (const key of ['result', 'via', 'error'] as const) {
+    if (key in want) assert.deepEqual((step as Record<string, unknown>)[key], (want as Record<string, unknown>)[key], key);
+  }
+  if (want.match) {
+    const text = 'error' in step ? step.error : 'reason' in step ? step.reason : 'why' in step ? step.why : '';
+    assert.match(text, want.match);
+  }
+}
+
+describe('policy: afterExecution (effect × recovery × dispatched × runs × outcome)', () => {
+  for (const effect of EFFECTS)
+    for (const recovery of RECOVERIES)
+      for (const dispatched of [false, true])
+        for (const [runs, maxAttempts] of RUN_COUNTS)
+          for (const outcome of OUTCOMES) {
+            const facts: CallFacts = { effect, recovery, dispatched, runs, maxAttempts };
+            const want = expected(facts, outcome);
+            it(`${effect}/${recovery} dispatched=${dispatched} runs=${runs}/${maxAttempts} ${outcome.kind} → ${want.do}`, () => {
+              check(afterExecution(facts, outcome), want);
+            });
+          }
+
+  // A few spelled-out rows, so the oracle above is not the only source of truth.
+  const explicit: { facts: CallFacts; outcome: ExecutionOutcome; want: NextStep }[] = [
+    {
+      facts: { effect: 'external', recovery: 'manual', dispatched: false, runs: 5, maxAttempts: 5 },
+      outcome: { kind: 'unknown', reason: 'worker died' },
+      want: { do: 'fail', error: 'tool could not be started after 5 attempts (never dispatched): worker died', via: 'not_dispatched' },
+    },
+    {
+      facts: { effect: 'external', recovery: 'manual', dispatched: false, runs: 4, maxAttempts: 5 },
+      outcome: { kind: 'unknown', reason: 'worker died' },
+      want: { do: 'run', why: 'never dispatched (worker died)' },
+    },
+    {
+      facts: { effect: 'external', recovery: 'idempotent', dispatched: true, runs: 1, maxAttempts: 4 },
+      outcome: { kind: 'unknown', reason: 'x' },
+      want: { do: 'recovery_required', reason: 'outcome unknown after 4 automatic attempts: x' },
+    },
+    {
+      facts: { effect: 'read', recovery: 'manual', dispatched: false, runs: 1, maxAttempts: 3 },
+      outcome: { kind: 'unknown', reason: 'x' },
+      want: { do: 'fail', error: 'tool failed: x', via: 'execute' },
+    },
+    {
+      facts: { effect: 'external', recovery: 'manual', dispatched: true, runs: 1, maxAttempts: 5 },
+      outcome: { kind: 'unknown', reason: 'x' },
+      want: { do: 'recovery_required', reason: 'outcome unknown after dispatch: x' },
+    },
+  ];
+  for (const c of explicit) {
+    it(`exact: ${JSON.stringify(c.facts)} → ${JSON.stringify(c.want)}`, () => assert.deepEqual(afterExecution(c.facts, c.outcome), c.want));
+  }
+});
+
+describe('policy: afterReconcile', () => {
+  const base: CallFacts = { effect: 'external', recovery: 'reconcile', dispatched: true, runs: 1, maxAttempts: 3 };
+  const cases: { name: string; runs: number; answer: ReconcileOutcome; want: NextStep }[] = [
+    { name: 'applied', runs: 1, answer: { status: 'applied', result: 'r' }, want: { do: 'succeed', result: 'r', via: 'reconcile' } },
+    { name: 'applied at the limit', runs: 3, answer: { status: 'applied', result: 0 }, want: { do: 'succeed', result: 0, via: 'reconcile' } },
+    { name: 'not_applied, runs left', runs: 2, answer: { status: 'not_applied' }, want: { do: 'run', why: 'reconcile: not applied' } },
+    {
+      name: 'not_applied, no runs left',
+      runs: 3,
+      answer: { status: 'not_applied' },
+      want: { do: 'recovery_required', reason: 'reconcile said not applied, but 3 runs were used' },
+    },
+    { name: 'unknown with reason', runs: 1, answer: { status: 'unknown', reason: 'api down' }, want: { do: 'recovery_required', reason: 'reconcile could not tell: api down' } },
+    { name: 'unknown without reason', runs: 1, answer: { status: 'unknown' }, want: { do: 'recovery_required', reason: 'reconcile could not tell: unknown' } },
+  ];
+  for (const c of cases) it(c.name, () => assert.deepEqual(afterReconcile({ ...base, runs: c.runs }, c.answer), c.want));
+});
+
+describe('policy: afterRecoveryDecision', () => {
+  const cases: { name: string; input: Parameters<typeof afterRecoveryDecision>[0]; want: NextStep }[] = [
+    { name: 'retry', input: { decision: 'retry', by: 'ann' }, want: { do: 'run', why: 'retry decided by ann' } },
+    { name: 'succeeded with result', input: { decision: 'succeeded', result: { id: 1 }, by: 'ann' }, want: { do: 'succeed', result: { id: 1 }, via: 'recovery' } },
+    { name: 'succeeded without result → null', input: { decision: 'succeeded', by: 'ann' }, want: { do: 'succeed', result: null, via: 'recovery' } },
+    { name: 'succeeded with falsy result kept', input: { decision: 'succeeded', result: 0, by: 'ann' }, want: { do: 'succeed', result: 0, via: 'recovery' } },
+    { name: 'failed with reason', input: { decision: 'failed', reason: 'was never sent', by: 'ann' }, want: { do: 'fail', error: 'failed (decided by ann): was never sent', via: 'recovery' } },
+    { name: 'failed without reason', input: { decision: 'failed', by: 'ann' }, want: { do: 'fail', error: 'failed (decided by ann)', via: 'recovery' } },
+  ];
+  for (const c of cases) it(c.name, () => assert.deepEqual(afterRecoveryDecision(c.input), c.want));
+});
+
+describe('policy: isProtected / attemptsPerRun', () => {
+  const cases: { effect: ToolEffect; recovery: RecoveryPolicy; protect: boolean }[] = [
+    { effect: 'read', recovery: 'manual', protect: false },
+    { effect: 'read', recovery: 'idempotent', protect: false },
+    { effect: 'read', recovery: 'reconcile', protect: false },
+    { effect: 'external', recovery: 'manual', protect: true },
+    { effect: 'external', recovery: 'idempotent', protect: false },
+    { effect: 'external', recovery: 'reconcile', protect: true },
+  ];
+  for (const c of cases) {
+    it(`${c.effect}/${c.recovery}: protected=${c.protect}, attemptsPerRun=${c.protect ? 1 : 4}`, () => {
+      assert.equal(isProtected(c.effect, c.recovery), c.protect);
+      assert.equal(attemptsPerRun(c.effect, c.recovery, 4), c.protect ? 1 : 4);
+    });
+  }
+});
