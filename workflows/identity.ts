@@ -10,7 +10,9 @@ const hex = (text: string): string => bytesToHex(sha256(utf8ToBytes(text)));
  * opaque (the model cannot guess or set it), header-safe and 36 characters long.
  */
 export function executionIdFor(sessionId: string, turn: number, toolCallId: string): string {
-  return `owx-${hex(['openworker-execution/v1', sessionId, String(turn), toolCallId].join('\u0000')).slice(0, 32)}`;
+  // Length-prefixed parts: no choice of ids can make two different triples encode the same.
+  const encoded = ['openworker-execution/v1', sessionId, String(turn), toolCallId].map((p) => `${p.length}:${p}`).join('|');
+  return `owx-${hex(encoded).slice(0, 32)}`;
 }
 
 /** JSON with object keys sorted, so equal arguments always hash equally. */
@@ -21,7 +23,8 @@ export function canonicalJson(value: unknown): string {
 function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
+    // A null-prototype object keeps a `__proto__` key as data instead of swallowing it.
+    const out: Record<string, unknown> = Object.create(null);
     for (const key of Object.keys(value).sort()) out[key] = sortKeys((value as Record<string, unknown>)[key]);
     return out;
   }

@@ -10,7 +10,7 @@ export type ExecutionOutcome =
   | { kind: 'unknown'; reason: string; attempt?: number; phase?: string };
 
 export type NextStep =
-  | { do: 'succeed'; result: unknown; via: 'execute' | 'reconcile' | 'recovery' }
+  | { do: 'succeed'; result: unknown; via: 'execute' | 'reconcile' | 'recovery'; attempt?: number }
   | { do: 'fail'; error: string; via: 'execute' | 'recovery' | 'not_dispatched' }
   | { do: 'run'; why: string }
   | { do: 'reconcile' }
@@ -35,7 +35,7 @@ export const attemptsPerRun = (effect: ToolEffect, recovery: RecoveryPolicy, max
   isProtected(effect, recovery) ? 1 : maxAttempts;
 
 export function afterExecution(facts: CallFacts, outcome: ExecutionOutcome): NextStep {
-  if (outcome.kind === 'succeeded') return { do: 'succeed', result: outcome.result, via: 'execute' };
+  if (outcome.kind === 'succeeded') return { do: 'succeed', result: outcome.result, via: 'execute', ...(outcome.attempt ? { attempt: outcome.attempt } : {}) };
   if (outcome.kind === 'not_applied') return { do: 'fail', error: outcome.error, via: 'execute' };
   if (facts.effect === 'read') return { do: 'fail', error: `tool failed: ${outcome.reason}`, via: 'execute' };
   if (facts.recovery === 'idempotent') {

@@ -260,7 +260,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
           break;
         }
         case 'succeed':
-          record(id, { type: 'succeeded', result: next.result, via: next.via });
+          record(id, { type: 'succeeded', result: next.result, via: next.via, ...(next.attempt ? { attempt: next.attempt } : {}) });
           return toolResultMessage({ id, name: call.name }, { result: next.result });
         case 'fail':
           record(id, { type: 'failed', error: next.error, via: next.via });

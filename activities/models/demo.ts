@@ -1,7 +1,7 @@
 import type { Message } from '../../workflows/types';
 import type { ModelProvider } from '../model';
 
-const EMAIL = /\b(?:e-?mail|send (?:an )?e-?mail to|write to)\s+([^\s,;]+@[^\s,;]+)(?:\s+(?:about|re|regarding|saying)\s*:?\s*(.+))?/i;
+const EMAIL = /\b(?:e-?mail|send (?:an )?e-?mail to|write to)\s+([^\s,;]+@[^\s,;]+)(?:\s+(?:regarding|about|saying|re)\s*:?\s*(.+))?/i;
 
 /**
  * A tiny deterministic planner for the demo: "email bob@example.com about the launch" becomes a

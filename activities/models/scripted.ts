@@ -37,7 +37,7 @@ export function loadScript(file: string): Script {
   try {
     raw = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    throw new Error(`--model scripted:${file}: cannot read the script (${(err as Error).message})`);
+    throw new Error(`--model scripted:${file}: cannot read the script (${(err as Error).message.replace(/\s+/g, ' ')})`);
   }
   const parsed = ScriptSchema.safeParse(raw);
   if (!parsed.success) {

@@ -1,0 +1,147 @@
+import { strict as assert } from 'node:assert';
+import type { Decision } from '../../workflows/decisions';
+import { judgeDecision, parseDecision } from '../../workflows/decisions';
+import type { DecisionKind, LedgerEntry } from '../../workflows/types';
+import { entryIn } from './helpers';
+
+const DIGEST = 'sha256:' + 'a'.repeat(64);
+const OTHER = 'sha256:' + 'b'.repeat(64);
+const KINDS: DecisionKind[] = ['approve', 'reject', 'recover'];
+const base = { toolCallId: 'call_1', by: 'alice' };
+
+describe('decisions: parseDecision rejects malformed payloads', () => {
+  const malformed: { name: string; raw: unknown; kinds?: DecisionKind[]; why?: RegExp }[] = [
+    { name: 'null', raw: null, why: /payload must be an object/ },
+    { name: 'undefined', raw: undefined, why: /payload must be an object/ },
+    { name: 'array', raw: [base], why: /payload must be an object/ },
+    { name: 'string', raw: 'call_1', why: /payload must be an object/ },
+    { name: 'number', raw: 42, why: /payload must be an object/ },
+    { name: 'missing toolCallId', raw: { by: 'alice' }, why: /toolCallId/ },
+    { name: 'empty toolCallId', raw: { ...base, toolCallId: '' }, why: /toolCallId/ },
+    { name: 'numeric toolCallId', raw: { ...base, toolCallId: 1 }, why: /toolCallId/ },
+    { name: 'toolCallId too long', raw: { ...base, toolCallId: 'x'.repeat(257) }, why: /toolCallId/ },
+    { name: 'missing by', raw: { toolCallId: 'call_1' }, why: /by must/ },
+    { name: 'empty by', raw: { ...base, by: '' }, why: /by must/ },
+    { name: 'by too long', raw: { ...base, by: 'b'.repeat(201) }, why: /by must/ },
+    { name: 'by is an object', raw: { ...base, by: { name: 'x' } }, why: /by must/ },
+    { name: 'decisionId empty', raw: { ...base, decisionId: '' }, why: /decisionId/ },
+    { name: 'decisionId number', raw: { ...base, decisionId: 5 }, why: /decisionId/ },
+    { name: 'decisionId null', raw: { ...base, decisionId: null }, why: /decisionId/ },
+    { name: 'decisionId too long', raw: { ...base, decisionId: 'd'.repeat(257) }, why: /decisionId/ },
+    { name: 'reason not a string', raw: { ...base, reason: 7 }, why: /reason/ },
+    { name: 'reason too long', raw: { ...base, reason: 'r'.repeat(2001) }, why: /reason/ },
+    { name: 'argsDigest number', raw: { ...base, argsDigest: 1 }, kinds: ['approve'], why: /argsDigest/ },
+    { name: 'argsDigest empty', raw: { ...base, argsDigest: '' }, kinds: ['approve'], why: /argsDigest/ },
+    { name: 'argsDigest null', raw: { ...base, argsDigest: null }, kinds: ['approve'], why: /argsDigest/ },
+    { name: 'recover without decision', raw: base, kinds: ['recover'], why: /decision must be one of retry, succeeded, failed/ },
+    { name: 'recover with bad decision', raw: { ...base, decision: 'ignore' }, kinds: ['recover'], why: /decision must be one of/ },
+    { name: 'recover with decision "toString"', raw: { ...base, decision: 'toString' }, kinds: ['recover'], why: /decision must be one of/ },
+  ];
+  for (const c of malformed) {
+    for (const kind of c.kinds ?? KINDS) {
+      it(`${kind}: ${c.name}`, () => {
+        const parsed = parseDecision(kind, c.raw);
+        assert.equal(parsed.ok, false);
+        if (parsed.ok) return;
+        assert.ok(parsed.why.startsWith(`malformed ${kind}:`), parsed.why);
+        if (c.why) assert.match(parsed.why, c.why);
+      });
+    }
+  }
+
+  it('a rejected payload still reports the ids it could read', () => {
+    const parsed = parseDecision('recover', { toolCallId: 'c9', by: 'ann', decisionId: 'd1', decision: 'nope' });
+    assert.deepEqual(parsed, { ok: false, why: parsed.ok ? '' : parsed.why, toolCallId: 'c9', by: 'ann', decisionId: 'd1' });
+  });
+});
+
+describe('decisions: parseDecision and prototype pollution', () => {
+  const hostile: { name: string; json: string; kind: DecisionKind; ok: boolean }[] = [
+    { name: '__proto__ object', json: '{"toolCallId":"c","by":"x","__proto__":{"polluted":true}}', kind: 'approve', ok: true },
+    { name: '__proto__ carrying ids only', json: '{"__proto__":{"toolCallId":"c","by":"x"}}', kind: 'approve', ok: false },
+    { name: '__proto__ carrying a decision', json: '{"toolCallId":"c","by":"x","__proto__":{"decision":"retry"}}', kind: 'recover', ok: false },
+    { name: 'constructor.prototype', json: '{"toolCallId":"c","by":"x","constructor":{"prototype":{"polluted":true}}}', kind: 'reject', ok: true },
+    { name: 'constructor as id', json: '{"toolCallId":"constructor","by":"__proto__","decision":"retry"}', kind: 'recover', ok: true },
+    { name: '__proto__ as result', json: '{"toolCallId":"c","by":"x","decision":"succeeded","result":{"__proto__":{"polluted":true}}}', kind: 'recover', ok: true },
+  ];
+  for (const c of hostile) {
+    it(`${c.kind}: ${c.name} does not throw or pollute`, () => {
+      const parsed = parseDecision(c.kind, JSON.parse(c.json));
+      assert.equal(parsed.ok, c.ok, JSON.stringify(parsed));
+      if (!parsed.ok) assert.ok(parsed.why.startsWith(`malformed ${c.kind}:`));
+      assert.equal(({} as Record<string, unknown>).polluted, undefined);
+      assert.equal(Object.prototype.hasOwnProperty.call(Object.prototype, 'polluted'), false);
+      assert.equal(({} as Record<string, unknown>).decision, undefined);
+    });
+  }
+});
+
+describe('decisions: parseDecision normalizes good payloads', () => {
+  const good: { kind: DecisionKind; raw: Record<string, unknown>; want: Decision }[] = [
+    { kind: 'approve', raw: { ...base }, want: { kind: 'approve', payload: { ...base } } },
+    {
+      kind: 'approve',
+      raw: { ...base, argsDigest: DIGEST, decisionId: 'd1', extra: 'dropped', reason: 'ok' },
+      want: { kind: 'approve', payload: { ...base, decisionId: 'd1', argsDigest: DIGEST } },
+    },
+    { kind: 'reject', raw: { ...base, reason: 'nope' }, want: { kind: 'reject', payload: { ...base, reason: 'nope' } } },
+    { kind: 'reject', raw: { ...base, reason: '' }, want: { kind: 'reject', payload: { ...base } } },
+    { kind: 'recover', raw: { ...base, decision: 'retry' }, want: { kind: 'recover', payload: { ...base, decision: 'retry' } } },
+    {
+      kind: 'recover',
+      raw: { ...base, decision: 'succeeded', result: { id: 1 }, reason: 'checked inbox', decisionId: 'd2' },
+      want: { kind: 'recover', payload: { ...base, decisionId: 'd2', reason: 'checked inbox', decision: 'succeeded', result: { id: 1 } } },
+    },
+    { kind: 'recover', raw: { ...base, decision: 'succeeded', result: null }, want: { kind: 'recover', payload: { ...base, decision: 'succeeded', result: null } } },
+    { kind: 'recover', raw: { ...base, decision: 'failed' }, want: { kind: 'recover', payload: { ...base, decision: 'failed' } } },
+    { kind: 'approve', raw: { toolCallId: 'x'.repeat(256), by: 'b'.repeat(200) }, want: { kind: 'approve', payload: { toolCallId: 'x'.repeat(256), by: 'b'.repeat(200) } } },
+  ];
+  for (const [i, c] of good.entries()) {
+    it(`${c.kind} #${i}`, () => assert.deepEqual(parseDecision(c.kind, c.raw), { ok: true, decision: c.want }));
+  }
+});
+
+describe('decisions: judgeDecision', () => {
+  const approve = (argsDigest?: string): Decision => ({ kind: 'approve', payload: { ...base, ...(argsDigest ? { argsDigest } : {}) } });
+  const reject: Decision = { kind: 'reject', payload: { ...base, reason: 'no' } };
+  const recover: Decision = { kind: 'recover', payload: { ...base, decision: 'retry' } };
+  const awaiting = entryIn('awaiting_approval', { argsDigest: DIGEST });
+  const rejected = entryIn('rejected', { rejectedBy: 'bob' });
+  const approved = entryIn('running', { approvedBy: 'carol' });
+  const approvedLater = entryIn('succeeded', { approvedBy: 'carol' });
+  const auto = entryIn('running', { approvedBy: 'auto' });
+  const invalid = entryIn('invalid', { error: 'unknown tool' });
+
+  const cases: { name: string; entry: LedgerEntry | undefined; decision: Decision; pending?: boolean; apply: boolean; why?: RegExp }[] = [
+    { name: 'approve unknown call', entry: undefined, decision: approve(), apply: false, why: /^unknown tool call 'call_1'/ },
+    { name: 'reject unknown call', entry: undefined, decision: reject, apply: false, why: /^unknown tool call/ },
+    { name: 'recover unknown call', entry: undefined, decision: recover, apply: false, why: /^unknown tool call/ },
+    { name: 'approve invalid entry', entry: invalid, decision: approve(), apply: false, why: /invalid and will not run: unknown tool/ },
+    { name: 'reject invalid entry', entry: invalid, decision: reject, apply: false, why: /invalid/ },
+    { name: 'recover invalid entry', entry: invalid, decision: recover, apply: false, why: /invalid/ },
+    { name: 'approve awaiting, no digest', entry: awaiting, decision: approve(), apply: true },
+    { name: 'approve awaiting, matching digest', entry: awaiting, decision: approve(DIGEST), apply: true },
+    { name: 'approve awaiting, mismatching digest', entry: awaiting, decision: approve(OTHER), apply: false, why: /argsDigest does not match/ },
+    { name: 'approve after rejected', entry: rejected, decision: approve(), apply: false, why: /^conflicting: .*rejected by bob/ },
+    { name: 'approve after approved', entry: approved, decision: approve(), apply: false, why: /^duplicate: .*approved by carol/ },
+    { name: 'approve after approved, now succeeded', entry: approvedLater, decision: approve(), apply: false, why: /^duplicate:/ },
+    { name: 'approve auto-approved', entry: auto, decision: approve(), apply: false, why: /^late: .*needs no approval/ },
+    { name: 'reject awaiting', entry: awaiting, decision: reject, apply: true },
+    { name: 'reject after rejected', entry: rejected, decision: reject, apply: false, why: /^duplicate: .*rejected by bob/ },
+    { name: 'reject after approved', entry: approved, decision: reject, apply: false, why: /^conflicting: .*approved by carol/ },
+    { name: 'reject auto-approved', entry: auto, decision: reject, apply: false, why: /^late:/ },
+    { name: 'recover on recovery_required', entry: entryIn('recovery_required', { approvedBy: 'carol' }), decision: recover, apply: true },
+    { name: 'recover with recoveryPending', entry: entryIn('recovery_required'), decision: recover, pending: true, apply: false, why: /^duplicate:/ },
+  ];
+  for (const state of ['awaiting_approval', 'rejected', 'running', 'dispatched', 'reconciling', 'succeeded', 'failed'] as const) {
+    cases.push({ name: `recover on ${state}`, entry: entryIn(state), decision: recover, apply: false, why: new RegExp(`^late: .*is ${state}, not recovery_required`) });
+  }
+
+  for (const c of cases) {
+    it(`${c.name} → ${c.apply ? 'apply' : 'ignore'}`, () => {
+      const verdict = judgeDecision(c.entry, c.decision, c.pending);
+      assert.equal(verdict.apply, c.apply, JSON.stringify(verdict));
+      if (!verdict.apply && c.why) assert.match(verdict.why, c.why);
+    });
+  }
+});

@@ -1,0 +1,161 @@
+import { strict as assert } from 'node:assert';
+import { renderDetails } from '../../workflows/details';
+import { assignCallIds } from '../../workflows/plan';
+import { toolResultMessage, unpairedToolCalls } from '../../workflows/transcript';
+import type { Message, PlannedCall, TurnStatus } from '../../workflows/types';
+import { entryIn, planned } from './helpers';
+
+const call = (id: string, extra: Partial<PlannedCall> = {}): PlannedCall => planned({ toolCallId: id, arguments: { id }, ...extra });
+const ids = (calls: PlannedCall[]): string[] => calls.map((c) => c.toolCallId);
+
+describe('plan: assignCallIds', () => {
+  it('leaves distinct, fresh ids alone (same objects, same order)', () => {
+    const input = [call('c'), call('a'), call('b')];
+    const out = assignCallIds(input, new Set(), 1);
+    assert.deepEqual(ids(out), ['c', 'a', 'b']);
+    out.forEach((c, i) => assert.equal(c, input[i]));
+  });
+
+  const repeats: { name: string; calls: string[]; repeated: string; count: number; want: string[] }[] = [
+    { name: 'pair', calls: ['a', 'a'], repeated: 'a', count: 2, want: ['a'] },
+    { name: 'triple among others', calls: ['x', 'a', 'y', 'a', 'a', 'z'], repeated: 'a', count: 3, want: ['x', 'a', 'y', 'z'] },
+  ];
+  for (const c of repeats) {
+    it(`repeat within a response (${c.name}): first kept and marked invalid, repeats dropped`, () => {
+      const input = c.calls.map((id, i) => call(id, { arguments: { i } }));
+      const out = assignCallIds(input, new Set(), 1);
+      assert.deepEqual(ids(out), c.want);
+      const kept = out.find((p) => p.toolCallId === c.repeated)!;
+      assert.deepEqual(kept.arguments, { i: c.calls.indexOf(c.repeated) }, 'the first occurrence is kept');
+      assert.match(kept.invalid!, new RegExp(`'${c.repeated}' appears ${c.count} times`));
+      for (const p of out) if (p.toolCallId !== c.repeated) assert.equal(p.invalid, undefined);
+    });
+  }
+
+  it('renames ids reused from an earlier iteration to <id>#<iteration>', () => {
+    const out = assignCallIds([call('call_0'), call('call_1'), call('new')], new Set(['call_0', 'call_1']), 3);
+    assert.deepEqual(ids(out), ['call_0#3', 'call_1#3', 'new']);
+    assert.deepEqual(out[0]!.arguments, { id: 'call_0' });
+    assert.equal(out[0]!.invalid, undefined);
+  });
+
+  it('renames and marks invalid a repeat that is also a reuse', () => {
+    const out = assignCallIds([call('a'), call('a')], new Set(['a']), 2);
+    assert.deepEqual(ids(out), ['a#2']);
+    assert.match(out[0]!.invalid!, /'a' appears 2 times/);
+  });
+
+  it('does not mutate its input', () => {
+    const input = [call('a'), call('a')];
+    const snapshot = JSON.parse(JSON.stringify(input));
+    assignCallIds(input, new Set(['a']), 2);
+    assert.deepEqual(input, snapshot);
+  });
+
+  it('already-invalid calls keep their reason (also when renamed)', () => {
+    const out = assignCallIds([call('a', { invalid: 'unknown tool' }), call('b', { invalid: 'bad args' })], new Set(['b']), 4);
+    assert.deepEqual(
+      out.map((c) => [c.toolCallId, c.invalid]),
+      [
+        ['a', 'unknown tool'],
+        ['b#4', 'bad args'],
+      ],
+    );
+  });
+
+  it('is deterministic', () => {
+    const input = [call('a'), call('b'), call('a')];
+    assert.deepEqual(assignCallIds(input, new Set(['b']), 2), assignCallIds(input, new Set(['b']), 2));
+  });
+});
+
+describe('transcript: unpairedToolCalls', () => {
+  const assistant = (...callIds: string[]): Message => ({ role: 'assistant', content: '', toolCalls: callIds.map((id) => ({ id, name: 't', arguments: {} })) });
+  const result = (id: string): Message => ({ role: 'tool', toolCallId: id, name: 't', content: 'ok' });
+  const cases: { name: string; messages: Message[]; want: string[] }[] = [
+    { name: 'empty', messages: [], want: [] },
+    { name: 'no tool calls', messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'yo' }], want: [] },
+    { name: 'paired', messages: [{ role: 'user', content: 'hi' }, assistant('a', 'b'), result('b'), result('a')], want: [] },
+    { name: '0 results', messages: [assistant('a', 'b'), result('a')], want: ['b has 0 results'] },
+    { name: '2 results', messages: [assistant('a'), result('a'), result('a')], want: ['a has 2 results'] },
+    { name: 'across iterations', messages: [assistant('a'), result('a'), assistant('b', 'c'), result('c'), result('c')], want: ['b has 0 results', 'c has 2 results'] },
+  ];
+  for (const c of cases) it(c.name, () => assert.deepEqual(unpairedToolCalls(c.messages), c.want));
+});
+
+describe('transcript: toolResultMessage', () => {
+  const c = { id: 'call_1', name: 'send_email' };
+  const cases: { name: string; outcome: { result?: unknown; error?: string }; content: string; isError?: true }[] = [
+    { name: 'string result kept as-is', outcome: { result: 'sent "ok"' }, content: 'sent "ok"' },
+    { name: 'empty string kept', outcome: { result: '' }, content: '' },
+    { name: 'object JSON-stringified', outcome: { result: { id: 1, to: ['a'] } }, content: '{"id":1,"to":["a"]}' },
+    { name: 'number', outcome: { result: 0 }, content: '0' },
+    { name: 'null', outcome: { result: null }, content: 'null' },
+    { name: 'undefined → "null"', outcome: {}, content: 'null' },
+    { name: 'error', outcome: { error: 'rejected by bob' }, content: 'Error: rejected by bob', isError: true },
+    { name: 'error wins over result', outcome: { result: 'x', error: 'boom' }, content: 'Error: boom', isError: true },
+  ];
+  for (const t of cases) {
+    it(t.name, () => {
+      assert.deepEqual(toolResultMessage(c, t.outcome), {
+        role: 'tool',
+        toolCallId: 'call_1',
+        name: 'send_email',
+        content: t.content,
+        ...(t.isError ? { isError: true } : {}),
+      });
+    });
+  }
+});
+
+describe('details: renderDetails', () => {
+  const status = (over: Partial<TurnStatus> = {}): TurnStatus => ({
+    sessionId: 'sess-1',
+    turn: 2,
+    state: 'awaiting_approval',
+    iteration: 1,
+    ledger: [
+      entryIn('awaiting_approval', { toolCallId: 'call_a', executionId: 'owx-aaaa', target: 'bob@example.com' }),
+      entryIn('recovery_required', { toolCallId: 'call|b', executionId: 'owx-bbbb', tool: 'pipe|tool', approvedBy: 'x|y', recoveryDecision: 'retry', recoveredBy: 'ann' }),
+    ],
+    decisions: [],
+    ...over,
+  });
+
+  it('contains the state, session, turn and every execution ID', () => {
+    const md = renderDetails(status());
+    assert.match(md, /\*\*awaiting_approval\*\*/);
+    assert.match(md, /Turn 2/);
+    assert.match(md, /sess-1/);
+    for (const id of ['owx-aaaa', 'owx-bbbb']) assert.ok(md.includes(`\`${id}\``), id);
+    assert.match(md, /recovery_required/);
+    assert.match(md, /retry by ann/);
+    assert.match(md, /bob@example\.com/);
+    assert.match(md, /Waiting for a decision/);
+  });
+
+  it('escapes | in cells so every row has the header column count', () => {
+    const md = renderDetails(status());
+    assert.ok(md.includes('call\\|b'));
+    assert.ok(md.includes('pipe\\|tool'));
+    assert.ok(md.includes('x\\|y'));
+    const rows = md.split('\n').filter((l) => l.startsWith('|'));
+    assert.equal(rows.length, 4);
+    const columns = (row: string): number => row.replace(/\\\|/g, '').split('|').length;
+    for (const row of rows) assert.equal(columns(row), columns(rows[0]!), row);
+  });
+
+  it('flattens newlines and escapes | in the error', () => {
+    const md = renderDetails(status({ state: 'failed', error: 'bad|thing\nhappened', ledger: [] }));
+    assert.match(md, /\*\*failed\*\*/);
+    assert.ok(md.includes('Error: bad\\|thing happened'));
+    assert.ok(!md.includes('| tool call |'));
+    assert.ok(!md.includes('Waiting for a decision'));
+  });
+
+  it('no waiting hint when nothing waits', () => {
+    const md = renderDetails(status({ state: 'running', ledger: [entryIn('running', { executionId: 'owx-cccc' })] }));
+    assert.ok(md.includes('`owx-cccc`'));
+    assert.ok(!md.includes('Waiting for a decision'));
+  });
+});
