@@ -35,7 +35,7 @@ export function formatDecision(kind: string, d: DecisionOutcome): string {
     case 'ignored':
       return `${kind} ${d.toolCallId}: NOT applied: ${d.why}`;
     case 'delivered':
-      return `${kind} ${d.toolCallId}: delivered to ${d.workflowId}; no worker confirmed it yet, it takes effect when a worker runs`;
+      return `${kind} ${d.toolCallId}: delivered to ${d.workflowId}, not applied yet: no worker has processed it (it takes effect when a worker runs) or the call is still in flight`;
   }
 }
 

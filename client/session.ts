@@ -21,7 +21,9 @@ export function checkSessionId(sessionId: string): string {
   return sessionId;
 }
 
-const QUERY_TIMEOUT_MS = 5000;
+// After a worker dies, the server first routes queries to that worker's sticky queue and only
+// falls back to the shared queue after its sticky timeout, so allow for more than that.
+const QUERY_TIMEOUT_MS = Number(process.env.OPENWORKER_QUERY_TIMEOUT_MS ?? 15_000);
 
 /** Runs a query with a deadline, turning "nobody answered" into an error that says what to start. */
 export async function queryWithDeadline<T>(c: OpenWorkerClient, what: string, fn: () => Promise<T>): Promise<T> {
@@ -138,8 +140,12 @@ export async function waitForTurn(c: OpenWorkerClient, input: { sessionId: strin
       workflowId = s.turns.find((t) => t.messageId === input.messageId)?.workflowId;
     }
     if (workflowId) {
-      const t = await turnStatus(c, workflowId);
-      if (t.closed || PARKED.includes(t.state)) return t;
+      // The session lists a turn a moment before the server has started its workflow.
+      const t = await turnStatus(c, workflowId).catch((err) => {
+        if (err instanceof OpenWorkerError && err.code === 'not_found') return undefined;
+        throw err;
+      });
+      if (t && (t.closed || PARKED.includes(t.state))) return t;
     }
     if (Date.now() > deadline) {
       throw new OpenWorkerError(`timed out waiting for the turn of message ${input.messageId} in session '${input.sessionId}'${workflowId ? ` (${workflowId})` : ''}`, 'timeout');

@@ -11,6 +11,7 @@ import type { EffectsServer } from './support/effects';
 import { startEffectsServer } from './support/effects';
 import { runCli, spawnWorker } from './support/processes';
 import { TOOLS, client, eventually, scripted, startTurn, uniq } from './support/scenario';
+import { recordHistory } from './support/histories';
 
 // The seed's fault matrix, with real SIGKILLs at points the worker itself reports. A test never
 // sleeps and hopes: it waits for "OPENWORKER_FAULT <point> <executionId>" and kills right then.
@@ -91,6 +92,7 @@ describe('crashes at precise points (SIGKILL)', function () {
     assert.equal(done.recoveredBy, 'ops');
     assert.deepEqual(done.result, { messageId });
     assert.equal(sink.deliveries(messageId), 1);
+    await recordHistory(parked.workflowId, 'turn-manual-recovery');
   });
 
   it('idempotent: crash after the effect → automatic attempt 2 with the same key, one effect', async () => {
@@ -147,6 +149,7 @@ describe('crashes at precise points (SIGKILL)', function () {
       [executionId, `${executionId}-2`],
     );
     assert.equal(sink.deliveries(messageIdFor(executionId)), 1, 'exactly one email');
+    await recordHistory(parked.workflowId, 'turn-reconcile-rerun');
   });
 
   it('crash before the dispatch marker → re-run automatically, one effect, no human', async () => {

@@ -10,6 +10,7 @@ import type { EffectsServer } from './support/effects';
 import { startEffectsServer } from './support/effects';
 import { runCli, spawnWorker } from './support/processes';
 import { TOOLS, client, eventually, scripted, startTurn, uniq } from './support/scenario';
+import { recordHistory } from './support/histories';
 
 // End to end: a real dev server, a real worker process, real SMTP and HTTP.
 
@@ -85,6 +86,8 @@ describe('turns end to end', function () {
     const history = await c.client.workflow.getHandle(parked.workflowId).fetchHistory();
     const scheduled = history.events!.filter((ev) => ev.activityTaskScheduledEventAttributes?.activityType?.name === 'executeTool');
     assert.deepEqual(scheduled.map((ev) => ev.activityTaskScheduledEventAttributes!.activityId), [after.executionId]);
+    await recordHistory(parked.workflowId, 'turn-approved-send-email');
+    await recordHistory(`session-${sessionId}`, 'session-one-turn');
   });
 
   it('reject: nothing is sent and the model is told who rejected it', async () => {
@@ -145,6 +148,7 @@ describe('turns end to end', function () {
     assert.equal(done.state, 'completed');
     assert.equal(sink.deliveries(messageIdFor(done.ledger[0]!.executionId)), 1, 'exactly one email for c1');
     assert.equal(sink.deliveries(messageIdFor(done.ledger[1]!.executionId)), 0, 'none for the rejected c2');
+    await recordHistory(parked.workflowId, 'turn-bad-decisions');
   });
 
   it('bad model output becomes error results, never executions', async () => {

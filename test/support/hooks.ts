@@ -3,9 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DevServer } from '../../dev/server';
 import { startDevServer } from '../../dev/server';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { stopAllProcesses } from './processes';
 
 // One file-backed Temporal dev server for the whole run; tests that restart a server start their own.
+
+// The test process itself runs only replay workers; keep their lifecycle logs out of the output.
+Runtime.install({ logger: new DefaultLogger('WARN') });
 
 let server: DevServer | undefined;
 let dir: string | undefined;
