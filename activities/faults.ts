@@ -4,7 +4,8 @@ import { writeSync } from 'node:fs';
  * Named fault points for crash tests. `OPENWORKER_FAULTS` holds a comma-separated list of
  * `point` or `point@tool`. When an armed point is reached the process reports it on stderr as
  * `OPENWORKER_FAULT <point> <executionId>` and stops making progress, so the test can SIGKILL
- * it at exactly that instant.
+ * it at exactly that instant. With `OPENWORKER_FAULT_ACTION=kill` the process SIGKILLs itself
+ * instead (the crash demo in the README).
  */
 export type FaultPoint = 'tool.before_dispatch' | 'tool.after_dispatch' | 'tool.after_execute';
 
@@ -22,5 +23,6 @@ function armed(point: FaultPoint, tool: string): boolean {
 export async function faultPoint(point: FaultPoint, tool: string, executionId: string): Promise<void> {
   if (!armed(point, tool)) return;
   writeSync(2, `${FAULT_REPORT_PREFIX} ${point} ${executionId}\n`);
+  if (process.env.OPENWORKER_FAULT_ACTION === 'kill') process.kill(process.pid, 'SIGKILL');
   await new Promise<never>(() => undefined);
 }

@@ -87,6 +87,7 @@ export function buildCli(): Command {
     .option('--model <spec>', 'demo | scripted:<file.json>', process.env.OPENWORKER_MODEL ?? 'demo')
     .option('--tools <module>', 'extra tools module (repeatable)', (v: string, prev: string[]) => [...prev, v], [])
     .option('--no-demo', 'do not start the demo turn')
+    .addOption(new Option('--recovery <policy>', "send_email's recovery policy: reconcile (ask the mail sink) or manual").choices(['reconcile', 'manual']).default('reconcile'))
     .action(async (opts) => runDev(opts));
 
   program

@@ -1,3 +1,5 @@
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import type { LogLevel } from '@temporalio/worker';
@@ -64,38 +66,87 @@ export async function runWorker(opts: RunWorkerOptions): Promise<void> {
   }
 }
 
-export async function runDev(opts: { db?: string; port: number; headless?: boolean; model: string; tools: string[]; demo: boolean }): Promise<void> {
-  installRuntime();
+export interface DevOptions {
+  db?: string;
+  port: number;
+  headless?: boolean;
+  model: string;
+  tools: string[];
+  demo: boolean;
+  recovery: 'reconcile' | 'manual';
+}
+
+const BIN = path.join(__dirname, '..', '..', 'bin', 'openworker-temporal.js');
+
+/**
+ * The whole product on one machine: the dev server, a mail sink, and a worker in its own process,
+ * restarted when it dies, so a crash (see OPENWORKER_FAULTS in the README) is a real one.
+ */
+export async function runDev(opts: DevOptions): Promise<void> {
   const dir = stateDir();
   console.log('Starting the Temporal dev server…');
   const server = await startDevServer({ dbFile: opts.db, port: opts.port, headless: opts.headless });
   const sink = await startMailSink({ file: path.join(dir, 'mail.json') });
-  // The built-in send_email tool reads its settings from the environment; point it at the local sink
-  // unless the user configured a real SMTP server.
-  if (!process.env.OPENWORKER_SMTP_HOST) {
-    Object.assign(process.env, { OPENWORKER_SMTP_HOST: '127.0.0.1', OPENWORKER_SMTP_PORT: String(sink.smtpPort), OPENWORKER_SMTP_LOOKUP_URL: sink.lookupUrl });
-  }
-  process.env.TEMPORAL_ADDRESS = server.address;
-  const { worker, connection, taskQueue, tools } = await createWorker({ address: server.address, model: opts.model, toolModules: opts.tools });
-  const running = worker.run();
+  // send_email reads its settings from the environment: point it at the local sink unless the
+  // user configured a real SMTP server.
+  const smtpEnv = process.env.OPENWORKER_SMTP_HOST
+    ? {}
+    : {
+        OPENWORKER_SMTP_HOST: '127.0.0.1',
+        OPENWORKER_SMTP_PORT: String(sink.smtpPort),
+        OPENWORKER_SMTP_LOOKUP_URL: opts.recovery === 'reconcile' ? sink.lookupUrl : '',
+      };
+  let worker: ChildProcess | undefined;
+  let stopping = false;
+  let starts = 0;
+  let ready: () => void = () => undefined;
+  const firstReady = new Promise<void>((r) => (ready = r));
+  const startWorker = (): void => {
+    const args = [BIN, 'worker', '--address', server.address, '--model', opts.model, ...opts.tools.flatMap((t) => ['--tools', t])];
+    // Armed faults apply to the first worker only, so the restarted one can recover.
+    const faults = starts++ === 0 ? (process.env.OPENWORKER_FAULTS ?? '') : '';
+    worker = spawn(process.execPath, args, { env: { ...process.env, ...smtpEnv, OPENWORKER_FAULTS: faults }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const prefix = (chunk: Buffer) =>
+      chunk
+        .toString()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => `[worker ${worker?.pid}] ${l}`)
+        .join('\n');
+    worker.stdout!.on('data', (d: Buffer) => {
+      console.log(prefix(d));
+      if (d.toString().includes('worker ready')) ready();
+    });
+    worker.stderr!.on('data', (d: Buffer) => console.error(prefix(d)));
+    worker.once('exit', (code, signal) => {
+      if (stopping) return;
+      console.log(`[dev] worker exited (${signal ?? code}); starting a new one`);
+      setTimeout(startWorker, 500);
+    });
+  };
+  startWorker();
+  await firstReady;
   console.log(`Temporal ${server.address}${server.uiUrl ? `   Web UI ${server.uiUrl}` : ''}`);
-  console.log(`Worker on task queue '${taskQueue}' with tools ${tools.join(', ')}; mail sink smtp://127.0.0.1:${sink.smtpPort} (lookup ${sink.lookupUrl})`);
-  if (opts.demo) await demo().catch((err) => console.error(`demo: ${(err as Error).message}`));
+  console.log(`Mail sink smtp://127.0.0.1:${sink.smtpPort} (lookup ${sink.lookupUrl}); send_email recovery policy: ${opts.recovery}`);
+  if (opts.demo) await demo(server.address).catch((err) => console.error(`demo: ${(err as Error).message}`));
   console.log('\nPress Ctrl-C to stop (state is kept in .openworker/).');
-  await Promise.race([untilSignal(), running]);
-  worker.shutdown();
-  await running.catch(() => undefined);
-  await connection.close();
+  await Promise.race([untilSignal(), server.exited]);
+  stopping = true;
+  const w = worker;
+  if (w && w.exitCode === null && w.signalCode === null) {
+    w.kill('SIGTERM');
+    await new Promise((r) => w.once('exit', r));
+  }
   await sink.close();
   await server.stop();
-  console.log(`Stopped. Delivered mail so far: ${sink.messages().length} (see ${path.join(dir, 'mail.json')}).`);
+  console.log(`Stopped. Emails delivered so far: ${sink.messages().length} (${path.join(dir, 'mail.json')}).`);
 }
 
 const CLI = 'npx openworker-temporal';
 
 /** Starts (or shows) a turn in session `demo` that waits for an approval, and says what to type next. */
-async function demo(): Promise<void> {
-  const c = await connectClient();
+async function demo(address: string): Promise<void> {
+  const c = await connectClient({ address });
   try {
     const running = await activeTurn(c, 'demo').catch(() => undefined);
     const t = running
@@ -104,10 +155,13 @@ async function demo(): Promise<void> {
           const sent = await sendMessage(c, { sessionId: 'demo', text: 'email bob@example.com about the launch' });
           return waitForTurn(c, { sessionId: 'demo', messageId: sent.messageId, timeoutMs: 60_000 });
         })();
-    console.log(`\nDemo: session 'demo' asked the agent to "email bob@example.com about the launch".\n${formatTurn({ ...t, workflowId: running?.workflowId ?? (t as { workflowId: string }).workflowId })}`);
-    const pending = t.ledger.find((e) => e.state === 'awaiting_approval');
+    console.log(`\nDemo: session 'demo' asked the agent to "email bob@example.com about the launch".\n${formatTurn(t)}`);
+    const pending = t.ledger.find((e) => e.state === 'awaiting_approval' || e.state === 'recovery_required');
     if (pending) {
-      console.log(`\nNext, in another terminal:\n  ${CLI} inbox\n  ${CLI} approve demo ${pending.toolCallId} --by you\n  ${CLI} show demo`);
+      const decide = pending.state === 'awaiting_approval' ? `approve demo ${pending.toolCallId} --by you` : `recover demo ${pending.toolCallId} --decision succeeded --by you`;
+      console.log(`\nNext, in another terminal:\n  ${CLI} inbox\n  ${CLI} ${decide}\n  ${CLI} show demo`);
+    } else {
+      console.log(`\nNext, in another terminal:\n  ${CLI} turn demo "email carol@example.com about the budget" --wait`);
     }
   } finally {
     await c.close();

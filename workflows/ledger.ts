@@ -11,7 +11,7 @@ export type LedgerInput =
   | { type: 'dispatch_refused'; activityId: string; attempt: number; reason: string }
   | { type: 'succeeded'; result: unknown; via: 'execute' | 'reconcile' | 'recovery'; attempt?: number }
   | { type: 'failed'; error: string; via: 'execute' | 'recovery' | 'not_dispatched' }
-  | { type: 'outcome_unknown'; reason: string; attempt?: number; phase?: string }
+  | { type: 'outcome_unknown'; reason: string; attempt?: number; lastHeartbeatPhase?: string }
   | { type: 'reconciling'; activityId: string }
   | { type: 'reconciled'; answer: 'applied' | 'not_applied' | 'unknown'; reason?: string }
   | { type: 'recovery_required'; reason: string }

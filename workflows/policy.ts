@@ -69,7 +69,12 @@ export function afterRecoveryDecision(decision: { decision: RecoveryDecision; re
     case 'retry':
       return { do: 'run', why: `retry decided by ${decision.by}` };
     case 'succeeded':
-      return { do: 'succeed', result: decision.result ?? null, via: 'recovery' };
+      // Without a result from the human, the model still learns what happened and from whom.
+      return {
+        do: 'succeed',
+        result: decision.result ?? { status: 'succeeded', note: `marked succeeded by ${decision.by} during recovery${decision.reason ? `: ${decision.reason}` : ''}` },
+        via: 'recovery',
+      };
     case 'failed':
       return { do: 'fail', error: `failed (decided by ${decision.by})${decision.reason ? `: ${decision.reason}` : ''}`, via: 'recovery' };
   }

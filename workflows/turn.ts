@@ -239,7 +239,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
           type: 'outcome_unknown',
           reason: outcome.reason,
           ...(outcome.attempt ? { attempt: outcome.attempt } : {}),
-          ...(outcome.phase ? { phase: outcome.phase } : {}),
+          ...(outcome.phase ? { lastHeartbeatPhase: outcome.phase } : {}),
         });
       }
     }
@@ -367,10 +367,12 @@ function classify(err: unknown): ExecutionOutcome {
     return { kind: 'not_applied', error: cause.message };
   }
   if (cause instanceof TimeoutFailure) {
+    // Heartbeats are throttled, so the last one may lag behind: the dispatch marker, not this
+    // phase, says whether the adapter was called.
     const hb = cause.lastHeartbeatDetails as Partial<ToolHeartbeat> | undefined;
     return {
       kind: 'unknown',
-      reason: `${cause.timeoutType?.toLowerCase().replace(/_/g, '-') ?? 'activity'} timeout${hb?.phase ? ` in phase ${hb.phase}` : ''}`,
+      reason: `${cause.timeoutType?.toLowerCase().replace(/_/g, '-') ?? 'activity'} timeout (worker lost or stuck)`,
       ...(typeof hb?.attempt === 'number' ? { attempt: hb.attempt } : {}),
       ...(hb?.phase ? { phase: hb.phase } : {}),
     };

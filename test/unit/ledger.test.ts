@@ -15,7 +15,7 @@ const INPUTS: { [K in LedgerInput['type']]: Extract<LedgerInput, { type: K }> } 
   dispatch_refused: { type: 'dispatch_refused', activityId: 'owx-x', attempt: 2, reason: 'already dispatched' },
   succeeded: { type: 'succeeded', result: { ok: 1 }, via: 'execute' },
   failed: { type: 'failed', error: 'boom', via: 'execute' },
-  outcome_unknown: { type: 'outcome_unknown', reason: 'timeout', phase: 'dispatched' },
+  outcome_unknown: { type: 'outcome_unknown', reason: 'timeout', lastHeartbeatPhase: 'dispatched' },
   reconciling: { type: 'reconciling', activityId: 'owx-x-r' },
   reconciled: { type: 'reconciled', answer: 'unknown', reason: 'nope' },
   recovery_required: { type: 'recovery_required', reason: 'unknown outcome' },

@@ -110,7 +110,7 @@ describe('policy: afterRecoveryDecision', () => {
   const cases: { name: string; input: Parameters<typeof afterRecoveryDecision>[0]; want: NextStep }[] = [
     { name: 'retry', input: { decision: 'retry', by: 'ann' }, want: { do: 'run', why: 'retry decided by ann' } },
     { name: 'succeeded with result', input: { decision: 'succeeded', result: { id: 1 }, by: 'ann' }, want: { do: 'succeed', result: { id: 1 }, via: 'recovery' } },
-    { name: 'succeeded without result → null', input: { decision: 'succeeded', by: 'ann' }, want: { do: 'succeed', result: null, via: 'recovery' } },
+    { name: 'succeeded without result → a note naming who decided', input: { decision: 'succeeded', by: 'ann' }, want: { do: 'succeed', result: { status: 'succeeded', note: 'marked succeeded by ann during recovery' }, via: 'recovery' } },
     { name: 'succeeded with falsy result kept', input: { decision: 'succeeded', result: 0, by: 'ann' }, want: { do: 'succeed', result: 0, via: 'recovery' } },
     { name: 'failed with reason', input: { decision: 'failed', reason: 'was never sent', by: 'ann' }, want: { do: 'fail', error: 'failed (decided by ann): was never sent', via: 'recovery' } },
     { name: 'failed without reason', input: { decision: 'failed', by: 'ann' }, want: { do: 'fail', error: 'failed (decided by ann)', via: 'recovery' } },
