@@ -11,6 +11,7 @@ import { startEffectsServer } from './support/effects';
 import { runCli, spawnWorker } from './support/processes';
 import { TOOLS, client, eventually, scripted, startTurn, uniq } from './support/scenario';
 import { recordHistory } from './support/histories';
+import { eventsForCall } from './support/eventCounts';
 
 // End to end: a real dev server, a real worker process, real SMTP and HTTP.
 
@@ -57,6 +58,9 @@ describe('turns end to end', function () {
     assert.equal(e!.approvedBy, 'auto');
     assert.deepEqual(e!.result, { name: 'Bob', email: 'bob@example.com' });
     assert.equal(t.decisions.length, 0);
+    // The cost of durability for a read call, in history events (see "Performance" in the README).
+    const events = await eventsForCall(c, t.workflowId, e!.executionId, false);
+    assert.equal(events.length, 6, events.join(' '));
   });
 
   it('approve → execute → final answer, with one real email', async () => {
@@ -86,6 +90,9 @@ describe('turns end to end', function () {
     const history = await c.client.workflow.getHandle(parked.workflowId).fetchHistory();
     const scheduled = history.events!.filter((ev) => ev.activityTaskScheduledEventAttributes?.activityType?.name === 'executeTool');
     assert.deepEqual(scheduled.map((ev) => ev.activityTaskScheduledEventAttributes!.activityId), [after.executionId]);
+    // Approval signal → dispatch marker → result processed: 16 events (see "Performance" in the README).
+    const events = await eventsForCall(c, parked.workflowId, after.executionId, true);
+    assert.equal(events.length, 16, events.join(' '));
     await recordHistory(parked.workflowId, 'turn-approved-send-email');
     await recordHistory(`session-${sessionId}`, 'session-one-turn');
   });
