@@ -148,9 +148,17 @@ const CLI = 'npx openworker-temporal';
 async function demo(address: string): Promise<void> {
   const c = await connectClient({ address });
   try {
-    const running = await activeTurn(c, 'demo').catch(() => undefined);
-    const t = running
-      ? await turnStatus(c, running.workflowId)
+    // The demo turn is started once; later runs show where the session stands.
+    const exists = await activeTurn(c, 'demo').then(
+      (turn) => ({ turn }),
+      () => undefined,
+    );
+    if (exists && !exists.turn) {
+      console.log(`\nSession 'demo' is idle. Next, in another terminal:\n  ${CLI} turn demo "email carol@example.com about the budget" --wait\n  ${CLI} show demo`);
+      return;
+    }
+    const t = exists?.turn
+      ? await turnStatus(c, exists.turn.workflowId)
       : await (async () => {
           const sent = await sendMessage(c, { sessionId: 'demo', text: 'email bob@example.com about the launch' });
           return waitForTurn(c, { sessionId: 'demo', messageId: sent.messageId, timeoutMs: 60_000 });
@@ -160,8 +168,6 @@ async function demo(address: string): Promise<void> {
     if (pending) {
       const decide = pending.state === 'awaiting_approval' ? `approve demo ${pending.toolCallId} --by you` : `recover demo ${pending.toolCallId} --decision succeeded --by you`;
       console.log(`\nNext, in another terminal:\n  ${CLI} inbox\n  ${CLI} ${decide}\n  ${CLI} show demo`);
-    } else {
-      console.log(`\nNext, in another terminal:\n  ${CLI} turn demo "email carol@example.com about the budget" --wait`);
     }
   } finally {
     await c.close();

@@ -102,6 +102,9 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{ worker:
     identity: config.identity ?? `openworker@${hostname()}:${process.pid}`,
     // A deploy must not turn running tool calls into unknown outcomes.
     shutdownGraceTime: config.shutdownGraceTime ?? '60s',
+    // After a crash, the turn's next task first waits on the dead worker's sticky queue; a short
+    // timeout gets a parked call to recovery_required soon after the heartbeat timeout.
+    stickyQueueScheduleToStartTimeout: '3s',
   });
   return { worker, connection, taskQueue: cfg.taskQueue, tools: registry.names(), model: model.name };
 }
