@@ -58,7 +58,7 @@ export function buildCli(): Command {
     .option('--address <host:port>', 'Temporal frontend (default: TEMPORAL_ADDRESS or localhost:7233)')
     .option('--namespace <name>', 'Temporal namespace (default: TEMPORAL_NAMESPACE or default)')
     .option('--task-queue <name>', 'task queue of the workers (default: openworker)')
-    .showHelpAfterError('(run with --help for usage)');
+    .showHelpAfterError(false);
 
   program
     .command('server')

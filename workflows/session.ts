@@ -51,7 +51,7 @@ export async function session(input: SessionInput): Promise<void> {
 
   for (;;) {
     await condition(() => pending.length > 0 || workflowInfo().continueAsNewSuggested);
-    if (workflowInfo().continueAsNewSuggested || turnsThisRun >= TURNS_PER_RUN) {
+    if (workflowInfo().continueAsNewSuggested || turnsThisRun >= (input.turnsPerRun ?? TURNS_PER_RUN)) {
       await condition(allHandlersFinished);
       return continueAsNew<typeof session>({ ...input, transcript, turns, pending, seenMessageIds: seen });
     }

@@ -201,6 +201,8 @@ export interface SessionInput {
   pending?: QueuedMessage[];
   seenMessageIds?: string[];
   options?: TurnOptions;
+  /** Turns per run before continue-as-new (default 100; the server may suggest it earlier). */
+  turnsPerRun?: number;
 }
 
 export interface SessionStatus {
