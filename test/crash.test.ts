@@ -1,16 +1,12 @@
 import { strict as assert } from 'node:assert';
-import type { OpenWorkerClient } from '../client/connection';
 import { approve } from '../client/decisions';
 import { turnStatus } from '../client/session';
 import type { WaitedTurn } from '../client/session';
-import type { MailSink } from '../dev/mailSink';
-import { startMailSink } from '../dev/mailSink';
 import { messageIdFor } from '../activities/tools/sendEmail';
 import type { LedgerEntry } from '../workflows/types';
-import type { EffectsServer } from './support/effects';
-import { startEffectsServer } from './support/effects';
-import { runCli, spawnWorker } from './support/processes';
-import { TOOLS, client, eventually, scripted, startTurn, uniq } from './support/scenario';
+import { runCli } from './support/processes';
+import { useWorld } from './support/world';
+import { eventually, scripted, startTurn, uniq } from './support/scenario';
 import { recordHistory } from './support/histories';
 
 // The seed's fault matrix, with real SIGKILLs at points the worker itself reports. A test never
@@ -18,45 +14,14 @@ import { recordHistory } from './support/histories';
 
 describe('crashes at precise points (SIGKILL)', function () {
   this.timeout(120_000);
-  let sink: MailSink;
-  let effects: EffectsServer;
-  let c: OpenWorkerClient;
-  let taskQueue: string;
-
-  before(async () => {
-    sink = await startMailSink();
-    effects = await startEffectsServer();
-  });
-  after(async () => {
-    await sink?.close();
-    await effects?.close();
-  });
-  beforeEach(async () => {
-    taskQueue = uniq('tq');
-    c = await client(taskQueue);
-  });
-  afterEach(async () => c?.close());
-
-  /** `reconcile: true` gives send_email a lookup URL, so its recovery policy is `reconcile`, else `manual`. */
-  const worker = (model: string, opts: { faults?: string; reconcile?: boolean } = {}) =>
-    spawnWorker({
-      taskQueue,
-      model,
-      tools: [TOOLS],
-      ...(opts.faults ? { faults: opts.faults } : {}),
-      env: {
-        OPENWORKER_SMTP_HOST: '127.0.0.1',
-        OPENWORKER_SMTP_PORT: String(sink.smtpPort),
-        OPENWORKER_SMTP_LOOKUP_URL: opts.reconcile ? sink.lookupUrl : undefined,
-        TEST_EFFECTS_URL: effects.url,
-      },
-    });
+  const w = useWorld();
+  const worker = w.worker;
 
   const emailScript = () =>
     scripted([{ toolCalls: [{ id: 'm1', name: 'send_email', arguments: { to: 'bob@example.com', subject: 'Invoice', body: 'Attached.' } }] }, { text: 'Sent.' }]);
 
   const entryOf = async (t: WaitedTurn): Promise<LedgerEntry & { closed: boolean }> => {
-    const s = await turnStatus(c, t.workflowId);
+    const s = await turnStatus(w.c, t.workflowId);
     return { ...s.ledger[0]!, closed: s.closed };
   };
   const until = (t: WaitedTurn, pred: (e: LedgerEntry & { closed: boolean }) => boolean, what: string) =>
@@ -68,12 +33,12 @@ describe('crashes at precise points (SIGKILL)', function () {
   it('manual: the seed repro — effect done, crash before the result is recorded → recovery_required, never re-sent', async () => {
     const sessionId = uniq('manual');
     const w1 = await worker(emailScript(), { faults: 'tool.after_execute@send_email' });
-    const parked = await startTurn(c, sessionId, 'send the invoice to bob');
+    const parked = await startTurn(w.c, sessionId, 'send the invoice to bob');
     assert.equal(parked.ledger[0]!.recovery, 'manual');
-    await approve(c, { sessionId, toolCallId: 'm1', by: 'alice' });
+    await approve(w.c, { sessionId, toolCallId: 'm1', by: 'alice' });
     const executionId = await w1.faultReached('tool.after_execute');
     const messageId = messageIdFor(executionId);
-    assert.equal(sink.deliveries(messageId), 1, 'the email went out before the crash');
+    assert.equal(w.sink.deliveries(messageId), 1, 'the email went out before the crash');
     await w1.kill('SIGKILL');
     await worker(emailScript());
     const e = await until(parked, (x) => x.state === 'recovery_required', 'call parks in recovery_required');
@@ -82,8 +47,8 @@ describe('crashes at precise points (SIGKILL)', function () {
     assert.equal(e.runs, 1, 'no automatic second run');
     assert.equal(e.approvedBy, 'alice');
     assert.ok(e.events.some((ev) => ev.type === 'outcome_unknown' && /heartbeat timeout/.test(String(ev.reason))), JSON.stringify(e.events));
-    assert.equal(sink.deliveries(messageId), 1, 'the approval was not reused for a second email');
-    const res = await runCli(['recover', sessionId, 'm1', '--decision', 'succeeded', '--result', `{"messageId":"${messageId}"}`, '--by', 'ops', '--task-queue', taskQueue]);
+    assert.equal(w.sink.deliveries(messageId), 1, 'the approval was not reused for a second email');
+    const res = await runCli(['recover', sessionId, 'm1', '--decision', 'succeeded', '--result', `{"messageId":"${messageId}"}`, '--by', 'ops', '--task-queue', w.taskQueue]);
     assert.equal(res.code, 0, res.stderr);
     assert.match(res.stdout, /recover m1: applied/);
     const done = await until(parked, (x) => x.closed, 'turn completes');
@@ -91,7 +56,7 @@ describe('crashes at precise points (SIGKILL)', function () {
     assert.equal(done.recoveryDecision, 'succeeded');
     assert.equal(done.recoveredBy, 'ops');
     assert.deepEqual(done.result, { messageId });
-    assert.equal(sink.deliveries(messageId), 1);
+    assert.equal(w.sink.deliveries(messageId), 1);
     await recordHistory(parked.workflowId, 'turn-manual-recovery');
   });
 
@@ -99,27 +64,27 @@ describe('crashes at precise points (SIGKILL)', function () {
     const sessionId = uniq('idem');
     const script = scripted([{ toolCalls: [{ id: 'p1', name: 'charge_card', arguments: { customer: 'acme', amount: 42 } }] }, { text: 'Charged.' }]);
     const w1 = await worker(script, { faults: 'tool.after_execute@charge_card' });
-    const parked = await startTurn(c, sessionId, 'charge acme 42');
-    await approve(c, { sessionId, toolCallId: 'p1', by: 'alice' });
+    const parked = await startTurn(w.c, sessionId, 'charge acme 42');
+    await approve(w.c, { sessionId, toolCallId: 'p1', by: 'alice' });
     const executionId = await w1.faultReached('tool.after_execute');
-    assert.equal(effects.effects(executionId), 1);
+    assert.equal(w.effects.effects(executionId), 1);
     await w1.kill('SIGKILL');
     await worker(script);
     const done = await until(parked, (x) => x.closed, 'turn completes');
     assert.equal(done.state, 'succeeded');
     assert.equal(done.attempts, 2);
     assert.equal(done.runs, 1, 'Temporal retried within the same activity');
-    const keys = effects.requests.filter((r) => r.key === executionId);
+    const keys = w.effects.requests.filter((r) => r.key === executionId);
     assert.equal(keys.length, 2, 'two requests, both with the execution ID as Idempotency-Key');
-    assert.equal(effects.effects(executionId), 1, 'one effect');
+    assert.equal(w.effects.effects(executionId), 1, 'one effect');
   });
 
   it('reconcile: crash after the effect → reconcile says applied → no re-run', async () => {
     const sessionId = uniq('rec-applied');
     const w1 = await worker(emailScript(), { faults: 'tool.after_execute@send_email', reconcile: true });
-    const parked = await startTurn(c, sessionId, 'send the invoice');
+    const parked = await startTurn(w.c, sessionId, 'send the invoice');
     assert.equal(parked.ledger[0]!.recovery, 'reconcile');
-    await approve(c, { sessionId, toolCallId: 'm1', by: 'alice' });
+    await approve(w.c, { sessionId, toolCallId: 'm1', by: 'alice' });
     const executionId = await w1.faultReached('tool.after_execute');
     await w1.kill('SIGKILL');
     await worker(emailScript(), { reconcile: true });
@@ -128,16 +93,16 @@ describe('crashes at precise points (SIGKILL)', function () {
     assert.equal(done.runs, 1, 'not executed again');
     assert.ok(done.events.some((ev) => ev.type === 'reconciled' && ev.answer === 'applied'));
     assert.equal((done.result as { reconciled?: boolean }).reconciled, true);
-    assert.equal(sink.deliveries(messageIdFor(executionId)), 1);
+    assert.equal(w.sink.deliveries(messageIdFor(executionId)), 1);
   });
 
   it('reconcile: crash after dispatch, before the send → reconcile says not applied → exactly one re-run', async () => {
     const sessionId = uniq('rec-not');
     const w1 = await worker(emailScript(), { faults: 'tool.after_dispatch@send_email', reconcile: true });
-    const parked = await startTurn(c, sessionId, 'send the invoice');
-    await approve(c, { sessionId, toolCallId: 'm1', by: 'alice' });
+    const parked = await startTurn(w.c, sessionId, 'send the invoice');
+    await approve(w.c, { sessionId, toolCallId: 'm1', by: 'alice' });
     const executionId = await w1.faultReached('tool.after_dispatch');
-    assert.equal(sink.deliveries(messageIdFor(executionId)), 0);
+    assert.equal(w.sink.deliveries(messageIdFor(executionId)), 0);
     await w1.kill('SIGKILL');
     await worker(emailScript(), { reconcile: true });
     const done = await until(parked, (x) => x.closed, 'turn completes');
@@ -148,16 +113,16 @@ describe('crashes at precise points (SIGKILL)', function () {
       done.events.filter((ev) => ev.type === 'scheduled').map((ev) => ev.activityId),
       [executionId, `${executionId}-2`],
     );
-    assert.equal(sink.deliveries(messageIdFor(executionId)), 1, 'exactly one email');
+    assert.equal(w.sink.deliveries(messageIdFor(executionId)), 1, 'exactly one email');
     await recordHistory(parked.workflowId, 'turn-reconcile-rerun');
   });
 
   it('crash before the dispatch marker → re-run automatically, one effect, no human', async () => {
     const sessionId = uniq('pre-dispatch');
     const w1 = await worker(emailScript(), { faults: 'tool.before_dispatch@send_email' });
-    const parked = await startTurn(c, sessionId, 'send the invoice');
+    const parked = await startTurn(w.c, sessionId, 'send the invoice');
     assert.equal(parked.ledger[0]!.recovery, 'manual');
-    await approve(c, { sessionId, toolCallId: 'm1', by: 'alice' });
+    await approve(w.c, { sessionId, toolCallId: 'm1', by: 'alice' });
     const executionId = await w1.faultReached('tool.before_dispatch');
     await w1.kill('SIGKILL');
     await worker(emailScript());
@@ -166,6 +131,6 @@ describe('crashes at precise points (SIGKILL)', function () {
     assert.equal(done.runs, 2);
     assert.equal(done.recoveryDecision, undefined, 'no human decision was needed');
     assert.ok(!done.events.some((ev) => ev.type === 'recovery_required'));
-    assert.equal(sink.deliveries(messageIdFor(executionId)), 1);
+    assert.equal(w.sink.deliveries(messageIdFor(executionId)), 1);
   });
 });

@@ -1,63 +1,46 @@
 import { strict as assert } from 'node:assert';
-import type { OpenWorkerClient } from '../client/connection';
 import { approve } from '../client/decisions';
 import { showSession } from '../client/inspect';
 import { sendMessage, sessionStatus, waitForTurn } from '../client/session';
-import type { MailSink } from '../dev/mailSink';
-import { startMailSink } from '../dev/mailSink';
 import { sessionWorkflowId } from '../workflows/definitions';
-import { runCli, spawnWorker } from './support/processes';
-import { TOOLS, client, eventually, scripted, startTurn, uniq } from './support/scenario';
+import { runCli } from './support/processes';
+import { useWorld } from './support/world';
+import { eventually, scripted, startTurn, uniq } from './support/scenario';
 
 describe('sessions', function () {
   this.timeout(90_000);
-  let sink: MailSink;
-  let c: OpenWorkerClient;
-  let taskQueue: string;
-
-  before(async () => {
-    sink = await startMailSink();
-  });
-  after(async () => sink?.close());
-  beforeEach(async () => {
-    taskQueue = uniq('tq');
-    c = await client(taskQueue);
-  });
-  afterEach(async () => c?.close());
+  const w = useWorld();
 
   it('queues messages that arrive during a turn, dedupes resends, and keeps everything across continue-as-new', async () => {
     const sessionId = uniq('queue');
-    await spawnWorker({
-      taskQueue,
-      tools: [TOOLS],
-      env: { OPENWORKER_SMTP_HOST: '127.0.0.1', OPENWORKER_SMTP_PORT: String(sink.smtpPort) },
-      model: scripted([
+    await w.worker(
+      scripted([
         { toolCalls: [{ id: 'm1', name: 'send_email', arguments: { to: 'bob@example.com', subject: 'One', body: '1' } }] },
         { text: 'first done' },
         { text: 'second done' },
         { text: 'third done' },
       ]),
-    });
+    );
     // A short run length forces continue-as-new after two turns.
-    const first = await c.client.workflow.start('session', { workflowId: sessionWorkflowId(sessionId), taskQueue, args: [{ sessionId, turnsPerRun: 2 }] });
-    const parked = await startTurn(c, sessionId, 'first');
+    const first = await w.c.client.workflow.start('session', { workflowId: sessionWorkflowId(sessionId), taskQueue: w.taskQueue, args: [{ sessionId, turnsPerRun: 2 }] });
+    const parked = await startTurn(w.c, sessionId, 'first');
     assert.equal(parked.state, 'awaiting_approval');
-    await sendMessage(c, { sessionId, text: 'second', messageId: 'msg-2' });
-    await sendMessage(c, { sessionId, text: 'second', messageId: 'msg-2' }); // a client retry
-    const third = await sendMessage(c, { sessionId, text: 'third' });
+    await sendMessage(w.c, { sessionId, text: 'second', messageId: 'msg-2' });
+    await sendMessage(w.c, { sessionId, text: 'second', messageId: 'msg-2' }); // a client retry
+    const third = await sendMessage(w.c, { sessionId, text: 'third' });
     const queued = await eventually(async () => {
-      const s = await sessionStatus(c, sessionId);
+      const s = await sessionStatus(w.c, sessionId);
       return s.pending.length === 2 && s;
     }, 'two messages queued');
     assert.deepEqual(queued.pending.map((p) => p.text), ['second', 'third']);
     assert.equal(queued.activeTurn, 1);
-    await approve(c, { sessionId, toolCallId: 'm1', by: 'alice' });
-    const last = await waitForTurn(c, { sessionId, messageId: third.messageId, timeoutMs: 60_000 });
+    await approve(w.c, { sessionId, toolCallId: 'm1', by: 'alice' });
+    const last = await waitForTurn(w.c, { sessionId, messageId: third.messageId, timeoutMs: 60_000 });
     assert.equal(last.state, 'completed');
     assert.equal(last.turn, 3);
-    const described = await c.client.workflow.getHandle(sessionWorkflowId(sessionId)).describe();
+    const described = await w.c.client.workflow.getHandle(sessionWorkflowId(sessionId)).describe();
     assert.notEqual(described.runId, first.firstExecutionRunId, 'the session continued as new');
-    const view = await showSession(c, sessionId);
+    const view = await showSession(w.c, sessionId);
     assert.deepEqual(
       view.transcript.filter((m) => m.role === 'user').map((m) => m.content),
       ['first', 'second', 'third'],
@@ -79,7 +62,7 @@ describe('sessions', function () {
       [['frobnicate'], /unknown command 'frobnicate'/],
     ];
     for (const [args, want] of cases) {
-      const res = await runCli([...args, '--task-queue', taskQueue]);
+      const res = await runCli([...args, '--task-queue', w.taskQueue]);
       assert.notEqual(res.code, 0, `${args.join(' ')} should fail`);
       const lines = res.stderr.trim().split('\n');
       assert.equal(lines.length, 1, `${args.join(' ')}: one line expected:\n${res.stderr}`);

@@ -1,15 +1,11 @@
 import { strict as assert } from 'node:assert';
-import type { OpenWorkerClient } from '../client/connection';
 import { approve, recover, reject } from '../client/decisions';
 import { turnStatus } from '../client/session';
-import type { MailSink } from '../dev/mailSink';
-import { startMailSink } from '../dev/mailSink';
 import { messageIdFor } from '../activities/tools/sendEmail';
 import { approveSignal, turnWorkflowId } from '../workflows/definitions';
-import type { EffectsServer } from './support/effects';
-import { startEffectsServer } from './support/effects';
-import { runCli, spawnWorker } from './support/processes';
-import { TOOLS, client, eventually, scripted, startTurn, uniq } from './support/scenario';
+import { runCli } from './support/processes';
+import { useWorld } from './support/world';
+import { eventually, scripted, startTurn, uniq } from './support/scenario';
 import { recordHistory } from './support/histories';
 import { eventsForCall } from './support/eventCounts';
 
@@ -19,37 +15,13 @@ const email = (id: string, to = 'bob@example.com') => ({ id, name: 'send_email',
 
 describe('turns end to end', function () {
   this.timeout(90_000);
-  let sink: MailSink;
-  let effects: EffectsServer;
-  let c: OpenWorkerClient;
-  let taskQueue: string;
-
-  before(async () => {
-    sink = await startMailSink();
-    effects = await startEffectsServer();
-  });
-  after(async () => {
-    await sink?.close();
-    await effects?.close();
-  });
-  beforeEach(async () => {
-    taskQueue = uniq('tq');
-    c = await client(taskQueue);
-  });
-  afterEach(async () => c?.close());
-
-  const worker = (model: string) =>
-    spawnWorker({
-      taskQueue,
-      model,
-      tools: [TOOLS],
-      env: { OPENWORKER_SMTP_HOST: '127.0.0.1', OPENWORKER_SMTP_PORT: String(sink.smtpPort), TEST_EFFECTS_URL: effects.url },
-    });
+  const w = useWorld();
+  const worker = (model: string) => w.worker(model);
 
   it('runs a read-only turn without asking anyone', async () => {
     const sessionId = uniq('read');
     await worker(scripted([{ text: 'Looking Bob up.', toolCalls: [{ id: 'c1', name: 'lookup_contact', arguments: { name: 'Bob' } }] }, { text: 'Bob is bob@example.com.' }]));
-    const t = await startTurn(c, sessionId, 'what is the address of Bob?');
+    const t = await startTurn(w.c, sessionId, 'what is the address of Bob?');
     assert.equal(t.state, 'completed');
     assert.equal(t.text, 'Bob is bob@example.com.');
     assert.equal(t.ledger.length, 1);
@@ -59,23 +31,23 @@ describe('turns end to end', function () {
     assert.deepEqual(e!.result, { name: 'Bob', email: 'bob@example.com' });
     assert.equal(t.decisions.length, 0);
     // The cost of durability for a read call, in history events (see "Performance" in the README).
-    const events = await eventsForCall(c, t.workflowId, e!.executionId, false);
+    const events = await eventsForCall(w.c, t.workflowId, e!.executionId, false);
     assert.equal(events.length, 6, events.join(' '));
   });
 
   it('approve → execute → final answer, with one real email', async () => {
     const sessionId = uniq('approve');
     await worker(scripted([{ text: 'Sending.', toolCalls: [email('c1')] }, { text: 'Sent.' }]));
-    const parked = await startTurn(c, sessionId, 'tell bob we launch monday');
+    const parked = await startTurn(w.c, sessionId, 'tell bob we launch monday');
     assert.equal(parked.state, 'awaiting_approval');
     const e = parked.ledger[0]!;
     assert.equal(e.state, 'awaiting_approval');
-    assert.equal(sink.deliveries(messageIdFor(e.executionId)), 0, 'nothing is sent before the approval');
-    const res = await runCli(['approve', sessionId, 'c1', '--by', 'alice', '--task-queue', taskQueue]);
+    assert.equal(w.sink.deliveries(messageIdFor(e.executionId)), 0, 'nothing is sent before the approval');
+    const res = await runCli(['approve', sessionId, 'c1', '--by', 'alice', '--task-queue', w.taskQueue]);
     assert.equal(res.code, 0, res.stderr);
     assert.match(res.stdout, /approve c1: applied/);
     const done = await eventually(async () => {
-      const s = await turnStatus(c, parked.workflowId);
+      const s = await turnStatus(w.c, parked.workflowId);
       return s.closed && s;
     }, 'turn completes');
     assert.equal(done.state, 'completed');
@@ -85,13 +57,13 @@ describe('turns end to end', function () {
     assert.equal(after.approvedBy, 'alice');
     assert.equal(after.attempts, 1);
     assert.equal(after.dispatched, true);
-    assert.equal(sink.deliveries(messageIdFor(after.executionId)), 1);
+    assert.equal(w.sink.deliveries(messageIdFor(after.executionId)), 1);
     // The execution ID is the activity ID: find it in the turn's history.
-    const history = await c.client.workflow.getHandle(parked.workflowId).fetchHistory();
+    const history = await w.c.client.workflow.getHandle(parked.workflowId).fetchHistory();
     const scheduled = history.events!.filter((ev) => ev.activityTaskScheduledEventAttributes?.activityType?.name === 'executeTool');
     assert.deepEqual(scheduled.map((ev) => ev.activityTaskScheduledEventAttributes!.activityId), [after.executionId]);
     // Approval signal → dispatch marker → result processed: 16 events (see "Performance" in the README).
-    const events = await eventsForCall(c, parked.workflowId, after.executionId, true);
+    const events = await eventsForCall(w.c, parked.workflowId, after.executionId, true);
     assert.equal(events.length, 16, events.join(' '));
     await recordHistory(parked.workflowId, 'turn-approved-send-email');
     await recordHistory(`session-${sessionId}`, 'session-one-turn');
@@ -100,17 +72,17 @@ describe('turns end to end', function () {
   it('reject: nothing is sent and the model is told who rejected it', async () => {
     const sessionId = uniq('reject');
     await worker(scripted([{ toolCalls: [email('c1')] }, { text: 'Understood, not sending.' }]));
-    const parked = await startTurn(c, sessionId, 'email bob');
-    const out = await reject(c, { sessionId, toolCallId: 'c1', by: 'carol', reason: 'not yet' });
+    const parked = await startTurn(w.c, sessionId, 'email bob');
+    const out = await reject(w.c, { sessionId, toolCallId: 'c1', by: 'carol', reason: 'not yet' });
     assert.equal(out.outcome, 'applied');
     const done = await eventually(async () => {
-      const s = await turnStatus(c, parked.workflowId);
+      const s = await turnStatus(w.c, parked.workflowId);
       return s.closed && s;
     }, 'turn completes');
     assert.equal(done.ledger[0]!.state, 'rejected');
     assert.equal(done.ledger[0]!.rejectedBy, 'carol');
-    assert.equal(sink.deliveries(messageIdFor(done.ledger[0]!.executionId)), 0);
-    const result = await c.client.workflow.getHandle(parked.workflowId).result();
+    assert.equal(w.sink.deliveries(messageIdFor(done.ledger[0]!.executionId)), 0);
+    const result = await w.c.client.workflow.getHandle(parked.workflowId).result();
     const toolMsg = result.messages.find((m: { role: string }) => m.role === 'tool');
     assert.match(toolMsg.content, /not executed: rejected by carol: not yet/);
   });
@@ -118,43 +90,43 @@ describe('turns end to end', function () {
   it('every bad decision is ignored, recorded with why, and changes nothing', async () => {
     const sessionId = uniq('bad-decisions');
     await worker(scripted([{ toolCalls: [email('c1'), email('c2', 'dan@example.com')] }, { text: 'ok' }]));
-    const parked = await startTurn(c, sessionId, 'email bob and dan');
-    const handle = c.client.workflow.getHandle(parked.workflowId);
+    const parked = await startTurn(w.c, sessionId, 'email bob and dan');
+    const handle = w.c.client.workflow.getHandle(parked.workflowId);
     const ignored = async (p: Promise<{ outcome: string; why?: string }>, why: RegExp) => {
       const d = await p;
       assert.equal(d.outcome, 'ignored', JSON.stringify(d));
       assert.match(d.why!, why);
     };
-    await ignored(approve(c, { sessionId, toolCallId: 'nope', by: 'alice' }), /unknown tool call 'nope'/);
-    await ignored(approve(c, { sessionId, toolCallId: 'c1', by: 'alice', argsDigest: 'sha256:00' }), /argsDigest does not match/);
-    await ignored(recover(c, { sessionId, toolCallId: 'c1', by: 'alice', decision: 'retry' }), /late: call 'c1' is awaiting_approval/);
+    await ignored(approve(w.c, { sessionId, toolCallId: 'nope', by: 'alice' }), /unknown tool call 'nope'/);
+    await ignored(approve(w.c, { sessionId, toolCallId: 'c1', by: 'alice', argsDigest: 'sha256:00' }), /argsDigest does not match/);
+    await ignored(recover(w.c, { sessionId, toolCallId: 'c1', by: 'alice', decision: 'retry' }), /late: call 'c1' is awaiting_approval/);
     await handle.signal(approveSignal, { toolCallId: 'c1' } as never); // no `by`: malformed, from a raw client
     await handle.signal('approve', 'yes please' as never);
     assert.equal(parked.ledger[0]!.state, 'awaiting_approval');
     // A good approval with the right digest, then duplicates and conflicts.
-    const ok = await approve(c, { sessionId, toolCallId: 'c1', by: 'alice', argsDigest: parked.ledger[0]!.argsDigest });
+    const ok = await approve(w.c, { sessionId, toolCallId: 'c1', by: 'alice', argsDigest: parked.ledger[0]!.argsDigest });
     assert.equal(ok.outcome, 'applied');
-    await ignored(approve(c, { sessionId, toolCallId: 'c1', by: 'bob' }), /duplicate: call 'c1' was already approved by alice/);
-    await ignored(reject(c, { sessionId, toolCallId: 'c1', by: 'bob' }), /conflicting: call 'c1' was already approved by alice/);
+    await ignored(approve(w.c, { sessionId, toolCallId: 'c1', by: 'bob' }), /duplicate: call 'c1' was already approved by alice/);
+    await ignored(reject(w.c, { sessionId, toolCallId: 'c1', by: 'bob' }), /conflicting: call 'c1' was already approved by alice/);
     const s = await eventually(async () => {
-      const st = await turnStatus(c, parked.workflowId);
+      const st = await turnStatus(w.c, parked.workflowId);
       return st.ledger[0]!.state === 'succeeded' && st;
     }, 'c1 succeeds');
-    await ignored(recover(c, { sessionId, toolCallId: 'c1', by: 'bob', decision: 'succeeded' }), /late: call 'c1' is succeeded/);
+    await ignored(recover(w.c, { sessionId, toolCallId: 'c1', by: 'bob', decision: 'succeeded' }), /late: call 'c1' is succeeded/);
     const malformed = s.decisions.filter((d) => d.outcome === 'ignored' && d.why?.startsWith('malformed'));
     assert.equal(malformed.length, 2, JSON.stringify(s.decisions));
     // The CLI says so too, with a non-zero exit.
-    const cli = await runCli(['approve', sessionId, 'c1', '--by', 'eve', '--task-queue', taskQueue]);
+    const cli = await runCli(['approve', sessionId, 'c1', '--by', 'eve', '--task-queue', w.taskQueue]);
     assert.equal(cli.code, 3);
     assert.match(cli.stdout, /NOT applied: duplicate/);
-    await reject(c, { sessionId, toolCallId: 'c2', by: 'alice' });
+    await reject(w.c, { sessionId, toolCallId: 'c2', by: 'alice' });
     const done = await eventually(async () => {
-      const st = await turnStatus(c, parked.workflowId);
+      const st = await turnStatus(w.c, parked.workflowId);
       return st.closed && st;
     }, 'turn completes');
     assert.equal(done.state, 'completed');
-    assert.equal(sink.deliveries(messageIdFor(done.ledger[0]!.executionId)), 1, 'exactly one email for c1');
-    assert.equal(sink.deliveries(messageIdFor(done.ledger[1]!.executionId)), 0, 'none for the rejected c2');
+    assert.equal(w.sink.deliveries(messageIdFor(done.ledger[0]!.executionId)), 1, 'exactly one email for c1');
+    assert.equal(w.sink.deliveries(messageIdFor(done.ledger[1]!.executionId)), 0, 'none for the rejected c2');
     await recordHistory(parked.workflowId, 'turn-bad-decisions');
   });
 
@@ -174,8 +146,8 @@ describe('turns end to end', function () {
         { text: 'I will fix my calls.' },
       ]),
     );
-    const before = effects.requests.length;
-    const t = await startTurn(c, sessionId, 'do things');
+    const before = w.effects.requests.length;
+    const t = await startTurn(w.c, sessionId, 'do things');
     assert.equal(t.state, 'completed');
     assert.deepEqual(
       t.ledger.map((e) => [e.toolCallId, e.state]),
@@ -190,8 +162,8 @@ describe('turns end to end', function () {
     assert.match(t.ledger[1]!.error!, /invalid arguments for 'lookup_contact': name/);
     assert.match(t.ledger[2]!.error!, /appears 2 times in one response/);
     assert.match(t.ledger[3]!.error!, /not valid JSON/);
-    assert.equal(effects.requests.length, before, 'no request reached the payments API');
-    const result = await c.client.workflow.getHandle(t.workflowId).result();
+    assert.equal(w.effects.requests.length, before, 'no request reached the payments API');
+    const result = await w.c.client.workflow.getHandle(t.workflowId).result();
     const toolMsgs = result.messages.filter((m: { role: string }) => m.role === 'tool');
     assert.equal(toolMsgs.length, 4, 'one error result per distinct call id');
     assert.ok(toolMsgs.every((m: { isError?: boolean }) => m.isError));
@@ -201,7 +173,7 @@ describe('turns end to end', function () {
     const sessionId = uniq('cap');
     const steps = Array.from({ length: 13 }, (_, i) => ({ toolCalls: [{ id: `l${i}`, name: 'lookup_contact', arguments: { name: `N${i}` } }] }));
     await worker(scripted(steps));
-    const t = await startTurn(c, sessionId, 'loop forever', 60_000);
+    const t = await startTurn(w.c, sessionId, 'loop forever', 60_000);
     assert.equal(t.state, 'failed');
     assert.match(t.error!, /iteration cap \(12\) reached/);
     assert.equal(t.iteration, 12);
@@ -214,17 +186,17 @@ describe('turns end to end', function () {
   it('show --json and the OpenWorkerState search attribute tell the same story', async () => {
     const sessionId = uniq('show');
     await worker(scripted([{ toolCalls: [{ id: 'r1', name: 'lookup_contact', arguments: { name: 'Ann' } }] }, { text: 'Ann found.' }, { toolCalls: [email('e1')] }, { text: 'done' }]));
-    await startTurn(c, sessionId, 'find ann');
-    const parked = await startTurn(c, sessionId, 'email bob');
+    await startTurn(w.c, sessionId, 'find ann');
+    const parked = await startTurn(w.c, sessionId, 'email bob');
     assert.equal(parked.workflowId, turnWorkflowId(sessionId, 2));
     const query = `OpenWorkerSession = "${sessionId}" AND OpenWorkerState = "awaiting_approval"`;
     const found = await eventually(async () => {
       const ids: string[] = [];
-      for await (const wf of c.client.workflow.list({ query })) ids.push(wf.workflowId);
+      for await (const wf of w.c.client.workflow.list({ query })) ids.push(wf.workflowId);
       return ids.length > 0 && ids;
     }, 'visibility shows the parked turn');
     assert.deepEqual(found, [parked.workflowId]);
-    const res = await runCli(['--json', 'show', sessionId, '--task-queue', taskQueue]);
+    const res = await runCli(['--json', 'show', sessionId, '--task-queue', w.taskQueue]);
     assert.equal(res.code, 0, res.stderr);
     const view = JSON.parse(res.stdout);
     assert.equal(view.sessionId, sessionId);
@@ -243,7 +215,7 @@ describe('turns end to end', function () {
       ],
     );
     for (const e of view.executions) for (const k of ['executionId', 'tool', 'attempts', 'events']) assert.ok(k in e, `execution has ${k}`);
-    const inbox = await runCli(['--json', 'inbox', '--session', sessionId, '--task-queue', taskQueue]);
+    const inbox = await runCli(['--json', 'inbox', '--session', sessionId, '--task-queue', w.taskQueue]);
     assert.deepEqual(JSON.parse(inbox.stdout).map((i: { toolCallId: string; state: string }) => [i.toolCallId, i.state]), [['e1', 'awaiting_approval']]);
   });
 });

@@ -1,0 +1,55 @@
+import type { OpenWorkerClient } from '../../client/connection';
+import type { MailSink } from '../../dev/mailSink';
+import { startMailSink } from '../../dev/mailSink';
+import type { EffectsServer } from './effects';
+import { startEffectsServer } from './effects';
+import type { WorkerProcess } from './processes';
+import { spawnWorker } from './processes';
+import { TOOLS, client, uniq } from './scenario';
+
+/** The external systems and the per-test client an end-to-end test file works with. */
+export interface World {
+  sink: MailSink;
+  effects: EffectsServer;
+  c: OpenWorkerClient;
+  /** Unique per test, so a test's workers never take another test's work. */
+  taskQueue: string;
+  /**
+   * A worker process with the test tools and send_email wired to the sink. `reconcile: true` gives
+   * send_email the sink's lookup URL (recovery policy `reconcile`; otherwise `manual`).
+   */
+  worker(model: string, opts?: { faults?: string; reconcile?: boolean; address?: string }): Promise<WorkerProcess>;
+}
+
+/** Registers the mocha hooks that set up and tear down a World; use its fields inside tests. */
+export function useWorld(): World {
+  const world = {} as World;
+  before(async () => {
+    world.sink = await startMailSink();
+    world.effects = await startEffectsServer();
+  });
+  after(async () => {
+    await world.sink?.close();
+    await world.effects?.close();
+  });
+  beforeEach(async () => {
+    world.taskQueue = uniq('tq');
+    world.c = await client(world.taskQueue);
+  });
+  afterEach(async () => world.c?.close());
+  world.worker = (model, opts = {}) =>
+    spawnWorker({
+      taskQueue: world.taskQueue,
+      model,
+      tools: [TOOLS],
+      ...(opts.faults ? { faults: opts.faults } : {}),
+      env: {
+        OPENWORKER_SMTP_HOST: '127.0.0.1',
+        OPENWORKER_SMTP_PORT: String(world.sink.smtpPort),
+        OPENWORKER_SMTP_LOOKUP_URL: opts.reconcile ? world.sink.lookupUrl : undefined,
+        TEST_EFFECTS_URL: world.effects.url,
+        ...(opts.address ? { TEMPORAL_ADDRESS: opts.address } : {}),
+      },
+    });
+  return world;
+}
