@@ -1,7 +1,8 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { dispatchUpdate } from '../workflows/definitions';
+import { NOT_STARTED, dispatchUpdate } from '../workflows/definitions';
 import type {
+  DispatchAnswer,
   ModelActivityInput,
   ModelStep,
   ReconcileActivityResult,
@@ -17,6 +18,40 @@ import type { ToolRegistry } from './registry';
 import { describeIssues } from './registry';
 import type { ToolContext } from './tool';
 import { ToolFailure } from './tool';
+
+/** Results larger than this reach the model (and history) as a preview. */
+export const MAX_RESULT_BYTES = 256 * 1024;
+
+function capResult(result: unknown): unknown {
+  const value = result === undefined ? null : result;
+  const json = JSON.stringify(value) ?? 'null';
+  if (json.length <= MAX_RESULT_BYTES) return value;
+  return { truncated: true, bytes: json.length, preview: json.slice(0, 4096) };
+}
+
+/**
+ * Asks the turn to record "dispatched" (the `dispatch` update). Retries a failed RPC with the same
+ * update ID, which the server deduplicates; gives up when the activity is cancelled. Any failure
+ * here means the adapter was not called.
+ */
+async function recordDispatch(ctx: Context, executionId: string, attempt: number): Promise<DispatchAnswer> {
+  const { info } = ctx;
+  const wf = info.workflowExecution!;
+  const handle = ctx.client.workflow.getHandle(wf.workflowId, wf.runId);
+  const updateId = `dispatch-${info.activityId}-${info.attempt}`;
+  let last: unknown;
+  for (let i = 0; i < 3 && !ctx.cancellationSignal.aborted; i++) {
+    try {
+      return await ctx.client.withAbortSignal(ctx.cancellationSignal, () =>
+        handle.executeUpdate(dispatchUpdate, { args: [{ executionId, activityId: info.activityId, attempt }], updateId }),
+      );
+    } catch (err) {
+      last = err;
+      await new Promise((r) => setTimeout(r, 200 * (i + 1)));
+    }
+  }
+  throw ApplicationFailure.nonRetryable(`could not record dispatch, tool not called: ${(last as Error)?.message ?? 'cancelled'}`, NOT_STARTED);
+}
 
 export interface ActivityDeps {
   registry: ToolRegistry;
@@ -63,25 +98,19 @@ export function createActivities({ registry, model }: ActivityDeps): TurnActivit
       const beat = (): void => ctx.heartbeat({ attempt, phase } satisfies ToolHeartbeat);
       beat();
       const timer = setInterval(beat, Math.max(250, Math.floor((info.heartbeatTimeoutMs ?? 20_000) / 4)));
+      // The tool stops at its own start-to-close even if this worker cannot hear the server: the
+      // turn's reconcile fence relies on no attempt outliving that window.
+      const signal = AbortSignal.any([ctx.cancellationSignal, AbortSignal.timeout(info.startToCloseTimeoutMs)]);
       try {
         await faultPoint('tool.before_dispatch', tool.name, input.executionId);
         if (input.protect) {
-          const wf = info.workflowExecution!;
-          let answer;
-          try {
-            answer = await ctx.client.workflow.getHandle(wf.workflowId, wf.runId).executeUpdate(dispatchUpdate, {
-              args: [{ executionId: input.executionId, activityId: info.activityId, attempt }],
-              updateId: `dispatch-${info.activityId}-${info.attempt}`,
-            });
-          } catch (err) {
-            // The turn's ledger decides: if the marker landed, the outcome is unknown; if not, it reruns.
-            throw ApplicationFailure.nonRetryable(`could not record dispatch: ${(err as Error).message}`, 'DispatchFailed');
-          }
+          const answer = await recordDispatch(ctx, input.executionId, attempt);
           if (!answer.proceed) throw ApplicationFailure.nonRetryable(`dispatch refused: ${answer.reason}; not executed`, 'DispatchRefused');
           phase = 'dispatched';
           beat();
           await faultPoint('tool.after_dispatch', tool.name, input.executionId);
         }
+        if (signal.aborted) throw ApplicationFailure.nonRetryable('cancelled before the tool was called', NOT_STARTED);
         phase = 'executing';
         const toolCtx: ToolContext = {
           executionId: input.executionId,
@@ -89,12 +118,12 @@ export function createActivities({ registry, model }: ActivityDeps): TurnActivit
           sessionId: input.sessionId,
           turn: input.turn,
           toolCallId: input.toolCallId,
-          signal: ctx.cancellationSignal,
+          signal,
           heartbeat: (details?: unknown) => ctx.heartbeat({ attempt, phase, details }),
         };
-        const result = await tool.execute(parsed.data, toolCtx);
+        const result = capResult(await tool.execute(parsed.data, toolCtx));
         await faultPoint('tool.after_execute', tool.name, input.executionId);
-        return { result: result === undefined ? null : result, attempt };
+        return { result, attempt };
       } catch (err) {
         if (err instanceof ApplicationFailure) throw err;
         if (err instanceof ToolFailure) {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { approveSignal, recoverSignal, rejectSignal, turnStatusQuery, turnWorkflowId } from '../workflows/definitions';
+import { executionIdFor } from '../workflows/identity';
 import type { DecisionKind, DecisionRecord, RecoveryDecision } from '../workflows/types';
 import type { OpenWorkerClient } from './connection';
 import { activeTurn, checkSessionId, OpenWorkerError } from './session';
@@ -31,18 +32,20 @@ export const defaultApprover = (): string => process.env.OPENWORKER_USER ?? proc
 async function send(c: OpenWorkerClient, kind: DecisionKind, target: DecisionTarget, extra: Record<string, unknown>): Promise<DecisionOutcome> {
   const sessionId = checkSessionId(target.sessionId);
   if (!target.toolCallId) throw new OpenWorkerError('a tool call id is required (see `openworker-temporal inbox`)', 'bad_input');
-  let workflowId: string;
+  let turn: number;
   if (target.turn !== undefined) {
     if (!Number.isInteger(target.turn) || target.turn < 1) throw new OpenWorkerError(`--turn must be a positive integer, got ${target.turn}`, 'bad_input');
-    workflowId = turnWorkflowId(sessionId, target.turn);
+    turn = target.turn;
   } else {
-    const turn = await activeTurn(c, sessionId);
-    if (!turn) throw new OpenWorkerError(`session '${sessionId}' has no running turn waiting for decisions; see 'openworker-temporal show ${sessionId}'`, 'not_found');
-    workflowId = turn.workflowId;
+    const active = await activeTurn(c, sessionId);
+    if (!active) throw new OpenWorkerError(`session '${sessionId}' has no running turn waiting for decisions; see 'openworker-temporal show ${sessionId}'`, 'not_found');
+    turn = active.turn;
   }
-  const decisionId = randomUUID();
-  const payload = { toolCallId: target.toolCallId, by: target.by ?? defaultApprover(), decisionId, ...extra };
+  const workflowId = turnWorkflowId(sessionId, turn);
   const handle = c.client.workflow.getHandle(workflowId);
+  const decisionId = randomUUID();
+  const binding = await bindTo(c, handle, kind, { sessionId, turn, toolCallId: target.toolCallId, workflowId });
+  const payload = { toolCallId: target.toolCallId, by: target.by ?? defaultApprover(), decisionId, ...binding, ...extra };
   const def = kind === 'approve' ? approveSignal : kind === 'reject' ? rejectSignal : recoverSignal;
   try {
     await handle.signal(def as typeof approveSignal, payload as never);
@@ -64,6 +67,38 @@ async function send(c: OpenWorkerClient, kind: DecisionKind, target: DecisionTar
     await new Promise((r) => setTimeout(r, 150));
   }
   return { ...base, outcome: 'delivered' };
+}
+
+/**
+ * Binds the decision to the call as the ledger shows it now (its execution ID; for approve its
+ * arguments' digest; for recover its run), so it cannot land on another call or a later failure.
+ * Without a worker to ask, it binds to the execution ID the call must have in this turn.
+ */
+async function bindTo(
+  c: OpenWorkerClient,
+  handle: ReturnType<OpenWorkerClient['client']['workflow']['getHandle']>,
+  kind: DecisionKind,
+  call: { sessionId: string; turn: number; toolCallId: string; workflowId: string },
+): Promise<Record<string, unknown>> {
+  let status;
+  try {
+    status = await c.client.withDeadline(Date.now() + 3000, () => handle.query(turnStatusQuery));
+  } catch {
+    return { executionId: executionIdFor(call.sessionId, call.turn, call.toolCallId) };
+  }
+  const entry = status.ledger.find((e) => e.toolCallId === call.toolCallId);
+  if (!entry) {
+    const pending = status.ledger.filter((e) => e.state === 'awaiting_approval' || e.state === 'recovery_required').map((e) => e.toolCallId);
+    throw new OpenWorkerError(
+      `no tool call '${call.toolCallId}' in ${call.workflowId}${pending.length ? `; waiting there: ${pending.join(', ')}` : ''} (see 'openworker-temporal inbox')`,
+      'not_found',
+    );
+  }
+  return {
+    executionId: entry.executionId,
+    ...(kind === 'approve' ? { argsDigest: entry.argsDigest } : {}),
+    ...(kind === 'recover' && entry.runs > 0 ? { run: entry.runs } : {}),
+  };
 }
 
 export const approve = (c: OpenWorkerClient, t: DecisionTarget & { argsDigest?: string }): Promise<DecisionOutcome> =>

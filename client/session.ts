@@ -98,6 +98,9 @@ export async function turnStatus(c: OpenWorkerClient, workflowId: string): Promi
     const { messages: _messages, ...s } = r;
     return { ...s, workflowId, closed: true };
   }
+  // A terminated or timed-out turn still has its ledger: a worker can answer a query from history.
+  const last = await queryWithDeadline(c, `turn ${workflowId}`, () => handle.query(turnStatusQuery)).catch(() => undefined);
+  if (last) return { ...last, state: description.status.name === 'CANCELLED' ? 'cancelled' : 'failed', error: `turn workflow ${description.status.name.toLowerCase()}`, workflowId, closed: true };
   const [, sessionId, n] = /^session-(.+)-turn-(\d+)$/.exec(workflowId) ?? [];
   const state: TurnState = description.status.name === 'CANCELLED' ? 'cancelled' : 'failed';
   return { sessionId: sessionId ?? '', turn: Number(n ?? 0), state, iteration: 0, ledger: [], decisions: [], error: `turn workflow ${description.status.name.toLowerCase()}`, workflowId, closed: true };
@@ -148,7 +151,8 @@ export async function waitForTurn(c: OpenWorkerClient, input: { sessionId: strin
       if (t && (t.closed || PARKED.includes(t.state))) return t;
     }
     if (Date.now() > deadline) {
-      throw new OpenWorkerError(`timed out waiting for the turn of message ${input.messageId} in session '${input.sessionId}'${workflowId ? ` (${workflowId})` : ''}`, 'timeout');
+      const where = workflowId ? ` (${workflowId})` : ' (still queued behind the running turn; see inbox)';
+      throw new OpenWorkerError(`timed out waiting for the turn of message ${input.messageId} in session '${input.sessionId}'${where}`, 'timeout');
     }
     await new Promise((r) => setTimeout(r, pollMs));
   }

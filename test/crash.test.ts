@@ -108,7 +108,14 @@ describe('crashes at precise points (SIGKILL)', function () {
     const done = await until(parked, (x) => x.closed, 'turn completes');
     assert.equal(done.state, 'succeeded');
     assert.equal(done.runs, 2, 'one re-run');
-    assert.ok(done.events.some((ev) => ev.type === 'reconciled' && ev.answer === 'not_applied'));
+    // The first "not applied" came while the lost attempt could still have been running: the turn
+    // waited out its start-to-close window (a timer) and asked again before running it once more.
+    assert.deepEqual(
+      done.events.filter((ev) => ev.type === 'reconciled').map((ev) => ev.answer),
+      ['not_applied', 'not_applied'],
+    );
+    const history = await w.c.client.workflow.getHandle(parked.workflowId).fetchHistory();
+    assert.equal(history.events!.filter((ev) => ev.timerStartedEventAttributes).length, 1, 'one fence timer');
     assert.deepEqual(
       done.events.filter((ev) => ev.type === 'scheduled').map((ev) => ev.activityId),
       [executionId, `${executionId}-2`],

@@ -49,6 +49,19 @@ describe('sessions', function () {
     assert.equal(view.executions.length, 1);
   });
 
+  it('a provider that restarts its tool call ids every turn does not break the transcript', async () => {
+    const sessionId = uniq('reused-ids');
+    const lookup = (name: string) => ({ toolCalls: [{ id: 'call_0', name: 'lookup_contact', arguments: { name } }] });
+    await w.worker(scripted([lookup('Ann'), { text: 'Ann found' }, lookup('Bob'), { text: 'Bob found' }, { text: 'third turn fine' }]));
+    assert.equal((await startTurn(w.c, sessionId, 'find ann')).state, 'completed');
+    const second = await startTurn(w.c, sessionId, 'find bob');
+    assert.equal(second.state, 'completed');
+    assert.deepEqual(second.ledger.map((e) => e.toolCallId), ['call_0#1']);
+    const third = await startTurn(w.c, sessionId, 'anything else?');
+    assert.equal(third.state, 'completed');
+    assert.equal(third.text, 'third turn fine');
+  });
+
   it('gives a clear one-line error for bad input, and leaves nothing wedged', async () => {
     const cases: [string[], RegExp][] = [
       [['turn', 'bad id!', 'hi'], /invalid session id 'bad id!'/],

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { approve, recover, reject } from '../client/decisions';
 import { turnStatus } from '../client/session';
 import { messageIdFor } from '../activities/tools/sendEmail';
-import { approveSignal, turnWorkflowId } from '../workflows/definitions';
+import { approveSignal, dispatchUpdate, turnWorkflowId } from '../workflows/definitions';
 import { runCli } from './support/processes';
 import { useWorld } from './support/world';
 import { eventually, scripted, startTurn, uniq } from './support/scenario';
@@ -97,9 +97,17 @@ describe('turns end to end', function () {
       assert.equal(d.outcome, 'ignored', JSON.stringify(d));
       assert.match(d.why!, why);
     };
-    await ignored(approve(w.c, { sessionId, toolCallId: 'nope', by: 'alice' }), /unknown tool call 'nope'/);
+    await assert.rejects(approve(w.c, { sessionId, toolCallId: 'nope', by: 'alice' }), /no tool call 'nope' in .*waiting there: c1, c2/);
+    await handle.signal(approveSignal, { toolCallId: 'nope', by: 'alice' }); // a raw client skips that check
+    await handle.signal(approveSignal, { toolCallId: 'c1', by: 'alice', executionId: 'owx-from-another-turn' });
     await ignored(approve(w.c, { sessionId, toolCallId: 'c1', by: 'alice', argsDigest: 'sha256:00' }), /argsDigest does not match/);
     await ignored(recover(w.c, { sessionId, toolCallId: 'c1', by: 'alice', decision: 'retry' }), /late: call 'c1' is awaiting_approval/);
+    // The dispatch update is public too: junk is refused without touching history, a forged one changes nothing.
+    await assert.rejects(handle.executeUpdate(dispatchUpdate, { args: [{ executionId: 'owx-nope', activityId: 'x', attempt: 1 }] }), (err: Error) =>
+      /unknown execution/.test(String((err as { cause?: Error }).cause?.message)),
+    );
+    const forged = await handle.executeUpdate(dispatchUpdate, { args: [{ executionId: parked.ledger[0]!.executionId, activityId: 'x', attempt: 1 }] });
+    assert.deepEqual(forged.proceed, false);
     await handle.signal(approveSignal, { toolCallId: 'c1' } as never); // no `by`: malformed, from a raw client
     await handle.signal('approve', 'yes please' as never);
     assert.equal(parked.ledger[0]!.state, 'awaiting_approval');
@@ -115,6 +123,9 @@ describe('turns end to end', function () {
     await ignored(recover(w.c, { sessionId, toolCallId: 'c1', by: 'bob', decision: 'succeeded' }), /late: call 'c1' is succeeded/);
     const malformed = s.decisions.filter((d) => d.outcome === 'ignored' && d.why?.startsWith('malformed'));
     assert.equal(malformed.length, 2, JSON.stringify(s.decisions));
+    const why = (re: RegExp) => s.decisions.some((d) => d.outcome === 'ignored' && re.test(d.why ?? ''));
+    assert.ok(why(/unknown tool call 'nope'/), JSON.stringify(s.decisions));
+    assert.ok(why(/stale: decided for execution owx-from-another-turn/), JSON.stringify(s.decisions));
     // The CLI says so too, with a non-zero exit.
     const cli = await runCli(['approve', sessionId, 'c1', '--by', 'eve', '--task-queue', w.taskQueue]);
     assert.equal(cli.code, 3);

@@ -34,7 +34,9 @@ export function parseDecision(kind: DecisionKind, raw: unknown): Parsed {
   if (p.reason !== undefined && (typeof p.reason !== 'string' || p.reason.length > MAX_REASON)) {
     return bad(`reason must be a string of at most ${MAX_REASON} characters`);
   }
-  const common = { toolCallId, by, ...(decisionId ? { decisionId } : {}) };
+  const executionId = str(p.executionId, MAX_ID);
+  if (p.executionId !== undefined && !executionId) return bad('executionId must be a non-empty string');
+  const common = { toolCallId, by, ...(decisionId ? { decisionId } : {}), ...(executionId ? { executionId } : {}) };
   const reason = typeof p.reason === 'string' && p.reason ? { reason: p.reason } : {};
   switch (kind) {
     case 'approve':
@@ -44,11 +46,18 @@ export function parseDecision(kind: DecisionKind, raw: unknown): Parsed {
       return { ok: true, decision: { kind, payload: { ...common, ...reason } } };
     case 'recover':
       if (!RECOVERY_DECISIONS.includes(p.decision as RecoveryDecision)) return bad(`decision must be one of ${RECOVERY_DECISIONS.join(', ')}`);
+      if (p.run !== undefined && !(Number.isInteger(p.run) && (p.run as number) >= 1)) return bad('run must be a positive integer');
       return {
         ok: true,
         decision: {
           kind,
-          payload: { ...common, ...reason, decision: p.decision as RecoveryDecision, ...('result' in p ? { result: p.result } : {}) },
+          payload: {
+            ...common,
+            ...reason,
+            decision: p.decision as RecoveryDecision,
+            ...('result' in p ? { result: p.result } : {}),
+            ...(p.run !== undefined ? { run: p.run as number } : {}),
+          },
         },
       };
   }
@@ -64,6 +73,10 @@ export function judgeDecision(entry: LedgerEntry | undefined, decision: Decision
   if (!entry) return { apply: false, why: `unknown tool call '${id}': no such call in this turn` };
   const no = (why: string): Verdict => ({ apply: false, why });
   if (entry.state === 'invalid') return no(`call '${id}' is invalid and will not run: ${entry.error ?? ''}`.trim());
+  const bound = decision.payload.executionId;
+  if (bound && bound !== entry.executionId) {
+    return no(`stale: decided for execution ${bound}, but '${id}' in this turn is execution ${entry.executionId}`);
+  }
   switch (decision.kind) {
     case 'approve':
       if (entry.state === 'awaiting_approval') {
@@ -84,6 +97,9 @@ export function judgeDecision(entry: LedgerEntry | undefined, decision: Decision
     case 'recover':
       if (entry.state !== 'recovery_required') return no(`late: call '${id}' is ${entry.state}, not recovery_required`);
       if (recoveryPending) return no(`duplicate: a recovery decision for '${id}' is already being applied`);
+      if (decision.payload.run !== undefined && decision.payload.run !== entry.runs) {
+        return no(`late: decided for run ${decision.payload.run}, but '${id}' has been re-run since (run ${entry.runs})`);
+      }
       return { apply: true };
   }
 }

@@ -31,3 +31,6 @@ export const DEFAULT_MAX_ITERATIONS = 12;
 
 export const sessionWorkflowId = (sessionId: string): string => `session-${sessionId}`;
 export const turnWorkflowId = (sessionId: string, turn: number): string => `session-${sessionId}-turn-${turn}`;
+
+/** Failure type for "the tool adapter was never called": safe to run again, dispatch marker or not. */
+export const NOT_STARTED = 'NotStarted';

@@ -25,7 +25,8 @@ export const TRANSITIONS: Record<LedgerInput['type'], { from: From; to: CallStat
   rejected: { from: ['awaiting_approval'], to: 'rejected' },
   scheduled: { from: ['running', 'reconciling', 'recovery_required'], to: 'running' },
   dispatched: { from: ['running'], to: 'dispatched' },
-  dispatch_refused: { from: ['running', 'dispatched', 'reconciling', 'recovery_required', 'succeeded', 'failed'], to: 'same' },
+  // A refusal changes nothing and may meet the call in any state.
+  dispatch_refused: { from: ['invalid', 'awaiting_approval', 'rejected', 'running', 'dispatched', 'reconciling', 'succeeded', 'failed', 'recovery_required'], to: 'same' },
   succeeded: { from: ['running', 'dispatched', 'reconciling', 'recovery_required'], to: 'succeeded' },
   failed: { from: ['running', 'dispatched', 'reconciling', 'recovery_required'], to: 'failed' },
   outcome_unknown: { from: ['running', 'dispatched'], to: 'same' },
@@ -67,10 +68,12 @@ export function newEntry(call: PlannedCall, executionId: string, iteration: numb
 export function applyLedger(entry: LedgerEntry, input: LedgerInput, at: string): LedgerEntry {
   const rule = TRANSITIONS[input.type];
   if (!rule.from.includes(entry.state)) throw new LedgerTransitionError(entry, input);
+  // The result is kept once, on the entry, not again in its event.
+  const { result: _result, ...recorded } = input as LedgerInput & { result?: unknown };
   const next: LedgerEntry = {
     ...entry,
     state: rule.to === 'same' ? entry.state : rule.to,
-    events: [...entry.events, { at, ...input }],
+    events: [...entry.events, { at, ...recorded }],
   };
   switch (input.type) {
     case 'approved':
@@ -116,6 +119,15 @@ export function liveTurnState(entries: readonly LedgerEntry[]): TurnState {
   if (entries.some((e) => e.state === 'recovery_required')) return 'recovery_required';
   if (entries.some((e) => e.state === 'awaiting_approval')) return 'awaiting_approval';
   return 'running';
+}
+
+/**
+ * The time (ms) after which the latest dispatched attempt can no longer be running: its dispatch
+ * plus its start-to-close window plus a margin for clock skew. 0 when nothing was dispatched.
+ */
+export function attemptFence(entry: LedgerEntry, startToCloseMs: number, marginMs = 2000): number {
+  const dispatched = [...entry.events].reverse().find((e) => e.type === 'dispatched');
+  return dispatched ? Date.parse(dispatched.at) + startToCloseMs + marginMs : 0;
 }
 
 /** The activity ID of the n-th run of an execution (n ≥ 1); unique among the run's open activities. */

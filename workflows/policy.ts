@@ -7,7 +7,7 @@ export type ExecutionOutcome =
   /** The tool said so (ToolFailure) or the call could never have reached it: definitely not applied. */
   | { kind: 'not_applied'; error: string }
   /** Timeout, crash, unexpected exception: it may or may not have been applied. */
-  | { kind: 'unknown'; reason: string; attempt?: number; phase?: string };
+  | { kind: 'unknown'; reason: string; attempt?: number; phase?: string; notStarted?: boolean };
 
 export type NextStep =
   | { do: 'succeed'; result: unknown; via: 'execute' | 'reconcile' | 'recovery'; attempt?: number }
@@ -41,8 +41,9 @@ export function afterExecution(facts: CallFacts, outcome: ExecutionOutcome): Nex
   if (facts.recovery === 'idempotent') {
     return { do: 'recovery_required', reason: `outcome unknown after ${facts.maxAttempts} automatic attempts: ${outcome.reason}` };
   }
-  if (!facts.dispatched) {
-    // No marker: the adapter was never called, so running again cannot duplicate anything.
+  if (!facts.dispatched || outcome.notStarted) {
+    // No marker, or the activity itself says it never called the adapter: running again cannot
+    // duplicate anything.
     if (facts.runs < facts.maxAttempts) return { do: 'run', why: `never dispatched (${outcome.reason})` };
     return { do: 'fail', error: `tool could not be started after ${facts.runs} attempts (never dispatched): ${outcome.reason}`, via: 'not_dispatched' };
   }

@@ -6,10 +6,12 @@ import {
   continueAsNew,
   executeChild,
   setHandler,
+  uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
 import { messageSignal, sessionStatusQuery, turnWorkflowId, OpenWorkerSession, OpenWorkerState } from './definitions';
 import { agentTurn } from './turn';
+import { unpairedToolCalls } from './transcript';
 import type { Message, QueuedMessage, SessionInput, SessionStatus, TurnSummary } from './types';
 
 const MAX_MESSAGE_CHARS = 100_000;
@@ -34,7 +36,7 @@ export async function session(input: SessionInput): Promise<void> {
     (raw) => {
       // Any Temporal client can send this; a bad payload is dropped, never allowed to wedge the session.
       if (!raw || typeof raw.text !== 'string' || !raw.text.trim() || raw.text.length > MAX_MESSAGE_CHARS) return;
-      const messageId = typeof raw.messageId === 'string' && raw.messageId ? raw.messageId.slice(0, 200) : `auto-${turns.length + pending.length + 1}`;
+      const messageId = typeof raw.messageId === 'string' && raw.messageId ? raw.messageId.slice(0, 200) : `auto-${uuid4()}`;
       // A client that retries a send must not create a second turn.
       if (seen.includes(messageId)) return;
       seen.push(messageId);
@@ -75,9 +77,17 @@ export async function session(input: SessionInput): Promise<void> {
         ],
         staticSummary: `Turn ${n} of session ${input.sessionId}: ${msg.text.replace(/\s+/g, ' ').slice(0, 120)}`,
       });
-      transcript.push(...result.messages);
-      summary.state = result.state;
-      if (result.error) summary.error = result.error;
+      // Only output that keeps every tool call paired with one result may join the transcript;
+      // anything else would break every later turn.
+      const problems = unpairedToolCalls([...transcript, ...result.messages]);
+      if (problems.length) {
+        summary.state = 'failed';
+        summary.error = `turn output left out of the transcript: ${problems.join('; ')}`;
+      } else {
+        transcript.push(...result.messages);
+        summary.state = result.state;
+        if (result.error) summary.error = result.error;
+      }
     } catch (err) {
       // The turn did not finish (terminated, timed out): its partial output never reaches the transcript.
       summary.state = 'failed';

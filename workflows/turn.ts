@@ -6,18 +6,21 @@ import {
   allHandlersFinished,
   condition,
   isCancellation,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
+  sleep,
   upsertSearchAttributes,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { LedgerInput } from './ledger';
-import { activityIdFor, applyLedger, liveTurnState, newEntry } from './ledger';
+import { activityIdFor, applyLedger, attemptFence, liveTurnState, newEntry } from './ledger';
 import type { CallFacts, ExecutionOutcome, NextStep } from './policy';
 import { afterExecution, afterReconcile, afterRecoveryDecision, attemptsPerRun, isProtected } from './policy';
 import type { Decision } from './decisions';
 import { judgeDecision, parseDecision } from './decisions';
-import { approveSignal, dispatchUpdate, recoverSignal, rejectSignal, turnStatusQuery, OpenWorkerState, DEFAULT_MAX_ITERATIONS } from './definitions';
+import { approveSignal, dispatchUpdate, recoverSignal, rejectSignal, turnStatusQuery, OpenWorkerState, DEFAULT_MAX_ITERATIONS, NOT_STARTED } from './definitions';
 import { executionIdFor } from './identity';
 import { assignCallIds } from './plan';
 import { toolResultMessage, unpairedToolCalls } from './transcript';
@@ -29,6 +32,7 @@ import type {
   LedgerEntry,
   Message,
   PlannedCall,
+  ReconcileActivityResult,
   RecoverSignal,
   ToolActivityInput,
   ToolHeartbeat,
@@ -55,6 +59,12 @@ const { reconcileTool } = proxyActivities<TurnActivities>({
   retry: { initialInterval: '1s', maximumAttempts: 3 },
 });
 
+/** Changes that alter history, each behind patched() so turns started by older builds replay. */
+const PATCHES = {
+  reconcileFence: 'reconcile-fence-v1',
+  idsUniquePerSession: 'tool-call-ids-unique-per-session-v1',
+} as const;
+
 /** Call states with an activity outstanding: their next state comes from an activity result. */
 const IN_FLIGHT: readonly CallState[] = ['running', 'dispatched', 'reconciling'];
 
@@ -72,6 +82,9 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   let published: TurnState | undefined;
 
   const now = (): string => new Date().toISOString();
+  const info = workflowInfo();
+  // A reset starts a new run of the same turn: its execution IDs repeat but its dispatch markers are gone.
+  const resetRun = info.runId !== info.firstExecutionRunId && !info.continuedFromExecutionRunId;
   const entries = (): LedgerEntry[] => [...ledger.values()];
   const state = (): TurnState => finished?.state ?? liveTurnState(entries());
   const status = (): TurnStatus => ({
@@ -160,26 +173,34 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   setHandler(turnStatusQuery, status, { description: 'The turn state, its ledger and every decision received' });
 
   // The dispatch marker: the execute activity asks here before it calls the adapter. Only the
-  // current run of a call still waiting for its outcome may proceed, so a zombie attempt never can.
+  // current run of a call still waiting for its outcome may proceed, so a zombie attempt never can,
+  // and nothing is dispatched once the turn is being cancelled.
   setHandler(
     dispatchUpdate,
     (req) => {
       const entry = entries().find((e) => e.executionId === req.executionId);
-      if (!entry) return { proceed: false, reason: 'unknown execution' };
+      if (!entry) return { proceed: false, reason: 'unknown execution' }; // only in histories from before the validator
       const current = activityIdFor(entry.executionId, entry.runs);
-      if (entry.state !== 'running' || req.activityId !== current) {
-        const reason = `stale attempt: call is ${entry.state} and its current activity is ${current}`;
-        record(entry.toolCallId, { type: 'dispatch_refused', activityId: req.activityId, attempt: req.attempt, reason });
-        return { proceed: false, reason };
+      const refuse =
+        entry.state !== 'running' || req.activityId !== current
+          ? `stale attempt: call is ${entry.state} and its current activity is ${current}`
+          : CancellationScope.current().consideredCancelled
+            ? 'the turn is being cancelled'
+            : undefined;
+      if (refuse) {
+        record(entry.toolCallId, { type: 'dispatch_refused', activityId: req.activityId, attempt: req.attempt, reason: refuse });
+        return { proceed: false, reason: refuse };
       }
       record(entry.toolCallId, { type: 'dispatched', activityId: req.activityId, attempt: req.attempt });
       return { proceed: true };
     },
     {
+      // A rejected update leaves no trace in history, so any client's junk is refused here.
       validator: (req) => {
         if (!req || typeof req.executionId !== 'string' || typeof req.activityId !== 'string' || typeof req.attempt !== 'number') {
           throw new Error('dispatch: expected { executionId, activityId, attempt }');
         }
+        if (!entries().some((e) => e.executionId === req.executionId)) throw new Error(`dispatch: unknown execution ${req.executionId}`);
       },
       description: 'Internal: the execute activity records "dispatched" before calling the tool',
     },
@@ -246,11 +267,12 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     return afterExecution(facts(ledger.get(call.toolCallId)!, call), outcome);
   };
 
-  const reconcile = async (call: PlannedCall): Promise<NextStep> => {
+  const askExternalSystem = async (call: PlannedCall): Promise<ReconcileActivityResult> => {
     let entry = ledger.get(call.toolCallId)!;
-    const activityId = `${entry.executionId}-reconcile-${entry.runs}`;
+    const asked = entry.events.filter((e) => e.type === 'reconciling' && e.activityId !== undefined && String(e.activityId).startsWith(`${entry.executionId}-reconcile-${entry.runs}`)).length;
+    const activityId = `${entry.executionId}-reconcile-${entry.runs}${asked ? `-${asked + 1}` : ''}`;
     entry = record(call.toolCallId, { type: 'reconciling', activityId });
-    let answer: Awaited<ReturnType<TurnActivities['reconcileTool']>>;
+    let answer: ReconcileActivityResult;
     try {
       answer = await reconcileTool.executeWithOptions({ activityId, summary: summary(entry, 'reconcile') }, [activityInput(entry, call)]);
     } catch (err) {
@@ -258,18 +280,41 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       answer = { status: 'unknown', reason: `reconcile failed: ${messageOf(err)}` };
     }
     record(call.toolCallId, { type: 'reconciled', answer: answer.status, ...(answer.status === 'unknown' && answer.reason ? { reason: answer.reason } : {}) });
+    return answer;
+  };
+
+  const reconcile = async (call: PlannedCall): Promise<NextStep> => {
+    let answer = await askExternalSystem(call);
+    // A timed-out attempt may still be running (a paused VM, a partition): "not applied" is only
+    // believed once that attempt's start-to-close window, counted from its dispatch, has passed.
+    const fence = attemptFence(ledger.get(call.toolCallId)!, call.spec!.startToCloseMs);
+    const wait = fence - Date.now();
+    if (answer.status === 'not_applied' && wait > 0 && patched(PATCHES.reconcileFence)) {
+      await sleep(wait, { summary: `fence ${call.name} ${ledger.get(call.toolCallId)!.executionId} before re-asking` });
+      answer = await askExternalSystem(call);
+    }
     return afterReconcile(facts(ledger.get(call.toolCallId)!, call), answer);
   };
 
-  // One tool call from approval to a result the model can read.
+  const settled = new Map<string, Message>();
   const runCall = async (call: PlannedCall): Promise<Message> => {
+    const message = await callLifecycle(call);
+    settled.set(call.toolCallId, message);
+    return message;
+  };
+
+  // One tool call from approval to a result the model can read.
+  const callLifecycle = async (call: PlannedCall): Promise<Message> => {
     const id = call.toolCallId;
     const current = (): LedgerEntry => ledger.get(id)!;
     if (current().state === 'awaiting_approval') await condition(() => current().state !== 'awaiting_approval');
     if (current().state === 'invalid' || current().state === 'rejected') {
       return toolResultMessage({ id, name: call.name }, { error: current().error ?? 'not executed' });
     }
-    let next: NextStep = { do: 'run', why: 'approved' };
+    let next: NextStep =
+      resetRun && isProtected(call.spec!.effect, call.spec!.recovery)
+        ? { do: 'recovery_required', reason: 'this turn was reset: an earlier run may already have executed this call with the same execution ID' }
+        : { do: 'run', why: 'approved' };
     for (;;) {
       switch (next.do) {
         case 'run':
@@ -311,7 +356,11 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   upsertSearchAttributes([{ key: OpenWorkerState, value: 'running' }]);
   published = 'running';
   try {
-    const usedIds = new Set<string>();
+    // Ids from earlier turns count as used too: a provider that restarts its ids would otherwise
+    // give one transcript two results for one id.
+    const usedIds = new Set(
+      patched(PATCHES.idsUniquePerSession) ? input.history.flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []).map((c) => c.id) : [])) : [],
+    );
     for (iteration = 1; ; iteration++) {
       const problems = unpairedToolCalls([...input.history, ...messages]);
       if (problems.length) return await finish({ state: 'failed', error: `transcript invariant broken: ${problems.join('; ')}` });
@@ -352,7 +401,17 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       const last = messages[messages.length - 1];
       if (last?.role === 'assistant') {
         for (const c of last.toolCalls ?? []) {
-          if (!answered.has(c.id)) messages.push(toolResultMessage(c, { error: 'interrupted: the turn was cancelled' }));
+          if (answered.has(c.id)) continue;
+          const e = ledger.get(c.id);
+          const unknown = e && (e.dispatched || e.state === 'recovery_required' || e.state === 'reconciling');
+          messages.push(
+            settled.get(c.id) ??
+              toolResultMessage(c, {
+                error: unknown
+                  ? `outcome unknown: the turn was cancelled while this call (execution ${e.executionId}) was in flight; check before doing it again`
+                  : 'interrupted: the turn was cancelled',
+              }),
+          );
         }
       }
       return finish({ state: 'cancelled', error: 'turn cancelled' });
@@ -366,6 +425,7 @@ function classify(err: unknown): ExecutionOutcome {
   if (cause instanceof ApplicationFailure && cause.type && NOT_APPLIED_TYPES.includes(cause.type)) {
     return { kind: 'not_applied', error: cause.message };
   }
+  if (cause instanceof ApplicationFailure && cause.type === NOT_STARTED) return { kind: 'unknown', reason: cause.message, notStarted: true };
   if (cause instanceof TimeoutFailure) {
     // Heartbeats are throttled, so the last one may lag behind: the dispatch marker, not this
     // phase, says whether the adapter was called.

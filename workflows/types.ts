@@ -99,28 +99,36 @@ export type TurnState = 'running' | 'awaiting_approval' | 'recovery_required' | 
 
 export type RecoveryDecision = 'retry' | 'succeeded' | 'failed';
 
-export interface ApproveSignal {
-  toolCallId: string;
-  by: string;
-  argsDigest?: string;
+/**
+ * Binds a decision to what its sender saw: a decision whose execution ID (or, for recover, run)
+ * differs from the call's is ignored, so a stale decision cannot land on another call or failure.
+ */
+interface DecisionBinding {
+  executionId?: string;
   /** Optional client-chosen id, so the sender can find its decision in the ledger. */
   decisionId?: string;
 }
 
-export interface RejectSignal {
+export interface ApproveSignal extends DecisionBinding {
+  toolCallId: string;
+  by: string;
+  argsDigest?: string;
+}
+
+export interface RejectSignal extends DecisionBinding {
   toolCallId: string;
   by: string;
   reason?: string;
-  decisionId?: string;
 }
 
-export interface RecoverSignal {
+export interface RecoverSignal extends DecisionBinding {
   toolCallId: string;
   decision: RecoveryDecision;
   result?: unknown;
   reason?: string;
   by: string;
-  decisionId?: string;
+  /** The run (ledger `runs`) whose unknown outcome this decides. */
+  run?: number;
 }
 
 export type DecisionKind = 'approve' | 'reject' | 'recover';

@@ -13,6 +13,8 @@ export interface SmtpConfig {
   from: string;
   /** Delivery lookup API (`GET <lookupUrl>/<encodeURIComponent(messageId)>`); enables reconcile. */
   lookupUrl?: string;
+  /** Upper bound for one send (`'30s'`, ms); also how long reconcile waits before believing "not sent". Default 2 minutes. */
+  timeout?: string;
 }
 
 export interface SendEmailResult {
@@ -54,7 +56,11 @@ export function smtpConfigFromEnv(env: NodeJS.ProcessEnv = process.env): SmtpCon
   if (lookupUrl !== undefined && !/^https?:$/.test(safeUrlProtocol(lookupUrl))) {
     throw new Error('OPENWORKER_SMTP_LOOKUP_URL must be an http(s) URL');
   }
-  return { host, port, secure, user, pass, from: get('OPENWORKER_SMTP_FROM') ?? 'openworker@localhost', lookupUrl };
+  const timeout = get('OPENWORKER_SMTP_TIMEOUT');
+  if (timeout !== undefined && !/^\d+(\.\d+)?\s*(ms|s|m|seconds?|minutes?)?$/.test(timeout)) {
+    throw new Error(`OPENWORKER_SMTP_TIMEOUT must be a duration like 30s or 2m, got ${JSON.stringify(timeout)}`);
+  }
+  return { host, port, secure, user, pass, from: get('OPENWORKER_SMTP_FROM') ?? 'openworker@localhost', lookupUrl, ...(timeout ? { timeout } : {}) };
 }
 
 function safeUrlProtocol(url: string): string {
@@ -106,6 +112,7 @@ export function sendEmailTool(config: SmtpConfig | undefined) {
     requiresApproval: true,
     recovery: lookupUrl ? 'reconcile' : 'manual',
     target: (input) => input.to,
+    ...(config?.timeout ? { timeouts: { startToClose: config.timeout } } : {}),
     execute: async (input, ctx): Promise<SendEmailResult> => {
       if (!config) throw new ToolFailure('SMTP is not configured: set OPENWORKER_SMTP_HOST');
       const messageId = messageIdFor(ctx.executionId);

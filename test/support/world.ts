@@ -47,6 +47,8 @@ export function useWorld(): World {
         OPENWORKER_SMTP_HOST: '127.0.0.1',
         OPENWORKER_SMTP_PORT: String(world.sink.smtpPort),
         OPENWORKER_SMTP_LOOKUP_URL: opts.reconcile ? world.sink.lookupUrl : undefined,
+        // Short sends keep the reconcile fence (dispatch + start-to-close) short in tests.
+        OPENWORKER_SMTP_TIMEOUT: '15s',
         TEST_EFFECTS_URL: world.effects.url,
         ...(opts.address ? { TEMPORAL_ADDRESS: opts.address } : {}),
       },

@@ -6,7 +6,9 @@ import { demoModel } from '../../activities/models/demo';
 import { loadScript } from '../../activities/models/scripted';
 import { argsDigest, canonicalJson, executionIdFor } from '../../workflows/identity';
 import { assignCallIds } from '../../workflows/plan';
-import { planned } from './helpers';
+import { entryIn, planned } from './helpers';
+import { judgeDecision } from '../../workflows/decisions';
+import { attemptFence } from '../../workflows/ledger';
 
 // Bugs found by review, each pinned by the input that exposed it.
 
@@ -43,5 +45,27 @@ describe('regressions', () => {
   it('execution IDs cannot be forged by moving separators between parts', () => {
     assert.notEqual(executionIdFor('a', 1, 'b\u00002\u0000c'), executionIdFor('a\u00001\u0000b', 2, 'c'));
     assert.notEqual(executionIdFor('a|1', 2, 'c'), executionIdFor('a', 12, 'c'));
+  });
+});
+
+describe('review findings (second round)', () => {
+  it('a decision bound to another execution ID is stale', () => {
+    const e = entryIn('awaiting_approval');
+    const v = judgeDecision(e, { kind: 'approve', payload: { toolCallId: e.toolCallId, by: 'alice', executionId: 'owx-other' } });
+    assert.equal(v.apply, false);
+    assert.match((v as { why: string }).why, /^stale: decided for execution owx-other/);
+  });
+
+  it('a recover decided for an earlier run is late', async () => {
+    const e = { ...entryIn('recovery_required'), runs: 2 };
+    const v = judgeDecision(e, { kind: 'recover', payload: { toolCallId: e.toolCallId, by: 'a', decision: 'retry', run: 1 } });
+    assert.match((v as { why: string }).why, /late: decided for run 1/);
+    assert.deepEqual(judgeDecision(e, { kind: 'recover', payload: { toolCallId: e.toolCallId, by: 'a', decision: 'retry', run: 2 } }), { apply: true });
+  });
+
+  it('the fence is the last dispatch plus start-to-close plus a margin', async () => {
+    const e = { ...entryIn('reconciling'), events: [{ at: '2026-01-01T00:00:00.000Z', type: 'dispatched' }, { at: '2026-01-01T00:01:00.000Z', type: 'dispatched' }] };
+    assert.equal(attemptFence(e, 10_000), Date.parse('2026-01-01T00:01:00.000Z') + 12_000);
+    assert.equal(attemptFence({ ...e, events: [] }, 10_000), 0);
   });
 });
