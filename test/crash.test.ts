@@ -140,4 +140,32 @@ describe('crashes at precise points (SIGKILL)', function () {
     assert.ok(!done.events.some((ev) => ev.type === 'recovery_required'));
     assert.equal(w.sink.deliveries(messageIdFor(executionId)), 1);
   });
+
+  it('a reset turn never re-sends: the call goes to recovery_required under the same execution ID', async () => {
+    const sessionId = uniq('reset');
+    await worker(emailScript());
+    const parked = await startTurn(w.c, sessionId, 'send the invoice');
+    await approve(w.c, { sessionId, toolCallId: 'm1', by: 'alice' });
+    const sent = await until(parked, (x) => x.closed, 'turn completes');
+    const messageId = messageIdFor(sent.executionId);
+    assert.equal(w.sink.deliveries(messageId), 1);
+    // Reset to the first workflow task: the model call, the approval (re-applied) and the send replay.
+    const handle = w.c.client.workflow.getHandle(parked.workflowId);
+    const history = await handle.fetchHistory();
+    const firstTask = history.events!.find((e) => e.workflowTaskCompletedEventAttributes)!;
+    const described = await handle.describe();
+    await w.c.client.workflowService.resetWorkflowExecution({
+      namespace: 'default',
+      workflowExecution: { workflowId: parked.workflowId, runId: described.runId },
+      reason: 'test: reset after the effect',
+      workflowTaskFinishEventId: firstTask.eventId,
+      requestId: uniq('reset'),
+    });
+    const e = await until(parked, (x) => x.state === 'recovery_required', 'the reset run parks the call');
+    assert.equal(e.executionId, sent.executionId, 'same execution ID after the reset');
+    assert.equal(e.runs, 0, 'not run again');
+    assert.equal(e.approvedBy, 'alice', 'the re-applied approval still counts, but cannot re-send on its own');
+    assert.match(String(e.events.find((ev) => ev.type === 'recovery_required')?.reason), /turn was reset/);
+    assert.equal(w.sink.deliveries(messageId), 1);
+  });
 });

@@ -121,7 +121,9 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   // into workflow tasks (a replay may deliver a signal together with, and so before, an activity
   // result that a live run processed first): a recover for a call whose activity is in flight, or a
   // decision naming a call while the model call that may create it is in flight, waits until then.
-  let modelInFlight = false;
+  // True from the start: decisions that arrive with the turn's first task (a reset re-applies its
+  // signals there) wait for the calls of the first model response.
+  let modelInFlight = true;
   const waitingForCall: { d: Decision; at: string }[] = [];
   const waitingForSettle = new Map<string, { d: Decision; at: string }[]>();
 
