@@ -18,16 +18,13 @@ import type { LedgerInput } from './ledger';
 import { activityIdFor, applyLedger, attemptFence, liveTurnState, newEntry } from './ledger';
 import type { CallFacts, ExecutionOutcome, NextStep } from './policy';
 import { afterExecution, afterReconcile, afterRecoveryDecision, attemptsPerRun, isProtected } from './policy';
-import type { Decision } from './decisions';
-import { judgeDecision, parseDecision } from './decisions';
+import { createDecisionIntake } from './intake';
 import { approveSignal, dispatchUpdate, recoverSignal, rejectSignal, turnStatusQuery, OpenWorkerState, DEFAULT_MAX_ITERATIONS, NOT_STARTED } from './definitions';
 import { executionIdFor } from './identity';
 import { assignCallIds } from './plan';
 import { toolResultMessage, unpairedToolCalls } from './transcript';
 import { renderDetails } from './details';
 import type {
-  CallState,
-  DecisionKind,
   DecisionRecord,
   LedgerEntry,
   Message,
@@ -64,9 +61,6 @@ const PATCHES = {
   reconcileFence: 'reconcile-fence-v1',
   idsUniquePerSession: 'tool-call-ids-unique-per-session-v1',
 } as const;
-
-/** Call states with an activity outstanding: their next state comes from an activity result. */
-const IN_FLIGHT: readonly CallState[] = ['running', 'dispatched', 'reconciling'];
 
 const NOT_APPLIED_TYPES = ['ToolFailure', 'ToolNotRegistered', 'InvalidToolArguments', 'DispatchRefused'];
 
@@ -117,55 +111,8 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     return next;
   };
 
-  // Decisions are judged when their verdict can no longer depend on how the server batched events
-  // into workflow tasks (a replay may deliver a signal together with, and so before, an activity
-  // result that a live run processed first): a recover for a call whose activity is in flight, or a
-  // decision naming a call while the model call that may create it is in flight, waits until then.
-  // True from the start: decisions that arrive with the turn's first task (a reset re-applies its
-  // signals there) wait for the calls of the first model response.
-  let modelInFlight = true;
-  const waitingForCall: { d: Decision; at: string }[] = [];
-  const waitingForSettle = new Map<string, { d: Decision; at: string }[]>();
-
-  const judge = (d: Decision, at: string): void => {
-    const { toolCallId, by, decisionId } = d.payload;
-    const verdict = judgeDecision(ledger.get(toolCallId), d, recoveries.has(toolCallId));
-    decisions.push({ at, kind: d.kind, toolCallId, by, ...(decisionId ? { decisionId } : {}), ...(verdict.apply ? { outcome: 'applied' } : { outcome: 'ignored', why: verdict.why }) });
-    if (!verdict.apply) {
-      publish();
-      return;
-    }
-    if (d.kind === 'approve') record(toolCallId, { type: 'approved', by });
-    else if (d.kind === 'reject') record(toolCallId, { type: 'rejected', by, ...(d.payload.reason ? { reason: d.payload.reason } : {}) });
-    else {
-      recoveries.set(toolCallId, d.payload);
-      record(toolCallId, { type: 'recovery_decided', decision: d.payload.decision, by, ...(d.payload.reason ? { reason: d.payload.reason } : {}) });
-    }
-  };
-
-  const decide = (kind: DecisionKind, raw: unknown): void => {
-    const at = now();
-    const parsed = parseDecision(kind, raw);
-    if (!parsed.ok) {
-      const { why, toolCallId, by, decisionId } = parsed;
-      decisions.push({ at, kind, ...(toolCallId ? { toolCallId } : {}), ...(by ? { by } : {}), ...(decisionId ? { decisionId } : {}), outcome: 'ignored', why });
-      publish();
-      return;
-    }
-    const d = parsed.decision;
-    const entry = ledger.get(d.payload.toolCallId);
-    if (!entry && modelInFlight) waitingForCall.push({ d, at });
-    else if (entry && d.kind === 'recover' && IN_FLIGHT.includes(entry.state)) {
-      waitingForSettle.set(entry.toolCallId, [...(waitingForSettle.get(entry.toolCallId) ?? []), { d, at }]);
-    } else judge(d, at);
-  };
-
-  /** Judges the decisions that waited for this call to settle (recovery_required or terminal). */
-  const settle = (toolCallId: string): void => {
-    const waiting = waitingForSettle.get(toolCallId) ?? [];
-    waitingForSettle.delete(toolCallId);
-    for (const w of waiting) judge(w.d, w.at);
-  };
+  const intake = createDecisionIntake({ ledger, recoveries, decisions, record, publish, now });
+  const decide = intake.decide;
 
   setHandler(approveSignal, (p) => decide('approve', p), { description: 'Approve a tool call: { toolCallId, by, argsDigest?, decisionId? }' });
   setHandler(rejectSignal, (p) => decide('reject', p), { description: 'Reject a tool call: { toolCallId, by, reason?, decisionId? }' });
@@ -327,7 +274,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
           break;
         case 'recovery_required': {
           record(id, { type: 'recovery_required', reason: next.reason });
-          settle(id);
+          intake.settle(id);
           await condition(() => recoveries.has(id));
           const decision = recoveries.get(id)!;
           next = afterRecoveryDecision(decision);
@@ -336,19 +283,18 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
         }
         case 'succeed':
           record(id, { type: 'succeeded', result: next.result, via: next.via, ...(next.attempt ? { attempt: next.attempt } : {}) });
-          settle(id);
+          intake.settle(id);
           return toolResultMessage({ id, name: call.name }, { result: next.result });
         case 'fail':
           record(id, { type: 'failed', error: next.error, via: next.via });
-          settle(id);
+          intake.settle(id);
           return toolResultMessage({ id, name: call.name }, { error: next.error });
       }
     }
   };
 
   const finish = async (f: { state: TurnState; text?: string; error?: string }): Promise<TurnResult> => {
-    for (const w of waitingForCall.splice(0)) judge(w.d, w.at);
-    for (const id of [...waitingForSettle.keys()]) settle(id);
+    intake.flush();
     finished = f;
     publish();
     await condition(allHandlersFinished);
@@ -367,14 +313,14 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       const problems = unpairedToolCalls([...input.history, ...messages]);
       if (problems.length) return await finish({ state: 'failed', error: `transcript invariant broken: ${problems.join('; ')}` });
       let step;
-      modelInFlight = true;
+      intake.modelPending(true);
       try {
         step = await callModel({ sessionId: input.sessionId, turn: input.turn, iteration, messages: [...input.history, ...messages] });
       } catch (err) {
         if (isCancellation(err)) throw err;
         return await finish({ state: 'failed', error: `model call failed: ${messageOf(err)}` });
       } finally {
-        modelInFlight = false;
+        intake.modelPending(false);
       }
       const calls = assignCallIds(step.calls, usedIds, iteration);
       messages.push({
@@ -391,7 +337,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
         ledger.set(c.toolCallId, newEntry(c, executionIdFor(input.sessionId, input.turn, c.toolCallId), iteration, at, capped));
       }
       publish();
-      for (const w of waitingForCall.splice(0)) judge(w.d, w.at);
+      intake.callsCreated();
       messages.push(...(await Promise.all(calls.map(runCall))));
       if (capped) return await finish({ state: 'failed', text: step.text, error: `iteration cap (${maxIterations}) reached; start a new turn to continue` });
     }

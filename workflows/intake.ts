@@ -1,0 +1,90 @@
+import type { Decision } from './decisions';
+import { judgeDecision, parseDecision } from './decisions';
+import type { LedgerInput } from './ledger';
+import type { CallState, DecisionKind, DecisionRecord, LedgerEntry, RecoverSignal } from './types';
+
+/** Call states with an activity outstanding: their next state comes from an activity result. */
+const IN_FLIGHT: readonly CallState[] = ['running', 'dispatched', 'reconciling'];
+
+export interface IntakeDeps {
+  ledger: ReadonlyMap<string, LedgerEntry>;
+  /** Accepted recovery decisions, consumed by the call's lifecycle. */
+  recoveries: Map<string, RecoverSignal>;
+  /** The audit of every decision received, applied or ignored. */
+  decisions: DecisionRecord[];
+  record(toolCallId: string, change: LedgerInput): unknown;
+  publish(): void;
+  now(): string;
+}
+
+/**
+ * Where approve / reject / recover signals land in a turn. A decision is judged only when its
+ * verdict can no longer depend on how the server batched events into workflow tasks (a replay may
+ * deliver a signal together with, and so before, an activity result that a live run processed
+ * first): a recover for a call whose activity is in flight waits until the call settles, and a
+ * decision naming a call that a pending model response may create waits for that response.
+ */
+export function createDecisionIntake(deps: IntakeDeps) {
+  const { ledger, recoveries, decisions, record, publish, now } = deps;
+  // Pending from the start: decisions that arrive with the turn's first task (a reset re-applies
+  // its signals there) wait for the calls of the first model response.
+  let modelPending = true;
+  const waitingForCall: { d: Decision; at: string }[] = [];
+  const waitingForSettle = new Map<string, { d: Decision; at: string }[]>();
+
+  const judge = (d: Decision, at: string): void => {
+    const { toolCallId, by, decisionId } = d.payload;
+    const verdict = judgeDecision(ledger.get(toolCallId), d, recoveries.has(toolCallId));
+    decisions.push({ at, kind: d.kind, toolCallId, by, ...(decisionId ? { decisionId } : {}), ...(verdict.apply ? { outcome: 'applied' } : { outcome: 'ignored', why: verdict.why }) });
+    if (!verdict.apply) {
+      publish();
+      return;
+    }
+    if (d.kind === 'approve') record(toolCallId, { type: 'approved', by });
+    else if (d.kind === 'reject') record(toolCallId, { type: 'rejected', by, ...(d.payload.reason ? { reason: d.payload.reason } : {}) });
+    else {
+      recoveries.set(toolCallId, d.payload);
+      record(toolCallId, { type: 'recovery_decided', decision: d.payload.decision, by, ...(d.payload.reason ? { reason: d.payload.reason } : {}) });
+    }
+  };
+
+  const settle = (toolCallId: string): void => {
+    const waiting = waitingForSettle.get(toolCallId) ?? [];
+    waitingForSettle.delete(toolCallId);
+    for (const w of waiting) judge(w.d, w.at);
+  };
+
+  return {
+    /** The signal handler: never throws, whatever the payload. */
+    decide(kind: DecisionKind, raw: unknown): void {
+      const at = now();
+      const parsed = parseDecision(kind, raw);
+      if (!parsed.ok) {
+        const { why, toolCallId, by, decisionId } = parsed;
+        decisions.push({ at, kind, ...(toolCallId ? { toolCallId } : {}), ...(by ? { by } : {}), ...(decisionId ? { decisionId } : {}), outcome: 'ignored', why });
+        publish();
+        return;
+      }
+      const d = parsed.decision;
+      const entry = ledger.get(d.payload.toolCallId);
+      if (!entry && modelPending) waitingForCall.push({ d, at });
+      else if (entry && d.kind === 'recover' && IN_FLIGHT.includes(entry.state)) {
+        waitingForSettle.set(entry.toolCallId, [...(waitingForSettle.get(entry.toolCallId) ?? []), { d, at }]);
+      } else judge(d, at);
+    },
+    modelPending(pending: boolean): void {
+      modelPending = pending;
+    },
+    /** After the calls of a model response are in the ledger. */
+    callsCreated(): void {
+      for (const w of waitingForCall.splice(0)) judge(w.d, w.at);
+    },
+    /** After a call reaches recovery_required or a terminal state. */
+    settle,
+    /** When the turn ends: whatever still waits is judged against the final ledger. */
+    flush(): void {
+      for (const w of waitingForCall.splice(0)) judge(w.d, w.at);
+      for (const id of [...waitingForSettle.keys()]) settle(id);
+    },
+  };
+}
