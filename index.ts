@@ -1,5 +1,5 @@
 // The public API of openworker-temporal.
-export { defineTool, ToolFailure, isTool } from './activities/tool';
+export { defineTool, ToolFailure, UnknownOutcome, isTool } from './activities/tool';
 export type { Tool, ToolConfig, ToolContext, ToolEffect, RecoveryPolicy, ReconcileAnswer, ToolTimeouts, Duration } from './activities/tool';
 export type { ModelProvider, ModelRequest, ModelResponse, ToolDescriptor } from './activities/model';
 export { ModelError } from './activities/model';
@@ -7,6 +7,7 @@ export { scriptedModel } from './activities/models/scripted';
 export { demoModel } from './activities/models/demo';
 export { loadModel } from './activities/models';
 export { sendEmailTool, smtpConfigFromEnv } from './activities/tools/sendEmail';
+export { createPaymentTool, paymentsConfigFromEnv } from './activities/tools/payments';
 export { executionIdFor, argsDigest, canonicalJson } from './workflows/identity';
 export {
   approveSignal,

@@ -1,6 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { NOT_STARTED, dispatchUpdate } from '../workflows/definitions';
+import { NOT_STARTED, UNKNOWN_FINAL, dispatchUpdate } from '../workflows/definitions';
+import { msToNumber } from '@temporalio/common/lib/time';
 import type {
   DispatchAnswer,
   ModelActivityInput,
@@ -17,10 +18,22 @@ import { ModelError } from './model';
 import type { ToolRegistry } from './registry';
 import { describeIssues } from './registry';
 import type { ToolContext } from './tool';
-import { ToolFailure } from './tool';
+import type { Tool } from './tool';
+import { ToolFailure, UnknownOutcome } from './tool';
 
 /** Results larger than this reach the model (and history) as a preview. */
 export const MAX_RESULT_BYTES = 256 * 1024;
+
+/** A retry after the external system may have forgotten the key could apply twice: escalate instead. */
+function checkIdempotencyWindow(tool: Tool, input: ToolActivityInput, info: Context['info']): void {
+  if (tool.idempotencyWindow === undefined) return;
+  const first = input.firstScheduledAt ?? info.scheduledTimestampMs;
+  const retry = input.attemptBase > 0 || info.attempt > 1;
+  const window = msToNumber(tool.idempotencyWindow);
+  if (retry && Date.now() - first > window) {
+    throw new UnknownOutcome(`not retried: the first attempt was ${Math.round((Date.now() - first) / 1000)}s ago, beyond the ${Math.round(window / 1000)}s the external system keeps idempotency keys`);
+  }
+}
 
 function capResult(result: unknown): unknown {
   const value = result === undefined ? null : result;
@@ -111,6 +124,7 @@ export function createActivities({ registry, model }: ActivityDeps): TurnActivit
           await faultPoint('tool.after_dispatch', tool.name, input.executionId);
         }
         if (signal.aborted) throw ApplicationFailure.nonRetryable('cancelled before the tool was called', NOT_STARTED);
+        checkIdempotencyWindow(tool, input, info);
         phase = 'executing';
         const toolCtx: ToolContext = {
           executionId: input.executionId,
@@ -126,6 +140,7 @@ export function createActivities({ registry, model }: ActivityDeps): TurnActivit
         return { result, attempt };
       } catch (err) {
         if (err instanceof ApplicationFailure) throw err;
+        if (err instanceof UnknownOutcome) throw ApplicationFailure.nonRetryable(`outcome unknown: ${err.message}`, UNKNOWN_FINAL);
         if (err instanceof ToolFailure) {
           throw ApplicationFailure.create({ message: err.message, type: 'ToolFailure', nonRetryable: true, details: err.details === undefined ? [] : [err.details] });
         }

@@ -54,6 +54,11 @@ export interface ToolConfig<S extends Schema, R> {
   maxAttempts?: number;
   /** Names the thing acted on (a recipient, an account) for summaries and approvals. */
   target?: (input: z.infer<S>) => string | undefined;
+  /**
+   * How long the external system keeps idempotency keys. An automatic or decided retry later than
+   * this after the first attempt is refused (the key may be forgotten, so a retry could apply twice).
+   */
+  idempotencyWindow?: Duration;
   execute: (input: z.infer<S>, ctx: ToolContext) => Promise<R> | R;
   reconcile?: (input: z.infer<S>, ctx: ToolContext) => Promise<ReconcileAnswer<R>> | ReconcileAnswer<R>;
   timeouts?: ToolTimeouts;
@@ -73,6 +78,18 @@ export class ToolFailure extends Error {
   constructor(message: string, readonly details?: unknown) {
     super(message);
     this.name = 'ToolFailure';
+  }
+}
+
+/**
+ * The outcome is unknown and retrying cannot help (the external system refused the key for other
+ * arguments, or the key may have expired there): no automatic retry; reconcile or a human decides.
+ * Any other exception is also an unknown outcome, but `idempotent` tools retry it.
+ */
+export class UnknownOutcome extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnknownOutcome';
   }
 }
 

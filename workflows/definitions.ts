@@ -34,3 +34,6 @@ export const turnWorkflowId = (sessionId: string, turn: number): string => `sess
 
 /** Failure type for "the tool adapter was never called": safe to run again, dispatch marker or not. */
 export const NOT_STARTED = 'NotStarted';
+
+/** Failure type for an unknown outcome that retrying cannot resolve: no automatic retry. */
+export const UNKNOWN_FINAL = 'UnknownOutcome';

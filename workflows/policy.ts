@@ -39,7 +39,7 @@ export function afterExecution(facts: CallFacts, outcome: ExecutionOutcome): Nex
   if (outcome.kind === 'not_applied') return { do: 'fail', error: outcome.error, via: 'execute' };
   if (facts.effect === 'read') return { do: 'fail', error: `tool failed: ${outcome.reason}`, via: 'execute' };
   if (facts.recovery === 'idempotent') {
-    return { do: 'recovery_required', reason: `outcome unknown after ${facts.maxAttempts} automatic attempts: ${outcome.reason}` };
+    return { do: 'recovery_required', reason: `outcome unknown, automatic retries stopped: ${outcome.reason}` };
   }
   if (!facts.dispatched || outcome.notStarted) {
     // No marker, or the activity itself says it never called the adapter: running again cannot

@@ -19,7 +19,7 @@ import { activityIdFor, applyLedger, attemptFence, liveTurnState, newEntry } fro
 import type { CallFacts, ExecutionOutcome, NextStep } from './policy';
 import { afterExecution, afterReconcile, afterRecoveryDecision, attemptsPerRun, isProtected } from './policy';
 import { createDecisionIntake } from './intake';
-import { approveSignal, dispatchUpdate, recoverSignal, rejectSignal, turnStatusQuery, OpenWorkerState, DEFAULT_MAX_ITERATIONS, NOT_STARTED } from './definitions';
+import { approveSignal, dispatchUpdate, recoverSignal, rejectSignal, turnStatusQuery, OpenWorkerState, DEFAULT_MAX_ITERATIONS, NOT_STARTED, UNKNOWN_FINAL } from './definitions';
 import { executionIdFor } from './identity';
 import { assignCallIds } from './plan';
 import { toolResultMessage, unpairedToolCalls } from './transcript';
@@ -174,6 +174,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       arguments: entry.arguments,
       attemptBase: (entry.runs - 1) * attemptsPerRun(spec.effect, spec.recovery, spec.maxAttempts),
       protect: isProtected(spec.effect, spec.recovery),
+      ...(firstScheduled(entry) ? { firstScheduledAt: firstScheduled(entry) } : {}),
     };
   };
 
@@ -196,7 +197,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
           heartbeatTimeout: spec.heartbeatMs,
           retry: protect
             ? { maximumAttempts: 1 }
-            : { maximumAttempts: spec.maxAttempts, initialInterval: '1s', maximumInterval: '30s', nonRetryableErrorTypes: NOT_APPLIED_TYPES },
+            : { maximumAttempts: spec.maxAttempts, initialInterval: '1s', maximumInterval: '30s', nonRetryableErrorTypes: [...NOT_APPLIED_TYPES, UNKNOWN_FINAL, NOT_STARTED] },
         },
         [activityInput(entry, call)],
       );
@@ -365,6 +366,11 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       return finish({ state: 'cancelled', error: 'turn cancelled' });
     });
   }
+}
+
+function firstScheduled(entry: LedgerEntry): number | undefined {
+  const at = entry.events.find((e) => e.type === 'scheduled')?.at;
+  return at ? Date.parse(at) : undefined;
 }
 
 /** Maps an execute activity failure to "definitely not applied" or "unknown". */

@@ -233,6 +233,8 @@ export interface ToolActivityInput {
   attemptBase: number;
   /** Protected tools record "dispatched" in the turn before the adapter is called. */
   protect: boolean;
+  /** When the call's first run was scheduled (ms since epoch), for the tool's idempotency window. */
+  firstScheduledAt?: number;
 }
 
 export interface ToolActivityResult {
