@@ -18,7 +18,7 @@ export interface World {
    * A worker process with the test tools and send_email wired to the sink. `reconcile: true` gives
    * send_email the sink's lookup URL (recovery policy `reconcile`; otherwise `manual`).
    */
-  worker(model: string, opts?: { faults?: string; reconcile?: boolean; address?: string }): Promise<WorkerProcess>;
+  worker(model: string, opts?: { faults?: string; reconcile?: boolean; address?: string; env?: Record<string, string> }): Promise<WorkerProcess>;
 }
 
 /** Registers the mocha hooks that set up and tear down a World; use its fields inside tests. */
@@ -51,6 +51,7 @@ export function useWorld(): World {
         OPENWORKER_SMTP_TIMEOUT: '15s',
         TEST_EFFECTS_URL: world.effects.url,
         ...(opts.address ? { TEMPORAL_ADDRESS: opts.address } : {}),
+        ...opts.env,
       },
     });
   return world;

@@ -70,7 +70,7 @@ describe('policy: afterExecution (effect × recovery × dispatched × runs × ou
     {
       facts: { effect: 'external', recovery: 'idempotent', dispatched: true, runs: 1, maxAttempts: 4 },
       outcome: { kind: 'unknown', reason: 'x' },
-      want: { do: 'recovery_required', reason: 'outcome unknown after 4 automatic attempts: x' },
+      want: { do: 'recovery_required', reason: 'outcome unknown, automatic retries stopped: x' },
     },
     {
       facts: { effect: 'read', recovery: 'manual', dispatched: false, runs: 1, maxAttempts: 3 },

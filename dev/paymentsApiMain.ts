@@ -1,0 +1,74 @@
+/**
+ * Runs the payments API fake as its own process, so that it survives (or dies) independently of the worker
+ * that calls it — a real external system for crash tests.
+ *
+ *   node dist/dev/paymentsApiMain.js [--port N] [--retention-ms N] [--exit-with-stdin]
+ *
+ * Each flag falls back to PAYMENTS_API_PORT / PAYMENTS_API_RETENTION_MS. Prints one JSON line {"url","port"} on
+ * stdout when ready, then one line per barrier (`PAYMENTS committed <key>`, `PAYMENTS hanging <key>`, …; `-` when
+ * there is no key). SIGTERM/SIGINT close it. `--exit-with-stdin` also closes it when stdin ends, so a test runner
+ * that dies without cleaning up (SIGKILL) leaves no orphan behind. Loopback only.
+ */
+import { startPaymentsApi } from './paymentsApi';
+
+const FLAGS: Record<string, string | undefined> = {
+  '--port': 'PAYMENTS_API_PORT',
+  '--retention-ms': 'PAYMENTS_API_RETENTION_MS',
+  '--exit-with-stdin': undefined,
+};
+
+function parseArgs(argv: string[], env: NodeJS.ProcessEnv): Record<string, string | undefined> {
+  const values: Record<string, string | undefined> = {};
+  for (const [flag, name] of Object.entries(FLAGS)) values[flag] = name ? env[name] || undefined : undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i].split(/=(.*)/s, 2);
+    if (!(flag in FLAGS)) throw new Error(`unknown argument ${JSON.stringify(argv[i])}; expected ${Object.keys(FLAGS).join(', ')}`);
+    if (!FLAGS[flag]) {
+      values[flag] = 'true'; // a switch, takes no value
+      continue;
+    }
+    const value = inline ?? argv[++i];
+    if (value === undefined) throw new Error(`${flag} needs a value`);
+    values[flag] = value;
+  }
+  return values;
+}
+
+function integer(value: string | undefined, flag: string, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n > max) throw new Error(`${flag} (${FLAGS[flag]}) must be an integer 0-${max}, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2), process.env);
+  const api = await startPaymentsApi({
+    port: integer(args['--port'], '--port', 65535) ?? 0,
+    retentionMs: integer(args['--retention-ms'], '--retention-ms', Number.MAX_SAFE_INTEGER),
+  });
+  // Barrier lines go out in the order they happen; a test waits for them instead of sleeping.
+  api.events.on('barrier', (name: string, key: string) => process.stdout.write(`PAYMENTS ${name} ${key}\n`));
+  let stopping = false;
+  const stop = (why: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`payments API: ${why}, closing\n`);
+    api.close().then(
+      () => process.exit(0),
+      (err: Error) => {
+        process.stderr.write(`payments API: close failed: ${err.message}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  if (args['--exit-with-stdin']) process.stdin.on('end', () => stop('stdin closed')).resume();
+  process.stdout.write(JSON.stringify({ url: api.url, port: api.port }) + '\n');
+}
+
+main().catch((err: Error) => {
+  process.stderr.write(`payments API: ${err.message.replace(/^payments API: /, '')}\n`);
+  process.exit(1);
+});
