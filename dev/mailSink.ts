@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import { promises as fs } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo, Server } from 'node:net';
@@ -6,11 +7,44 @@ import path from 'node:path';
 import { simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
 import type { SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
+import { z } from 'zod';
 
 /**
  * A local SMTP sink for the demo and the tests: it accepts every message on loopback, records it,
  * and counts deliveries per Message-ID so that a double effect is visible (it never dedupes).
+ *
+ * Runtime faults (armed by a test, in-process or through `/_control`, consumed by the next `count` messages whose
+ * envelope matches `recipient`, if given), decided at the end of DATA once the message is parsed:
+ * - `hold-250`: store the message, then hold the final 250 until `release()`;
+ * - `store-then-drop`: store, then close the connection without replying;
+ * - `451`: answer 451 (temporary failure), nothing stored;
+ * - `554-after-store`: store, then answer 554.
+ * The construction-time options (`failData`, `dropAfterData`, `delayDataReplyMs`) still apply to every message no
+ * runtime fault matched. Barrier events (`stored`, `holding`, `released`, `dropped`, `failed`, `reset`) carry the
+ * normalized Message-ID (`-` when there is none); tests wait on them, never on a sleep.
  */
+
+export const FAULT_MODES = ['hold-250', 'store-then-drop', '451', '554-after-store'] as const;
+export type FaultMode = (typeof FAULT_MODES)[number];
+export interface Fault { mode: FaultMode; count?: number; recipient?: string }
+/**
+ * `failed_451`: answered with an error, nothing stored; `stored_554`: stored, then answered with an error (`code` is
+ * the reply actually sent: 451/554 for the runtime faults, `failData.code` for the option); `rejected`: not a test
+ * fault (size limit, unreadable message, storage failure).
+ */
+export type TransactionOutcome = 'stored' | 'held' | 'dropped' | 'failed_451' | 'stored_554' | 'rejected';
+export interface TransactionRecord {
+  at: string;
+  /** Normalized Message-ID; null when the message could not be read. */
+  messageId: string | null;
+  outcome: TransactionOutcome;
+  /** The SMTP reply code, when it was not 250. */
+  code?: number;
+  fault?: FaultMode;
+  /** For `held`: when the 250 went out (absent while still held, or when the sink closed first). */
+  releasedAt?: string;
+}
+export interface Ledger { messages: StoredMessage[]; transactions: TransactionRecord[] }
 
 export interface StoredMessage {
   messageId: string;
@@ -49,10 +83,37 @@ export interface MailSink {
   /** Every delivery in arrival order, duplicates included. */
   messages(): StoredMessage[];
   deliveries(messageId: string): number;
+  /** Every message and every SMTP transaction (end of DATA), in order. */
+  ledger(): Ledger;
+  arm(fault: Fault): void;
+  disarm(): void;
+  /** Sends the held 250s, for `messageId` or all; returns how many. */
+  release(messageId?: string): number;
+  /** Forgets messages (also in `file`), transactions, faults and barrier history; releases held replies. */
+  reset(): void;
+  /** Emits `barrier` (name, messageId) for every notable moment, and each name alone with the Message-ID. */
+  events: EventEmitter;
+  /** Resolves once `name [messageId]` has happened (already, or within `timeoutMs`). */
+  waitFor(name: string, messageId?: string, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
 const MAX_SIZE = 10 * 1024 * 1024;
+const MAX_CONTROL_BODY = 64 * 1024;
+
+const faultSchema = z.strictObject({
+  mode: z.enum(FAULT_MODES),
+  count: z.number().int().positive().optional(),
+  recipient: z.string().min(1).optional(),
+});
+
+interface Held { messageId: string; go: () => void; cancel: () => void }
+
+/** One line, also for zod's multi-issue errors. */
+function errorText(err: unknown): string {
+  if (err instanceof z.ZodError) return err.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ');
+  return (err as Error).message;
+}
 
 /** `<id>` and `id` name the same message. */
 export function normalizeMessageId(id: string): string {
@@ -60,8 +121,8 @@ export function normalizeMessageId(id: string): string {
   return trimmed.startsWith('<') && trimmed.endsWith('>') ? trimmed.slice(1, -1).trim() : trimmed;
 }
 
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
+function isLoopback(host: string | undefined): boolean {
+  return !!host && (host === 'localhost' || host === '::1' || /^(::ffff:)?127(\.\d{1,3}){3}$/.test(host));
 }
 
 function smtpError(code: number, message: string): Error & { responseCode: number } {
@@ -124,23 +185,116 @@ export async function startMailSink(options: MailSinkOptions = {}): Promise<Mail
     return writing;
   };
 
-  const store = async (stream: SMTPServerDataStream, session: SMTPServerSession): Promise<void> => {
+  let transactions: TransactionRecord[] = [];
+  let faults: (Omit<Fault, 'count'> & { count: number })[] = [];
+  const held = new Set<Held>();
+  let history: string[] = [];
+  const events = new EventEmitter();
+  const iso = () => new Date().toISOString();
+
+  const emit = (name: string, messageId: string | null = null) => {
+    const id = messageId ?? '-';
+    history.push(`${name} ${id}`);
+    events.emit('barrier', name, id);
+    events.emit(name, id);
+  };
+  const transaction = (messageId: string | null, outcome: TransactionOutcome, extra: Omit<TransactionRecord, 'at' | 'messageId' | 'outcome'> = {}) => {
+    const t: TransactionRecord = { at: iso(), messageId, outcome, ...extra };
+    transactions.push(t);
+    return t;
+  };
+  /** The first armed fault matching the envelope, consumed (and disarmed once its count is spent). */
+  const take = (recipients: string[]): Fault | undefined => {
+    const rcpts = recipients.map((r) => r.toLowerCase());
+    const f = faults.find((x) => x.recipient === undefined || rcpts.includes(x.recipient));
+    if (!f) return undefined;
+    if (--f.count <= 0) faults = faults.filter((x) => x !== f);
+    return f;
+  };
+  /** Parks a reply until released (true) or the sink closes (false). */
+  const hold = (messageId: string) =>
+    new Promise<boolean>((resolve) => {
+      const finish = (ok: boolean) => (held.delete(h), resolve(ok));
+      const h: Held = { messageId, go: () => finish(true), cancel: () => finish(false) };
+      held.add(h);
+    });
+
+  const parse = async (stream: SMTPServerDataStream, session: SMTPServerSession): Promise<StoredMessage> => {
     const parsed = await simpleParser(stream);
     if (stream.sizeExceeded) throw smtpError(552, 'Message exceeds the size limit');
     const envelope = session.envelope;
-    const message: StoredMessage = {
+    return {
       // A message without a Message-ID still counts, under a key no client can collide with.
       messageId: normalizeMessageId(parsed.messageId ?? `sink-${randomUUID()}@mail-sink`),
       from: envelope.mailFrom ? envelope.mailFrom.address : '',
       to: envelope.rcptTo.map((r) => r.address),
       subject: parsed.subject ?? '',
       text: parsed.text ?? '',
-      receivedAt: new Date().toISOString(),
+      receivedAt: iso(),
     };
+  };
+  const commit = async (message: StoredMessage): Promise<void> => {
     messages.push(message);
     record(message);
     // Reply 250 only once the message is on disk: an accepted message must survive a restart.
     await persist();
+    emit('stored', message.messageId);
+  };
+
+  type Reply = (err: Error | null, message?: string) => void;
+  const onData = async (stream: SMTPServerDataStream, session: SMTPServerSession, callback: Reply): Promise<void> => {
+    let message: StoredMessage;
+    try {
+      message = await parse(stream, session);
+    } catch (err) {
+      stream.resume();
+      const e = (err as { responseCode?: number }).responseCode ? (err as Error & { responseCode: number }) : smtpError(451, 'Could not read the message');
+      transaction(null, 'rejected', { code: e.responseCode });
+      emit('failed');
+      return callback(e);
+    }
+    const id = message.messageId;
+    const fault = take(message.to)?.mode;
+    const legacy = options.failData;
+    const refuse = (code: number, text: string, outcome: 'failed_451' | 'stored_554') => {
+      transaction(id, outcome, { code, ...(fault ? { fault } : {}) });
+      emit('failed', id);
+      callback(smtpError(code, text));
+    };
+    if (fault === '451') return refuse(451, 'Temporary failure (test fault), nothing stored', 'failed_451');
+    if (!fault && legacy && !legacy.afterStore) return refuse(legacy.code, 'Message refused (test fault)', 'failed_451');
+    try {
+      await commit(message);
+    } catch {
+      transaction(id, 'rejected', { code: 451 });
+      emit('failed', id);
+      return callback(smtpError(451, 'Could not store the message'));
+    }
+    switch (fault) {
+      case 'store-then-drop':
+        transaction(id, 'dropped', { fault });
+        dropConnection(session.id);
+        return emit('dropped', id);
+      case '554-after-store':
+        return refuse(554, 'Message refused after storing (test fault)', 'stored_554');
+      case 'hold-250': {
+        const t = transaction(id, 'held', { fault });
+        emit('holding', id);
+        if (!(await hold(id))) return dropConnection(session.id); // the sink is closing: no answer
+        t.releasedAt = iso();
+        emit('released', id);
+        return callback(null, 'Message stored');
+      }
+    }
+    if (options.delayDataReplyMs) await new Promise((r) => setTimeout(r, options.delayDataReplyMs).unref());
+    if (options.dropAfterData) {
+      transaction(id, 'dropped');
+      dropConnection(session.id);
+      return emit('dropped', id);
+    }
+    if (legacy) return refuse(legacy.code, 'Message refused after storing (test fault)', 'stored_554');
+    transaction(id, 'stored');
+    callback(null, 'Message stored');
   };
 
   const smtp: SMTPServer = new SMTPServer({
@@ -160,24 +314,10 @@ export async function startMailSink(options: MailSinkOptions = {}): Promise<Mail
       callback();
     },
     onData: (stream, session, callback) => {
-      const fault = options.failData;
-      if (fault && !fault.afterStore) {
-        stream.on('end', () => callback(smtpError(fault.code, 'Message refused (test fault)')));
+      onData(stream, session, callback).catch((err: Error) => {
         stream.resume();
-        return;
-      }
-      store(stream, session).then(
-        async () => {
-          if (options.delayDataReplyMs) await new Promise((r) => setTimeout(r, options.delayDataReplyMs).unref());
-          if (options.dropAfterData) return dropConnection(session.id);
-          if (fault) return callback(smtpError(fault.code, 'Message refused after storing (test fault)'));
-          callback(null, 'Message stored');
-        },
-        (err: Error & { responseCode?: number }) => {
-          stream.resume();
-          callback(err.responseCode ? err : smtpError(451, 'Could not store the message'));
-        },
-      );
+        callback(smtpError(451, `Could not handle the message: ${err.message}`));
+      });
     },
   });
   smtp.on('error', () => undefined); // a client that misbehaves must not crash the sink
@@ -186,25 +326,108 @@ export async function startMailSink(options: MailSinkOptions = {}): Promise<Mail
     for (const connection of smtp.connections) if (connection.id === sessionId) connection.close();
   };
 
-  const api = http.createServer((req, res) => {
-    const send = (status: number, body: unknown) => {
-      res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
-      res.end(JSON.stringify(body));
-    };
-    if (req.method !== 'GET') return send(405, { error: 'only GET is supported' });
+  let closing: Promise<void> | undefined;
+  const sink: MailSink = {
+    smtpPort: 0,
+    httpPort: 0,
+    lookupUrl: '',
+    messages: () => messages.map((m) => ({ ...m, to: [...m.to] })),
+    deliveries: (messageId) => counts.get(normalizeMessageId(messageId)) ?? 0,
+    ledger: () => structuredClone({ messages, transactions }),
+    arm: (fault) => {
+      const f = faultSchema.parse(fault);
+      faults.push({ ...f, count: f.count ?? 1, ...(f.recipient ? { recipient: f.recipient.toLowerCase() } : {}) });
+    },
+    disarm: () => void (faults = []),
+    release: (messageId) => {
+      const id = messageId === undefined ? undefined : normalizeMessageId(messageId);
+      const hs = [...held].filter((h) => id === undefined || h.messageId === id);
+      hs.forEach((h) => h.go());
+      return hs.length;
+    },
+    reset: () => {
+      [...held].forEach((h) => h.go()); // a held client gets its 250 rather than hanging until its timeout
+      messages.length = 0;
+      counts.clear();
+      firstById.clear();
+      [transactions, faults, history] = [[], [], []];
+      void persist().catch(() => undefined);
+      emit('reset');
+    },
+    events,
+    waitFor: (name, messageId, timeoutMs = 10_000) => {
+      const id = messageId === undefined ? undefined : normalizeMessageId(messageId);
+      const want = (line: string) => line === `${name} ${id}` || (id === undefined && line.startsWith(`${name} `));
+      if (history.some(want)) return Promise.resolve();
+      return new Promise((resolve, reject) => {
+        const done = (then: () => void) => (clearTimeout(timer), events.off('barrier', on), then());
+        const on = (n: string, k: string) => void (want(`${n} ${k}`) && done(resolve));
+        const what = id === undefined ? name : `${name} ${id}`;
+        const timer = setTimeout(() => done(() => reject(new Error(`mail sink: "${what}" not seen within ${timeoutMs} ms`))), timeoutMs);
+        events.on('barrier', on);
+      });
+    },
+    close: () =>
+      (closing ??= (async () => {
+        [...held].forEach((h) => h.cancel()); // held replies are dropped, not answered: the sink is going away
+        api.closeAllConnections();
+        await Promise.all([
+          new Promise<void>((resolve) => smtp.close(() => resolve())),
+          new Promise<void>((resolve) => api.close(() => resolve())),
+        ]);
+        await writing.catch(() => undefined);
+      })()),
+  };
+
+  const send = (res: http.ServerResponse, status: number, body: unknown) => {
+    if (res.destroyed) return;
+    res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+    res.end(JSON.stringify(body));
+  };
+  const controlRoutes: Record<string, (input: Record<string, unknown>) => unknown> = {
+    'POST /_control/faults': (input) => (sink.arm(input as unknown as Fault), { armed: faults }),
+    'DELETE /_control/faults': () => (sink.disarm(), { armed: [] }),
+    'POST /_control/release': (input) => ({ released: sink.release(typeof input.messageId === 'string' ? input.messageId : undefined) }),
+    'POST /_control/reset': () => (sink.reset(), { reset: true }),
+    'GET /_control/ledger': () => sink.ledger(),
+  };
+  const control = (req: http.IncomingMessage, res: http.ServerResponse, pathname: string): void => {
+    if (!isLoopback(req.socket.remoteAddress)) return send(res, 403, { error: 'the control API answers loopback clients only' });
+    let raw: string | undefined = '';
+    req.setEncoding('utf8').on('data', (d: string) => {
+      if (raw !== undefined && raw.length + d.length <= MAX_CONTROL_BODY) raw += d;
+      else raw = undefined; // too large: keep draining, answer 400
+    });
+    req.on('end', () => {
+      const route = controlRoutes[`${req.method} ${pathname}`];
+      if (!route) return send(res, 404, { error: `no control route ${req.method} ${pathname}` });
+      try {
+        if (raw === undefined) throw new Error(`body larger than ${MAX_CONTROL_BODY} bytes`);
+        const input: unknown = raw ? JSON.parse(raw) : {};
+        if (!input || typeof input !== 'object' || Array.isArray(input)) throw new Error('the body must be a JSON object');
+        send(res, 200, route(input as Record<string, unknown>));
+      } catch (err) {
+        send(res, 400, { error: errorText(err) });
+      }
+    });
+  };
+
+  const api = http.createServer({ requestTimeout: 10_000, headersTimeout: 5_000 }, (req, res) => {
     const pathname = new URL(req.url ?? '/', 'http://sink').pathname;
-    if (pathname === '/health') return send(200, { ok: true });
-    if (pathname === '/messages' || pathname === '/messages/') return send(200, { messages });
-    if (!pathname.startsWith('/messages/')) return send(404, { error: 'not found' });
+    if (pathname.startsWith('/_control/')) return control(req, res, pathname);
+    if (req.method !== 'GET') return send(res, 405, { error: 'only GET is supported' });
+    if (pathname === '/health') return send(res, 200, { ok: true });
+    if (pathname === '/messages' || pathname === '/messages/') return send(res, 200, { messages });
+    if (!pathname.startsWith('/messages/')) return send(res, 404, { error: 'not found' });
     let id: string;
     try {
       id = normalizeMessageId(decodeURIComponent(pathname.slice('/messages/'.length)));
     } catch {
-      return send(400, { error: 'malformed message id' });
+      return send(res, 400, { error: 'malformed message id' });
     }
     const count = counts.get(id) ?? 0;
-    if (!count) return send(404, { delivered: false });
-    send(200, { delivered: true, count, message: firstById.get(id) });
+    if (!count) return send(res, 404, { delivered: false });
+    send(res, 200, { delivered: true, count, message: firstById.get(id) });
   });
 
   await listen(smtp.server, options.smtpPort ?? 0, host);
@@ -214,25 +437,9 @@ export async function startMailSink(options: MailSinkOptions = {}): Promise<Mail
     await new Promise<void>((resolve) => smtp.close(() => resolve()));
     throw err;
   }
-  const smtpPort = (smtp.server.address() as AddressInfo).port;
-  const httpPort = (api.address() as AddressInfo).port;
+  sink.smtpPort = (smtp.server.address() as AddressInfo).port;
+  sink.httpPort = (api.address() as AddressInfo).port;
   const urlHost = host.includes(':') ? `[${host}]` : host;
-
-  let closing: Promise<void> | undefined;
-  return {
-    smtpPort,
-    httpPort,
-    lookupUrl: `http://${urlHost}:${httpPort}/messages`,
-    messages: () => messages.map((m) => ({ ...m, to: [...m.to] })),
-    deliveries: (messageId) => counts.get(normalizeMessageId(messageId)) ?? 0,
-    close: () =>
-      (closing ??= (async () => {
-        api.closeAllConnections();
-        await Promise.all([
-          new Promise<void>((resolve) => smtp.close(() => resolve())),
-          new Promise<void>((resolve) => api.close(() => resolve())),
-        ]);
-        await writing.catch(() => undefined);
-      })()),
-  };
+  sink.lookupUrl = `http://${urlHost}:${sink.httpPort}/messages`;
+  return sink;
 }
