@@ -12,6 +12,7 @@
  * leaves no orphan behind.
  */
 import { startMailSink } from './mailSink';
+import { integerFlag, parseFlags } from './mainArgs';
 
 const FLAGS: Record<string, string | undefined> = {
   '--host': 'MAIL_SINK_HOST',
@@ -21,32 +22,11 @@ const FLAGS: Record<string, string | undefined> = {
   '--exit-with-stdin': undefined,
 };
 
-function parseArgs(argv: string[], env: NodeJS.ProcessEnv): Record<string, string | undefined> {
-  const values: Record<string, string | undefined> = {};
-  for (const [flag, name] of Object.entries(FLAGS)) values[flag] = name ? env[name] || undefined : undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const [flag, inline] = argv[i].split(/=(.*)/s, 2);
-    if (!(flag in FLAGS)) throw new Error(`unknown argument ${JSON.stringify(argv[i])}; expected ${Object.keys(FLAGS).join(', ')}`);
-    if (!FLAGS[flag]) {
-      values[flag] = 'true'; // a switch, takes no value
-      continue;
-    }
-    const value = inline ?? argv[++i];
-    if (value === undefined) throw new Error(`${flag} needs a value`);
-    values[flag] = value;
-  }
-  return values;
-}
-
-function port(value: string | undefined, flag: string): number {
-  if (value === undefined) return 0;
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || n > 65535) throw new Error(`${flag} (${FLAGS[flag]}) must be a port number 0-65535, got ${JSON.stringify(value)}`);
-  return n;
-}
+/** A port flag; absent means 0 (a free port). */
+const port = (value: string | undefined, flag: string): number => integerFlag(FLAGS, value, flag, 65535) ?? 0;
 
 async function main(): Promise<void> {
-  const args = parseArgs(process.argv.slice(2), process.env);
+  const args = parseFlags(FLAGS, process.argv.slice(2), process.env);
   const sink = await startMailSink({
     host: args['--host'],
     smtpPort: port(args['--smtp-port'], '--smtp-port'),

@@ -9,6 +9,7 @@
  * there is no key). SIGTERM/SIGINT close it. `--exit-with-stdin` also closes it when stdin ends, so a test runner
  * that dies without cleaning up (SIGKILL) leaves no orphan behind. Loopback only.
  */
+import { integerFlag, parseFlags } from './mainArgs';
 import { startPaymentsApi } from './paymentsApi';
 
 const FLAGS: Record<string, string | undefined> = {
@@ -17,32 +18,10 @@ const FLAGS: Record<string, string | undefined> = {
   '--exit-with-stdin': undefined,
 };
 
-function parseArgs(argv: string[], env: NodeJS.ProcessEnv): Record<string, string | undefined> {
-  const values: Record<string, string | undefined> = {};
-  for (const [flag, name] of Object.entries(FLAGS)) values[flag] = name ? env[name] || undefined : undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const [flag, inline] = argv[i].split(/=(.*)/s, 2);
-    if (!(flag in FLAGS)) throw new Error(`unknown argument ${JSON.stringify(argv[i])}; expected ${Object.keys(FLAGS).join(', ')}`);
-    if (!FLAGS[flag]) {
-      values[flag] = 'true'; // a switch, takes no value
-      continue;
-    }
-    const value = inline ?? argv[++i];
-    if (value === undefined) throw new Error(`${flag} needs a value`);
-    values[flag] = value;
-  }
-  return values;
-}
-
-function integer(value: string | undefined, flag: string, max: number): number | undefined {
-  if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || n > max) throw new Error(`${flag} (${FLAGS[flag]}) must be an integer 0-${max}, got ${JSON.stringify(value)}`);
-  return n;
-}
+const integer = (value: string | undefined, flag: string, max: number) => integerFlag(FLAGS, value, flag, max);
 
 async function main(): Promise<void> {
-  const args = parseArgs(process.argv.slice(2), process.env);
+  const args = parseFlags(FLAGS, process.argv.slice(2), process.env);
   const api = await startPaymentsApi({
     port: integer(args['--port'], '--port', 65535) ?? 0,
     retentionMs: integer(args['--retention-ms'], '--retention-ms', Number.MAX_SAFE_INTEGER),
