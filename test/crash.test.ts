@@ -67,16 +67,16 @@ describe('crashes at precise points (SIGKILL)', function () {
     const parked = await startTurn(w.c, sessionId, 'charge acme 42');
     await approve(w.c, { sessionId, toolCallId: 'p1', by: 'alice' });
     const executionId = await w1.faultReached('tool.after_execute');
-    assert.equal(w.effects.effects(executionId), 1);
+    assert.equal(w.payments.effects(executionId), 1);
     await w1.kill('SIGKILL');
     await worker(script);
     const done = await until(parked, (x) => x.closed, 'turn completes');
     assert.equal(done.state, 'succeeded');
     assert.equal(done.attempts, 2);
     assert.equal(done.runs, 1, 'Temporal retried within the same activity');
-    const keys = w.effects.requests.filter((r) => r.key === executionId);
+    const keys = w.payments.ledger().requests.filter((r) => r.key === executionId);
     assert.equal(keys.length, 2, 'two requests, both with the execution ID as Idempotency-Key');
-    assert.equal(w.effects.effects(executionId), 1, 'one effect');
+    assert.equal(w.payments.effects(executionId), 1, 'one effect');
   });
 
   it('reconcile: crash after the effect → reconcile says applied → no re-run', async () => {

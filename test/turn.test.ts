@@ -157,7 +157,7 @@ describe('turns end to end', function () {
         { text: 'I will fix my calls.' },
       ]),
     );
-    const before = w.effects.requests.length;
+    const before = w.payments.ledger().requests.length;
     const t = await startTurn(w.c, sessionId, 'do things');
     assert.equal(t.state, 'completed');
     assert.deepEqual(
@@ -173,7 +173,7 @@ describe('turns end to end', function () {
     assert.match(t.ledger[1]!.error!, /invalid arguments for 'lookup_contact': name/);
     assert.match(t.ledger[2]!.error!, /appears 2 times in one response/);
     assert.match(t.ledger[3]!.error!, /not valid JSON/);
-    assert.equal(w.effects.requests.length, before, 'no request reached the payments API');
+    assert.equal(w.payments.ledger().requests.length, before, 'no request reached the payments API');
     const result = await w.c.client.workflow.getHandle(t.workflowId).result();
     const toolMsgs = result.messages.filter((m: { role: string }) => m.role === 'tool');
     assert.equal(toolMsgs.length, 4, 'one error result per distinct call id');

@@ -1,8 +1,8 @@
 import type { OpenWorkerClient } from '../../client/connection';
 import type { MailSink } from '../../dev/mailSink';
 import { startMailSink } from '../../dev/mailSink';
-import type { EffectsServer } from './effects';
-import { startEffectsServer } from './effects';
+import type { PaymentsApi } from '../../dev/paymentsApi';
+import { startPaymentsApi } from '../../dev/paymentsApi';
 import type { WorkerProcess } from './processes';
 import { spawnWorker } from './processes';
 import { TOOLS, client, uniq } from './scenario';
@@ -10,7 +10,8 @@ import { TOOLS, client, uniq } from './scenario';
 /** The external systems and the per-test client an end-to-end test file works with. */
 export interface World {
   sink: MailSink;
-  effects: EffectsServer;
+  /** The payments API (Idempotency-Key semantics) that the test tool charge_card calls. */
+  payments: PaymentsApi;
   c: OpenWorkerClient;
   /** Unique per test, so a test's workers never take another test's work. */
   taskQueue: string;
@@ -26,11 +27,11 @@ export function useWorld(): World {
   const world = {} as World;
   before(async () => {
     world.sink = await startMailSink();
-    world.effects = await startEffectsServer();
+    world.payments = await startPaymentsApi();
   });
   after(async () => {
     await world.sink?.close();
-    await world.effects?.close();
+    await world.payments?.close();
   });
   beforeEach(async () => {
     world.taskQueue = uniq('tq');
@@ -49,7 +50,7 @@ export function useWorld(): World {
         OPENWORKER_SMTP_LOOKUP_URL: opts.reconcile ? world.sink.lookupUrl : undefined,
         // Short sends keep the reconcile fence (dispatch + start-to-close) short in tests.
         OPENWORKER_SMTP_TIMEOUT: '15s',
-        TEST_EFFECTS_URL: world.effects.url,
+        TEST_PAYMENTS_URL: world.payments.url,
         ...(opts.address ? { TEMPORAL_ADDRESS: opts.address } : {}),
         ...opts.env,
       },
