@@ -1,4 +1,6 @@
 import { writeSync } from 'node:fs';
+import type { InjectedSinks } from '@temporalio/worker';
+import type { FaultSinks, WorkflowFaultPoint } from '../workflows/definitions';
 
 /**
  * Named fault points for crash tests. `OPENWORKER_FAULTS` holds a comma-separated list of
@@ -7,7 +9,7 @@ import { writeSync } from 'node:fs';
  * it at exactly that instant. With `OPENWORKER_FAULT_ACTION=kill` the process SIGKILLs itself
  * instead (the crash demo in the README).
  */
-export type FaultPoint = 'tool.before_dispatch' | 'tool.after_dispatch' | 'tool.after_execute';
+export type FaultPoint = 'tool.before_dispatch' | 'tool.after_dispatch' | 'tool.after_execute' | WorkflowFaultPoint;
 
 export const FAULT_REPORT_PREFIX = 'OPENWORKER_FAULT';
 
@@ -25,4 +27,13 @@ export async function faultPoint(point: FaultPoint, tool: string, executionId: s
   writeSync(2, `${FAULT_REPORT_PREFIX} ${point} ${executionId}\n`);
   if (process.env.OPENWORKER_FAULT_ACTION === 'kill') process.kill(process.pid, 'SIGKILL');
   await new Promise<never>(() => undefined);
+}
+
+/** The worker side of the turn's fault points: never called on replay, so only a live task stops. */
+export function faultSinks(): InjectedSinks<FaultSinks> {
+  return {
+    openworkerFaults: {
+      reached: { fn: (_info, point, tool, executionId) => faultPoint(point, tool, executionId), callDuringReplay: false },
+    },
+  };
 }

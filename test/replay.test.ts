@@ -2,6 +2,7 @@ import { strict as assert } from 'node:assert';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
+import { faultSinks } from '../activities/faults';
 import { workflowSource } from '../worker/worker';
 import { HISTORIES } from './support/histories';
 
@@ -19,7 +20,7 @@ describe('replay of recorded histories', function () {
   for (const file of files) {
     it(`replays ${file}`, async () => {
       const history: unknown = JSON.parse(readFileSync(join(HISTORIES, file), 'utf8'));
-      await Worker.runReplayHistory({ ...workflowSource(), replayName: file }, history, file.replace(/\.json$/, ''));
+      await Worker.runReplayHistory({ ...workflowSource(), sinks: faultSinks(), replayName: file }, history, file.replace(/\.json$/, ''));
     });
   }
 });

@@ -5,6 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
+import { faultSinks } from '../activities/faults';
 import type { ModelProvider } from '../activities/model';
 import { loadModel } from '../activities/models';
 import { createRegistry } from '../activities/registry';
@@ -99,6 +100,7 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{ worker:
     taskQueue: cfg.taskQueue,
     ...workflowSource(),
     activities: createActivities({ registry, model }),
+    sinks: faultSinks(),
     identity: config.identity ?? `openworker@${hostname()}:${process.pid}`,
     // A deploy must not turn running tool calls into unknown outcomes.
     shutdownGraceTime: config.shutdownGraceTime ?? '60s',

@@ -1,4 +1,5 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { Sinks } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type {
   ApproveSignal,
@@ -37,3 +38,15 @@ export const NOT_STARTED = 'NotStarted';
 
 /** Failure type for an unknown outcome that retrying cannot resolve: no automatic retry. */
 export const UNKNOWN_FINAL = 'UnknownOutcome';
+
+/** Points inside the turn workflow where a crash test can stop the worker (activities/faults.ts). */
+export type WorkflowFaultPoint = 'turn.before_schedule' | 'turn.after_result';
+
+/**
+ * Crash-test hooks, called through a sink so they cost nothing in history: the worker runs a sink
+ * after the workflow task's commands are computed and before they are sent, so a worker that stops
+ * there dies holding an unsent workflow task. A no-op unless OPENWORKER_FAULTS arms the point.
+ */
+export interface FaultSinks extends Sinks {
+  openworkerFaults: { reached(point: WorkflowFaultPoint, tool: string, executionId: string): void };
+}

@@ -8,6 +8,7 @@ import {
   isCancellation,
   patched,
   proxyActivities,
+  proxySinks,
   setCurrentDetails,
   setHandler,
   sleep,
@@ -19,6 +20,7 @@ import { activityIdFor, applyLedger, attemptFence, liveTurnState, newEntry } fro
 import type { CallFacts, ExecutionOutcome, NextStep } from './policy';
 import { afterExecution, afterReconcile, afterRecoveryDecision, attemptsPerRun, isProtected } from './policy';
 import { createDecisionIntake } from './intake';
+import type { FaultSinks } from './definitions';
 import { approveSignal, dispatchUpdate, recoverSignal, rejectSignal, turnStatusQuery, OpenWorkerState, DEFAULT_MAX_ITERATIONS, NOT_STARTED, UNKNOWN_FINAL } from './definitions';
 import { executionIdFor } from './identity';
 import { assignCallIds } from './plan';
@@ -60,7 +62,10 @@ const { reconcileTool } = proxyActivities<TurnActivities>({
 const PATCHES = {
   reconcileFence: 'reconcile-fence-v1',
   idsUniquePerSession: 'tool-call-ids-unique-per-session-v1',
+  workflowRetryGuard: 'workflow-retry-guard-v1',
 } as const;
+
+const { openworkerFaults } = proxySinks<FaultSinks>();
 
 const NOT_APPLIED_TYPES = ['ToolFailure', 'ToolNotRegistered', 'InvalidToolArguments', 'DispatchRefused'];
 
@@ -77,8 +82,13 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
 
   const now = (): string => new Date().toISOString();
   const info = workflowInfo();
-  // A reset starts a new run of the same turn: its execution IDs repeat but its dispatch markers are gone.
-  const resetRun = info.runId !== info.firstExecutionRunId && !info.continuedFromExecutionRunId;
+  // A reset or a workflow-level retry starts a new run of the same turn: its execution IDs repeat
+  // but its dispatch markers are gone. Turns are started without a retry policy; this guards
+  // against one set from outside.
+  const rerun =
+    info.attempt > 1 && patched(PATCHES.workflowRetryGuard) ? 'retried'
+    : info.runId !== info.firstExecutionRunId && !info.continuedFromExecutionRunId ? 'reset'
+    : undefined;
   const entries = (): LedgerEntry[] => [...ledger.values()];
   const state = (): TurnState => finished?.state ?? liveTurnState(entries());
   const status = (): TurnStatus => ({
@@ -188,6 +198,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     entry = record(call.toolCallId, { type: 'scheduled', activityId });
     const protect = isProtected(spec.effect, spec.recovery);
     let outcome: ExecutionOutcome;
+    openworkerFaults.reached('turn.before_schedule', entry.tool, entry.executionId);
     try {
       const r = await executeTool.executeWithOptions(
         {
@@ -205,14 +216,15 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     } catch (err) {
       if (isCancellation(err)) throw err;
       outcome = classify(err);
-      if (outcome.kind === 'unknown') {
-        record(call.toolCallId, {
-          type: 'outcome_unknown',
-          reason: outcome.reason,
-          ...(outcome.attempt ? { attempt: outcome.attempt } : {}),
-          ...(outcome.phase ? { lastHeartbeatPhase: outcome.phase } : {}),
-        });
-      }
+    }
+    openworkerFaults.reached('turn.after_result', entry.tool, entry.executionId);
+    if (outcome.kind === 'unknown') {
+      record(call.toolCallId, {
+        type: 'outcome_unknown',
+        reason: outcome.reason,
+        ...(outcome.attempt ? { attempt: outcome.attempt } : {}),
+        ...(outcome.phase ? { lastHeartbeatPhase: outcome.phase } : {}),
+      });
     }
     return afterExecution(facts(ledger.get(call.toolCallId)!, call), outcome);
   };
@@ -262,8 +274,8 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       return toolResultMessage({ id, name: call.name }, { error: current().error ?? 'not executed' });
     }
     let next: NextStep =
-      resetRun && isProtected(call.spec!.effect, call.spec!.recovery)
-        ? { do: 'recovery_required', reason: 'this turn was reset: an earlier run may already have executed this call with the same execution ID' }
+      rerun && isProtected(call.spec!.effect, call.spec!.recovery)
+        ? { do: 'recovery_required', reason: `this turn was ${rerun}: an earlier run may already have executed this call with the same execution ID` }
         : { do: 'run', why: 'approved' };
     for (;;) {
       switch (next.do) {
