@@ -24,15 +24,20 @@ import { ToolFailure, UnknownOutcome } from './tool';
 /** Results larger than this reach the model (and history) as a preview. */
 export const MAX_RESULT_BYTES = 256 * 1024;
 
+/** Why the external system may no longer remember this call's key, or undefined while it must. */
+function windowPassed(tool: Tool, input: ToolActivityInput, info: Context['info']): string | undefined {
+  if (tool.idempotencyWindow === undefined) return undefined;
+  const first = input.firstScheduledAt ?? info.scheduledTimestampMs;
+  const window = msToNumber(tool.idempotencyWindow);
+  if (Date.now() - first <= window) return undefined;
+  return `the first attempt was ${Math.round((Date.now() - first) / 1000)}s ago, beyond the ${Math.round(window / 1000)}s the external system keeps idempotency keys`;
+}
+
 /** A retry after the external system may have forgotten the key could apply twice: escalate instead. */
 function checkIdempotencyWindow(tool: Tool, input: ToolActivityInput, info: Context['info']): void {
-  if (tool.idempotencyWindow === undefined) return;
-  const first = input.firstScheduledAt ?? info.scheduledTimestampMs;
   const retry = input.attemptBase > 0 || info.attempt > 1;
-  const window = msToNumber(tool.idempotencyWindow);
-  if (retry && Date.now() - first > window) {
-    throw new UnknownOutcome(`not retried: the first attempt was ${Math.round((Date.now() - first) / 1000)}s ago, beyond the ${Math.round(window / 1000)}s the external system keeps idempotency keys`);
-  }
+  const passed = retry ? windowPassed(tool, input, info) : undefined;
+  if (passed) throw new UnknownOutcome(`not retried: ${passed}`);
 }
 
 function capResult(result: unknown): unknown {
@@ -169,8 +174,11 @@ export function createActivities({ registry, model }: ActivityDeps): TurnActivit
       switch (answer?.status) {
         case 'applied':
           return { status: 'applied', result: answer.result === undefined ? null : answer.result };
-        case 'not_applied':
-          return { status: 'not_applied' };
+        case 'not_applied': {
+          // "Never heard of this key" proves nothing once the system may have forgotten it.
+          const forgotten = windowPassed(tool, input, ctx.info);
+          return forgotten ? { status: 'unknown', reason: `the lookup found nothing, but ${forgotten}` } : { status: 'not_applied' };
+        }
         case 'unknown':
           return { status: 'unknown', ...(answer.reason ? { reason: String(answer.reason) } : {}) };
         default:

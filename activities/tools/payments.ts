@@ -75,14 +75,22 @@ export function createPaymentTool(config: PaymentsConfig) {
     },
     ...(config.recovery === 'reconcile'
       ? {
-          async reconcile(_args: z.infer<typeof input>, ctx: { executionId: string; signal: AbortSignal }) {
+          async reconcile(args: z.infer<typeof input>, ctx: { executionId: string; signal: AbortSignal }) {
             const res = await fetch(`${config.url}/payments/by-key/${encodeURIComponent(ctx.executionId)}`, {
               signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(5000)]),
             }).catch((err: Error) => ({ status: 0, statusText: err.message }) as Response);
             if (res.status === 200) {
-              const found = (await res.json()) as { response?: { body?: Record<string, unknown> } };
-              const result: PaymentResult = { ...(found.response?.body ?? {}), reconciled: true };
-              return { status: 'applied' as const, result };
+              const found = (await res.json()) as { status?: number; response?: Record<string, unknown> };
+              const stored = found.response ?? {};
+              // The key holds a failure answer: something was committed, but not necessarily a charge.
+              if (typeof found.status !== 'number' || found.status >= 300) {
+                return { status: 'unknown' as const, reason: `the payments API stored HTTP ${found.status} for this key` };
+              }
+              // The key was used for another payment (an older build, another caller): not ours to claim.
+              if (stored.customer !== args.customer || stored.amount !== args.amount || stored.currency !== (args.currency ?? 'USD')) {
+                return { status: 'unknown' as const, reason: 'the payments API holds this key for a different payment (payload drift)' };
+              }
+              return { status: 'applied' as const, result: { ...stored, reconciled: true } as PaymentResult };
             }
             if (res.status === 404) return { status: 'not_applied' as const };
             return { status: 'unknown' as const, reason: res.status === 409 ? 'still in flight at the payments API' : `lookup answered ${res.status || res.statusText}` };
