@@ -94,10 +94,14 @@ async function bindTo(
       'not_found',
     );
   }
+  if (kind === 'recover' && entry.state !== 'recovery_required') {
+    throw new OpenWorkerError(`call '${call.toolCallId}' is ${entry.state}, not recovery_required: a recovery decision answers a parked call (see 'openworker-temporal inbox')`, 'bad_input');
+  }
   return {
     executionId: entry.executionId,
     ...(kind === 'approve' ? { argsDigest: entry.argsDigest } : {}),
     ...(kind === 'recover' && entry.runs > 0 ? { run: entry.runs } : {}),
+    ...(kind === 'recover' ? { park: entry.events.filter((e) => e.type === 'recovery_required').length } : {}),
   };
 }
 

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { approve, recover, reject } from '../client/decisions';
 import { turnStatus } from '../client/session';
 import { messageIdFor } from '../activities/tools/sendEmail';
-import { approveSignal, dispatchUpdate, turnWorkflowId } from '../workflows/definitions';
+import { approveSignal, dispatchUpdate, recoverSignal, turnWorkflowId } from '../workflows/definitions';
 import { runCli } from './support/processes';
 import { useWorld } from './support/world';
 import { eventually, scripted, startTurn, uniq } from './support/scenario';
@@ -101,7 +101,9 @@ describe('turns end to end', function () {
     await handle.signal(approveSignal, { toolCallId: 'nope', by: 'alice' }); // a raw client skips that check
     await handle.signal(approveSignal, { toolCallId: 'c1', by: 'alice', executionId: 'owx-from-another-turn' });
     await ignored(approve(w.c, { sessionId, toolCallId: 'c1', by: 'alice', argsDigest: 'sha256:00' }), /argsDigest does not match/);
-    await ignored(recover(w.c, { sessionId, toolCallId: 'c1', by: 'alice', decision: 'retry' }), /late: call 'c1' is awaiting_approval/);
+    // The client refuses a recovery decision for a call that is not parked; a raw signal is ignored.
+    await assert.rejects(recover(w.c, { sessionId, toolCallId: 'c1', by: 'alice', decision: 'retry' }), /call 'c1' is awaiting_approval, not recovery_required/);
+    await handle.signal(recoverSignal, { toolCallId: 'c1', by: 'alice', decision: 'retry' });
     // The dispatch update is public too: junk is refused without touching history, a forged one changes nothing.
     await assert.rejects(handle.executeUpdate(dispatchUpdate, { args: [{ executionId: 'owx-nope', activityId: 'x', attempt: 1 }] }), (err: Error) =>
       /unknown execution/.test(String((err as { cause?: Error }).cause?.message)),
@@ -120,11 +122,12 @@ describe('turns end to end', function () {
       const st = await turnStatus(w.c, parked.workflowId);
       return st.ledger[0]!.state === 'succeeded' && st;
     }, 'c1 succeeds');
-    await ignored(recover(w.c, { sessionId, toolCallId: 'c1', by: 'bob', decision: 'succeeded' }), /late: call 'c1' is succeeded/);
+    await assert.rejects(recover(w.c, { sessionId, toolCallId: 'c1', by: 'bob', decision: 'succeeded' }), /call 'c1' is succeeded, not recovery_required/);
     const malformed = s.decisions.filter((d) => d.outcome === 'ignored' && d.why?.startsWith('malformed'));
     assert.equal(malformed.length, 2, JSON.stringify(s.decisions));
     const why = (re: RegExp) => s.decisions.some((d) => d.outcome === 'ignored' && re.test(d.why ?? ''));
     assert.ok(why(/unknown tool call 'nope'/), JSON.stringify(s.decisions));
+    assert.ok(why(/late: call 'c1' is awaiting_approval, not recovery_required/), JSON.stringify(s.decisions));
     assert.ok(why(/stale: decided for execution owx-from-another-turn/), JSON.stringify(s.decisions));
     // The CLI says so too, with a non-zero exit.
     const cli = await runCli(['approve', sessionId, 'c1', '--by', 'eve', '--task-queue', w.taskQueue]);

@@ -47,6 +47,7 @@ export function parseDecision(kind: DecisionKind, raw: unknown): Parsed {
     case 'recover':
       if (!RECOVERY_DECISIONS.includes(p.decision as RecoveryDecision)) return bad(`decision must be one of ${RECOVERY_DECISIONS.join(', ')}`);
       if (p.run !== undefined && !(Number.isInteger(p.run) && (p.run as number) >= 1)) return bad('run must be a positive integer');
+      if (p.park !== undefined && !(Number.isInteger(p.park) && (p.park as number) >= 1)) return bad('park must be a positive integer');
       return {
         ok: true,
         decision: {
@@ -57,6 +58,7 @@ export function parseDecision(kind: DecisionKind, raw: unknown): Parsed {
             decision: p.decision as RecoveryDecision,
             ...('result' in p ? { result: p.result } : {}),
             ...(p.run !== undefined ? { run: p.run as number } : {}),
+            ...(p.park !== undefined ? { park: p.park as number } : {}),
           },
         },
       };
@@ -99,6 +101,11 @@ export function judgeDecision(entry: LedgerEntry | undefined, decision: Decision
       if (recoveryPending) return no(`duplicate: a recovery decision for '${id}' is already being applied`);
       if (decision.payload.run !== undefined && decision.payload.run !== entry.runs) {
         return no(`late: decided for run ${decision.payload.run}, but '${id}' has been re-run since (run ${entry.runs})`);
+      }
+      // A decision answers the park its sender saw, never one that happened after it was sent.
+      if (decision.payload.park !== undefined) {
+        const parks = entry.events.filter((e) => e.type === 'recovery_required').length;
+        if (decision.payload.park !== parks) return no(`stale: decided for park ${decision.payload.park}, but '${id}' is at park ${parks}; look again and decide anew`);
       }
       return { apply: true };
   }

@@ -129,6 +129,8 @@ export interface RecoverSignal extends DecisionBinding {
   by: string;
   /** The run (ledger `runs`) whose unknown outcome this decides. */
   run?: number;
+  /** Which time the call parked in recovery_required (1 = the first) the sender saw and answers. */
+  park?: number;
 }
 
 export type DecisionKind = 'approve' | 'reject' | 'recover';

@@ -35,6 +35,7 @@ describe('decisions: parseDecision rejects malformed payloads', () => {
     { name: 'argsDigest null', raw: { ...base, argsDigest: null }, kinds: ['approve'], why: /argsDigest/ },
     { name: 'recover without decision', raw: base, kinds: ['recover'], why: /decision must be one of retry, succeeded, failed/ },
     { name: 'recover with bad decision', raw: { ...base, decision: 'ignore' }, kinds: ['recover'], why: /decision must be one of/ },
+    { name: 'recover with park 0', raw: { ...base, decision: 'retry', park: 0 }, kinds: ['recover'], why: /park must be a positive integer/ },
     { name: 'recover with decision "toString"', raw: { ...base, decision: 'toString' }, kinds: ['recover'], why: /decision must be one of/ },
   ];
   for (const c of malformed) {
@@ -94,6 +95,7 @@ describe('decisions: parseDecision normalizes good payloads', () => {
     },
     { kind: 'recover', raw: { ...base, decision: 'succeeded', result: null }, want: { kind: 'recover', payload: { ...base, decision: 'succeeded', result: null } } },
     { kind: 'recover', raw: { ...base, decision: 'failed' }, want: { kind: 'recover', payload: { ...base, decision: 'failed' } } },
+    { kind: 'recover', raw: { ...base, decision: 'failed', run: 2, park: 3 }, want: { kind: 'recover', payload: { ...base, decision: 'failed', run: 2, park: 3 } } },
     { kind: 'approve', raw: { toolCallId: 'x'.repeat(256), by: 'b'.repeat(200) }, want: { kind: 'approve', payload: { toolCallId: 'x'.repeat(256), by: 'b'.repeat(200) } } },
   ];
   for (const [i, c] of good.entries()) {
@@ -111,6 +113,14 @@ describe('decisions: judgeDecision', () => {
   const approvedLater = entryIn('succeeded', { approvedBy: 'carol' });
   const auto = entryIn('running', { approvedBy: 'auto' });
   const invalid = entryIn('invalid', { error: 'unknown tool' });
+  const recoverFor = (park: number): Decision => ({ kind: 'recover', payload: { ...base, decision: 'succeeded', park } });
+  const parkedTwice = entryIn('recovery_required', {
+    events: [
+      { at: 't1', type: 'recovery_required', reason: 'first' },
+      { at: 't2', type: 'recovery_decided', decision: 'retry' },
+      { at: 't3', type: 'recovery_required', reason: 'second' },
+    ],
+  });
 
   const cases: { name: string; entry: LedgerEntry | undefined; decision: Decision; pending?: boolean; apply: boolean; why?: RegExp }[] = [
     { name: 'approve unknown call', entry: undefined, decision: approve(), apply: false, why: /^unknown tool call 'call_1'/ },
@@ -132,6 +142,9 @@ describe('decisions: judgeDecision', () => {
     { name: 'reject auto-approved', entry: auto, decision: reject, apply: false, why: /^late:/ },
     { name: 'recover on recovery_required', entry: entryIn('recovery_required', { approvedBy: 'carol' }), decision: recover, apply: true },
     { name: 'recover with recoveryPending', entry: entryIn('recovery_required'), decision: recover, pending: true, apply: false, why: /^duplicate:/ },
+    { name: 'recover bound to the current park', entry: parkedTwice, decision: recoverFor(2), apply: true },
+    { name: 'recover bound to an earlier park', entry: parkedTwice, decision: recoverFor(1), apply: false, why: /^stale: decided for park 1, but .* is at park 2/ },
+    { name: 'recover sent before the call parked', entry: parkedTwice, decision: recoverFor(3), apply: false, why: /^stale: decided for park 3/ },
   ];
   for (const state of ['awaiting_approval', 'rejected', 'running', 'dispatched', 'reconciling', 'succeeded', 'failed'] as const) {
     cases.push({ name: `recover on ${state}`, entry: entryIn(state), decision: recover, apply: false, why: new RegExp(`^late: .*is ${state}, not recovery_required`) });
