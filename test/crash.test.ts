@@ -9,8 +9,9 @@ import { useWorld } from './support/world';
 import { eventually, scripted, startTurn, uniq } from './support/scenario';
 import { recordHistory } from './support/histories';
 
-// The seed's fault matrix, with real SIGKILLs at points the worker itself reports. A test never
-// sleeps and hopes: it waits for "OPENWORKER_FAULT <point> <executionId>" and kills right then.
+// The seed repro and the reconcile fence, told as stories with real SIGKILLs at points the worker
+// itself reports (they also record the replay fixtures). Every row of the fault matrix, for every
+// policy, is in matrix.test.ts.
 
 describe('crashes at precise points (SIGKILL)', function () {
   this.timeout(120_000);
@@ -60,42 +61,6 @@ describe('crashes at precise points (SIGKILL)', function () {
     await recordHistory(parked.workflowId, 'turn-manual-recovery');
   });
 
-  it('idempotent: crash after the effect → automatic attempt 2 with the same key, one effect', async () => {
-    const sessionId = uniq('idem');
-    const script = scripted([{ toolCalls: [{ id: 'p1', name: 'charge_card', arguments: { customer: 'acme', amount: 42 } }] }, { text: 'Charged.' }]);
-    const w1 = await worker(script, { faults: 'tool.after_execute@charge_card' });
-    const parked = await startTurn(w.c, sessionId, 'charge acme 42');
-    await approve(w.c, { sessionId, toolCallId: 'p1', by: 'alice' });
-    const executionId = await w1.faultReached('tool.after_execute');
-    assert.equal(w.payments.effects(executionId), 1);
-    await w1.kill('SIGKILL');
-    await worker(script);
-    const done = await until(parked, (x) => x.closed, 'turn completes');
-    assert.equal(done.state, 'succeeded');
-    assert.equal(done.attempts, 2);
-    assert.equal(done.runs, 1, 'Temporal retried within the same activity');
-    const keys = w.payments.ledger().requests.filter((r) => r.key === executionId);
-    assert.equal(keys.length, 2, 'two requests, both with the execution ID as Idempotency-Key');
-    assert.equal(w.payments.effects(executionId), 1, 'one effect');
-  });
-
-  it('reconcile: crash after the effect → reconcile says applied → no re-run', async () => {
-    const sessionId = uniq('rec-applied');
-    const w1 = await worker(emailScript(), { faults: 'tool.after_execute@send_email', reconcile: true });
-    const parked = await startTurn(w.c, sessionId, 'send the invoice');
-    assert.equal(parked.ledger[0]!.recovery, 'reconcile');
-    await approve(w.c, { sessionId, toolCallId: 'm1', by: 'alice' });
-    const executionId = await w1.faultReached('tool.after_execute');
-    await w1.kill('SIGKILL');
-    await worker(emailScript(), { reconcile: true });
-    const done = await until(parked, (x) => x.closed, 'turn completes');
-    assert.equal(done.state, 'succeeded');
-    assert.equal(done.runs, 1, 'not executed again');
-    assert.ok(done.events.some((ev) => ev.type === 'reconciled' && ev.answer === 'applied'));
-    assert.equal((done.result as { reconciled?: boolean }).reconciled, true);
-    assert.equal(w.sink.deliveries(messageIdFor(executionId)), 1);
-  });
-
   it('reconcile: crash after dispatch, before the send → reconcile says not applied → exactly one re-run', async () => {
     const sessionId = uniq('rec-not');
     const w1 = await worker(emailScript(), { faults: 'tool.after_dispatch@send_email', reconcile: true });
@@ -122,50 +87,5 @@ describe('crashes at precise points (SIGKILL)', function () {
     );
     assert.equal(w.sink.deliveries(messageIdFor(executionId)), 1, 'exactly one email');
     await recordHistory(parked.workflowId, 'turn-reconcile-rerun');
-  });
-
-  it('crash before the dispatch marker → re-run automatically, one effect, no human', async () => {
-    const sessionId = uniq('pre-dispatch');
-    const w1 = await worker(emailScript(), { faults: 'tool.before_dispatch@send_email' });
-    const parked = await startTurn(w.c, sessionId, 'send the invoice');
-    assert.equal(parked.ledger[0]!.recovery, 'manual');
-    await approve(w.c, { sessionId, toolCallId: 'm1', by: 'alice' });
-    const executionId = await w1.faultReached('tool.before_dispatch');
-    await w1.kill('SIGKILL');
-    await worker(emailScript());
-    const done = await until(parked, (x) => x.closed, 'turn completes');
-    assert.equal(done.state, 'succeeded');
-    assert.equal(done.runs, 2);
-    assert.equal(done.recoveryDecision, undefined, 'no human decision was needed');
-    assert.ok(!done.events.some((ev) => ev.type === 'recovery_required'));
-    assert.equal(w.sink.deliveries(messageIdFor(executionId)), 1);
-  });
-
-  it('a reset turn never re-sends: the call goes to recovery_required under the same execution ID', async () => {
-    const sessionId = uniq('reset');
-    await worker(emailScript());
-    const parked = await startTurn(w.c, sessionId, 'send the invoice');
-    await approve(w.c, { sessionId, toolCallId: 'm1', by: 'alice' });
-    const sent = await until(parked, (x) => x.closed, 'turn completes');
-    const messageId = messageIdFor(sent.executionId);
-    assert.equal(w.sink.deliveries(messageId), 1);
-    // Reset to the first workflow task: the model call, the approval (re-applied) and the send replay.
-    const handle = w.c.client.workflow.getHandle(parked.workflowId);
-    const history = await handle.fetchHistory();
-    const firstTask = history.events!.find((e) => e.workflowTaskCompletedEventAttributes)!;
-    const described = await handle.describe();
-    await w.c.client.workflowService.resetWorkflowExecution({
-      namespace: 'default',
-      workflowExecution: { workflowId: parked.workflowId, runId: described.runId },
-      reason: 'test: reset after the effect',
-      workflowTaskFinishEventId: firstTask.eventId,
-      requestId: uniq('reset'),
-    });
-    const e = await until(parked, (x) => x.state === 'recovery_required', 'the reset run parks the call');
-    assert.equal(e.executionId, sent.executionId, 'same execution ID after the reset');
-    assert.equal(e.runs, 0, 'not run again');
-    assert.equal(e.approvedBy, 'alice', 'the re-applied approval still counts, but cannot re-send on its own');
-    assert.match(String(e.events.find((ev) => ev.type === 'recovery_required')?.reason), /turn was reset/);
-    assert.equal(w.sink.deliveries(messageId), 1);
   });
 });

@@ -11,12 +11,22 @@ export const HISTORIES = join(ROOT, 'test', 'fixtures', 'histories');
  * fixtures (in the Temporal CLI's JSON form). Record them before changing workflow code;
  * test/replay.test.ts replays every one.
  */
-export async function recordHistory(workflowId: string, name: string): Promise<void> {
+/**
+ * A reset copies the first event, so a reset run's `originalExecutionRunId` names the run it was reset
+ * from, and the SDK's replayer runs the history under that ID; a real worker gets the reset run's own
+ * ID. The turn tells a reset run by its run ID, so recorded reset runs get a placeholder there.
+ */
+export const RESET_RUN_PLACEHOLDER = '00000000-0000-0000-0000-00000000reset';
+
+export async function recordHistory(workflowId: string, name: string, address = process.env.TEMPORAL_ADDRESS!, opts: { resetRun?: boolean } = {}): Promise<void> {
   if (!process.env.OPENWORKER_RECORD_HISTORIES) return;
   const cli = await resolveTemporalCli();
-  const json = execFileSync(cli.path, ['workflow', 'show', '--workflow-id', workflowId, '--output', 'json', '--address', process.env.TEMPORAL_ADDRESS!], {
+  const json = execFileSync(cli.path, ['workflow', 'show', '--workflow-id', workflowId, '--output', 'json', '--address', address], {
     encoding: 'utf8',
     timeout: 20_000,
   });
-  writeFileSync(join(HISTORIES, `${name}.json`), json);
+  if (!opts.resetRun) return writeFileSync(join(HISTORIES, `${name}.json`), json);
+  const history = JSON.parse(json) as { events: { workflowExecutionStartedEventAttributes?: { originalExecutionRunId?: string } }[] };
+  history.events[0]!.workflowExecutionStartedEventAttributes!.originalExecutionRunId = RESET_RUN_PLACEHOLDER;
+  writeFileSync(join(HISTORIES, `${name}.json`), JSON.stringify(history, null, 2));
 }

@@ -10,6 +10,9 @@ export const ROOT = join(__dirname, '..', '..', '..');
 export const CLI = join(ROOT, 'bin', 'openworker-temporal.js');
 
 const live = new Set<ChildProcess>();
+// Scoped processes are stopped by their owner; this is only the net for a test process that exits first.
+const scoped = new Set<ChildProcess>();
+process.once('exit', () => scoped.forEach((p) => p.kill('SIGKILL')));
 
 export interface WorkerProcess {
   proc: ChildProcess;
@@ -27,6 +30,8 @@ export interface WorkerSpec {
   faults?: string;
   env?: Record<string, string | undefined>;
   extraArgs?: string[];
+  /** Track the process here instead of in the set every test's afterEach kills (the caller stops it). */
+  scope?: Set<ChildProcess>;
 }
 
 function waitFor(proc: ChildProcess, text: () => string, pattern: RegExp, what: string, timeoutMs: number): Promise<RegExpMatchArray> {
@@ -71,8 +76,11 @@ export async function spawnWorker(spec: WorkerSpec): Promise<WorkerProcess> {
   const env: NodeJS.ProcessEnv = { ...process.env, ...spec.env, OPENWORKER_FAULTS: spec.faults ?? '' };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
   const proc = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  live.add(proc);
-  proc.once('exit', () => live.delete(proc));
+  const owner = spec.scope ?? live;
+  owner.add(proc);
+  proc.once('exit', () => owner.delete(proc));
+  if (spec.scope) scoped.add(proc);
+  proc.once('exit', () => scoped.delete(proc));
   let out = '';
   proc.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
   proc.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -100,10 +108,11 @@ export interface CliResult {
 }
 
 /** Runs the CLI as a user would; bounded by `timeoutMs`. */
-export function runCli(args: string[], opts: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<CliResult> {
+export function runCli(args: string[], opts: { env?: Record<string, string>; timeoutMs?: number; scope?: Set<ChildProcess> } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const proc = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    live.add(proc);
+    const owner = opts.scope ?? live;
+    owner.add(proc);
     let stdout = '';
     let stderr = '';
     proc.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -114,7 +123,7 @@ export function runCli(args: string[], opts: { env?: Record<string, string>; tim
     }, opts.timeoutMs ?? 30_000);
     proc.once('exit', (code) => {
       clearTimeout(timer);
-      live.delete(proc);
+      owner.delete(proc);
       resolve({ code, stdout, stderr });
     });
   });

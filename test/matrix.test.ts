@@ -1,0 +1,120 @@
+import type { Cell } from './matrix/cells';
+import { HUMAN_ROWS, RERUN_ROWS, ROWS, SERVER_RESTART_ROWS, cellsOf } from './matrix/cells';
+import type { CellEnv, CellReport } from './matrix/runner';
+import { runCell } from './matrix/runner';
+import { httpPeer, smtpPeer } from './matrix/peers';
+import type { MailSinkProcess } from './support/mailSinkProcess';
+import { startMailSinkProcess } from './support/mailSinkProcess';
+import type { PaymentsProcess } from './support/paymentsProcess';
+import { startPaymentsProcess } from './support/paymentsProcess';
+
+// The fault matrix (README "Guarantees"): every row × recovery policy × external system, with real
+// worker processes SIGKILLed at barriers they or the external system report, a real SMTP sink and
+// payments API in their own processes, and a checker over three oracles after every cell.
+// Cells run a few at a time (they mostly wait on timeouts); each `it` reports one cell.
+// MATRIX_ONLY=<regex> runs a subset; MATRIX_CONCURRENCY sets how many run at once (default 4).
+
+const only = process.env.MATRIX_ONLY ? new RegExp(process.env.MATRIX_ONLY) : undefined;
+const CELLS: Cell[] = [...cellsOf(ROWS), ...cellsOf(SERVER_RESTART_ROWS), ...cellsOf(RERUN_ROWS), ...cellsOf(HUMAN_ROWS)].filter((c) => !only || only.test(c.id));
+const CONCURRENCY = Math.max(1, Number(process.env.MATRIX_CONCURRENCY ?? 4));
+
+type Settled = { ok: true; report: CellReport } | { ok: false; error: unknown };
+
+/** At most `n` at a time, in order; of those at most `heavyMax` `heavy` ones (each with a Temporal server of its own). */
+function pool(n: number, heavyMax: number) {
+  let running = 0;
+  let heavyRunning = 0;
+  const queue: { heavy: boolean; go: () => void }[] = [];
+  const next = () => {
+    for (let i = 0; i < queue.length && running < n; i++) {
+      const q = queue[i]!;
+      if (q.heavy && heavyRunning >= heavyMax) continue;
+      queue.splice(i--, 1);
+      running++;
+      if (q.heavy) heavyRunning++;
+      q.go();
+    }
+  };
+  return <T>(heavy: boolean, fn: () => Promise<T>): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      queue.push({
+        heavy,
+        go: () =>
+          void fn()
+            .then(resolve, reject)
+            .finally(() => {
+              running--;
+              if (heavy) heavyRunning--;
+              next();
+            }),
+      });
+      next();
+    });
+}
+
+describe('fault matrix: F1–F13 × manual / idempotent / reconcile × HTTP / SMTP, and the human side', function () {
+  const runs = new Map<string, Promise<Settled>>();
+  const privateApis: PaymentsProcess[] = [];
+  let api: PaymentsProcess;
+  let sink: MailSinkProcess;
+  const started = Date.now();
+
+  before(async function () {
+    this.timeout(60_000);
+    [api, sink] = await Promise.all([startPaymentsProcess(), startMailSinkProcess()]);
+    const run = pool(CONCURRENCY, 2);
+    for (const cell of CELLS) {
+      const settled = run(!!cell.row.plan.restartServer, async () => {
+        let env: CellEnv;
+        if (cell.peer === 'smtp') env = { peer: smtpPeer(sink) };
+        else {
+          // F9 moves the API's clock: a private API, so no other cell's keys expire with it.
+          const own = cell.row.plan.forgetKeys ? await startPaymentsProcess() : api;
+          if (own !== api) privateApis.push(own);
+          env = {
+            peer: httpPeer(own),
+            forgetKeys: () => own.advanceClock(25 * 60 * 60 * 1000),
+            foreignUse: async (key, args) => {
+              const res = await fetch(`${own.url}/payments`, {
+                method: 'POST',
+                headers: { 'content-type': 'application/json', 'idempotency-key': key },
+                body: JSON.stringify({ ...args, amount: 99 }),
+              });
+              if (res.status !== 201) throw new Error(`seeding the key answered ${res.status}`);
+              return 1;
+            },
+          };
+        }
+        return runCell(cell, env);
+      }).then(
+        (report): Settled => ({ ok: true, report }),
+        (error: unknown): Settled => ({ ok: false, error }),
+      );
+      runs.set(cell.id, settled);
+    }
+  });
+
+  after(async function () {
+    this.timeout(300_000);
+    const all = await Promise.all(runs.values());
+    await Promise.all([api?.stop(), sink?.stop(), ...privateApis.map((p) => p.stop())]);
+    const ok = all.filter((s): s is { ok: true; report: CellReport } => s.ok);
+    const kills = ok.reduce((n, s) => n + s.report.workersKilled, 0);
+    const restarts = ok.reduce((n, s) => n + s.report.serverRestarts, 0);
+    const checks = ok.reduce((n, s) => n + s.report.checks.length, 0);
+    console.log(
+      `      matrix: ${ok.length}/${all.length} cells passed, ${checks} invariant checks, ${kills} worker SIGKILLs, ${restarts} server restarts, ${Math.round((Date.now() - started) / 1000)} s`,
+    );
+  });
+
+  for (const cell of CELLS) {
+    const e = cell.expect;
+    const answered = e.human?.length ? `${e.human.join(', ')} → ` : 'left parked: ';
+    const outcome = `${e.parks?.length ? `parks ×${e.parks.length} → ${answered}` : ''}${e.state}, ${e.effects} effect${e.effects === 1 ? '' : 's'}, ${e.runs} run${e.runs === 1 ? '' : 's'}`;
+    it(`${cell.id}: ${outcome}`, async function () {
+      this.timeout(30 * 60_000); // each cell bounds itself (runner.ts); this covers its wait in the queue
+      const r = await runs.get(cell.id)!;
+      if (!r.ok) throw r.error;
+    });
+  }
+});
