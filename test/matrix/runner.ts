@@ -108,6 +108,7 @@ export async function runWith(cell: Cell, env: CellEnv, scenario: (ctx: CellCont
   let server: DevServer | undefined;
   let dir: string | undefined;
   let client: OpenWorkerClient | undefined;
+  const retired: OpenWorkerClient[] = [];
   let deadline: NodeJS.Timeout | undefined;
   try {
     const { plan } = cell.row;
@@ -148,7 +149,8 @@ export async function runWith(cell: Cell, env: CellEnv, scenario: (ctx: CellCont
       cli: (cliArgs) => runCli(cliArgs, { scope: scope.procs, ...(server ? { env: { TEMPORAL_ADDRESS: server.address } } : {}) }),
       restartServer: async () => {
         if (!server) throw new Error('this cell has no server of its own to restart');
-        await client!.close();
+        // Closed only at the end: closing a connection with a call still retrying throws from a timer.
+        retired.push(client!);
         const { port, dbFile } = server;
         server.kill('SIGKILL'); // a crash, not a shutdown: the file must carry everything
         await server.exited;
@@ -234,7 +236,7 @@ export async function runWith(cell: Cell, env: CellEnv, scenario: (ctx: CellCont
   } finally {
     clearTimeout(deadline);
     await scope.stop();
-    await client?.close().catch(() => undefined);
+    await Promise.all([client, ...retired].map((x) => x?.close().catch(() => undefined)));
     await server?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   }
