@@ -92,8 +92,10 @@ export function createActivities({ registry, model }: ActivityDeps): TurnActivit
         }
         return { text: response.text, calls: registry.plan(response.toolCalls) };
       } catch (err) {
-        if (err instanceof ModelError && !err.retryable) throw ApplicationFailure.nonRetryable(err.message, 'ModelError');
-        throw err;
+        if (!(err instanceof ModelError)) throw err;
+        if (!err.retryable) throw ApplicationFailure.nonRetryable(err.message, 'ModelError', { kind: err.kind });
+        // Temporal's backoff, unless the provider said how long to wait.
+        throw ApplicationFailure.create({ message: err.message, type: 'ModelUnavailable', ...(err.retryAfterMs !== undefined ? { nextRetryDelay: err.retryAfterMs } : {}) });
       } finally {
         clearInterval(beat);
       }

@@ -27,9 +27,19 @@ export interface ModelProvider {
   generate(request: ModelRequest, options: { signal: AbortSignal }): Promise<ModelResponse>;
 }
 
-/** A model failure. `retryable: false` ends the turn with this message instead of retrying. */
+export type ModelErrorKind = 'auth' | 'rejected' | 'context_length' | 'unavailable' | 'script' | 'malformed';
+
+/**
+ * A model failure. `retryable: false` ends the turn with this message instead of retrying;
+ * `retryAfterMs` is the provider's own Retry-After, which the next attempt waits for.
+ */
 export class ModelError extends Error {
-  constructor(message: string, readonly retryable = false) {
+  constructor(
+    message: string,
+    readonly retryable = false,
+    readonly kind?: ModelErrorKind,
+    readonly retryAfterMs?: number,
+  ) {
     super(message);
     this.name = 'ModelError';
   }

@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { MODEL_SPECS, defaultModelSpec } from '../activities/models';
 import type { RecoveryDecision } from '../workflows/types';
 import type { OpenWorkerClient } from './connection';
 import { connectClient } from './connection';
@@ -73,7 +74,7 @@ export function buildCli(): Command {
     .command('worker')
     .description('run a worker: the session and turn workflows, the model and the tools')
     .option('--tools <module>', 'a .js/.mjs module whose default export is an array of tools (repeatable)', (v: string, prev: string[]) => [...prev, v], [])
-    .option('--model <spec>', 'demo | scripted:<file.json>', process.env.OPENWORKER_MODEL ?? 'demo')
+    .option('--model <spec>', `${MODEL_SPECS.join(' | ')} (default: $OPENWORKER_MODEL, else a provider with a key set, else demo)`, defaultModelSpec())
     .option('--no-builtins', 'do not register the built-in tools (send_email)')
     .option('--shutdown-grace <duration>', 'how long SIGINT/SIGTERM waits for running tool calls', '60s')
     .action(async (opts, cmd) => runWorker({ ...globals(cmd), ...opts }));
@@ -84,7 +85,7 @@ export function buildCli(): Command {
     .option('--db <file>', 'SQLite file (default .openworker/temporal.db)')
     .option('--port <port>', 'gRPC port', port, 7233)
     .option('--headless', 'no Web UI')
-    .option('--model <spec>', 'demo | scripted:<file.json>', process.env.OPENWORKER_MODEL ?? 'demo')
+    .option('--model <spec>', `${MODEL_SPECS.join(' | ')} (default: $OPENWORKER_MODEL, else a provider with a key set, else demo)`, defaultModelSpec())
     .option('--tools <module>', 'extra tools module (repeatable)', (v: string, prev: string[]) => [...prev, v], [])
     .option('--no-demo', 'do not start the demo turn')
     .addOption(new Option('--recovery <policy>', "send_email's recovery policy: reconcile (ask the mail sink) or manual").choices(['reconcile', 'manual']).default('reconcile'))

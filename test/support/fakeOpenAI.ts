@@ -1,0 +1,86 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A local server that speaks OpenAI's Chat Completions wire protocol (`POST /v1/chat/completions`),
+ * so the real AI SDK client code runs against it. Replies are queued by the test and consumed one
+ * per request; with the queue empty it answers "ok". Every request is kept for inspection.
+ */
+
+export type FakeReply =
+  | { text?: string; toolCalls?: { id?: string; name: string; arguments: unknown }[] }
+  | { status: number; error: { message: string; type?: string; code?: string }; headers?: Record<string, string> };
+
+export interface FakeRequest {
+  at: number;
+  body: {
+    model: string;
+    messages: { role: string; content?: unknown; tool_calls?: { id: string; function: { name: string; arguments: string } }[]; tool_call_id?: string }[];
+    tools?: { type: string; function: { name: string; description?: string; parameters: Record<string, unknown> } }[];
+  };
+  headers: http.IncomingHttpHeaders;
+}
+
+export interface FakeOpenAI {
+  /** The base URL (ends in /v1). */
+  url: string;
+  requests: FakeRequest[];
+  enqueue(...replies: FakeReply[]): void;
+  close(): Promise<void>;
+}
+
+export async function startFakeOpenAI(): Promise<FakeOpenAI> {
+  const queue: FakeReply[] = [];
+  const requests: FakeRequest[] = [];
+  let seq = 0;
+  const server = http.createServer((req, res) => {
+    let raw = '';
+    req.setEncoding('utf8').on('data', (d: string) => (raw += d));
+    req.on('end', () => {
+      const send = (status: number, body: unknown, headers: Record<string, string> = {}): void => {
+        res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+      };
+      if (req.method !== 'POST' || req.url !== '/v1/chat/completions') return send(404, { error: { message: `no route ${req.method} ${req.url}` } });
+      let body: FakeRequest['body'];
+      try {
+        body = JSON.parse(raw) as FakeRequest['body'];
+      } catch {
+        return send(400, { error: { message: 'body is not JSON', type: 'invalid_request_error' } });
+      }
+      requests.push({ at: Date.now(), body, headers: req.headers });
+      const reply = queue.shift() ?? { text: 'ok' };
+      if ('status' in reply) return send(reply.status, { error: { type: 'invalid_request_error', ...reply.error } }, reply.headers);
+      const calls = (reply.toolCalls ?? []).map((c, i) => ({
+        id: c.id ?? `call_${++seq}_${i}`,
+        type: 'function',
+        function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+      }));
+      send(200, {
+        id: `chatcmpl-${++seq}`,
+        object: 'chat.completion',
+        created: Math.floor(Date.now() / 1000),
+        model: body.model,
+        choices: [
+          {
+            index: 0,
+            message: { role: 'assistant', content: reply.text ?? null, ...(calls.length ? { tool_calls: calls } : {}) },
+            finish_reason: calls.length ? 'tool_calls' : 'stop',
+          },
+        ],
+        usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    enqueue: (...replies) => void queue.push(...replies),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
