@@ -1,8 +1,8 @@
 import { strict as assert } from 'node:assert';
 import { turnStatus } from '../client/session';
 import type { WaitedTurn } from '../client/session';
-import type { FakeOpenAI } from './support/fakeOpenAI';
-import { startFakeOpenAI } from './support/fakeOpenAI';
+import type { FakeModelServer } from './support/fakeModelServer';
+import { startFakeModelServer } from './support/fakeModelServer';
 import { runCli } from './support/processes';
 import { eventually, startTurn, uniq } from './support/scenario';
 import { useWorld } from './support/world';
@@ -11,12 +11,12 @@ import { useWorld } from './support/world';
 // OpenAI's Chat Completions wire protocol: tool calls round-trip, and each error class behaves as
 // the README says (retried, honouring Retry-After, or a clear terminal message).
 
-describe('model providers (AI SDK) against an OpenAI-compatible server', function () {
+describe('model providers (AI SDK) against local servers speaking the OpenAI and Anthropic protocols', function () {
   this.timeout(120_000);
   const w = useWorld();
-  let fake: FakeOpenAI;
+  let fake: FakeModelServer;
   beforeEach(async () => {
-    fake = await startFakeOpenAI();
+    fake = await startFakeModelServer();
   });
   afterEach(async () => fake?.close());
 
@@ -55,6 +55,21 @@ describe('model providers (AI SDK) against an OpenAI-compatible server', functio
     assert.equal(done.text, 'hello');
     assert.equal(fake.requests[0]!.headers.authorization, 'Bearer sk-test');
     assert.equal(fake.requests[0]!.body.model, 'gpt-4.1');
+  });
+
+  it('anthropic:<model> round-trips a tool call in the Messages protocol', async () => {
+    await w.worker('anthropic:claude-sonnet-4-5', { env: { ANTHROPIC_API_KEY: 'sk-ant-test', ANTHROPIC_BASE_URL: fake.url } });
+    fake.enqueue({ toolCalls: [{ id: 'toolu_1', name: 'lookup_contact', arguments: { name: 'Bo' } }] }, { text: 'Bo is bo@example.com.' });
+    const done = await closed(await startTurn(w.c, uniq('prov'), 'what is Bo’s email?'));
+    assert.equal(done.text, 'Bo is bo@example.com.', done.error);
+    const [first, second] = fake.requests;
+    assert.equal(first!.headers['x-api-key'], 'sk-ant-test');
+    const tools = (first!.body as unknown as { tools: { name: string; input_schema: { properties: unknown } }[] }).tools;
+    assert.deepEqual(tools.find((t) => t.name === 'lookup_contact')?.input_schema.properties, { name: { type: 'string', minLength: 1 } });
+    const turns = (second!.body as unknown as { messages: { role: string; content: { type: string; tool_use_id?: string; content?: unknown }[] }[] }).messages;
+    const result = turns.flatMap((m) => m.content).find((p) => p.type === 'tool_result');
+    assert.equal(result?.tool_use_id, 'toolu_1');
+    assert.match(JSON.stringify(result?.content), /bo@example\.com/);
   });
 
   const terminal = [

@@ -2,9 +2,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /**
- * A local server that speaks OpenAI's Chat Completions wire protocol (`POST /v1/chat/completions`),
- * so the real AI SDK client code runs against it. Replies are queued by the test and consumed one
- * per request; with the queue empty it answers "ok". Every request is kept for inspection.
+ * A local server that speaks OpenAI's Chat Completions wire protocol (`POST /v1/chat/completions`)
+ * and Anthropic's Messages protocol (`POST /v1/messages`), so the real AI SDK client code runs
+ * against it. Replies are queued by the test and consumed one per request, whichever protocol asks;
+ * with the queue empty it answers "ok". Every request is kept for inspection.
  */
 
 export type FakeReply =
@@ -21,7 +22,7 @@ export interface FakeRequest {
   headers: http.IncomingHttpHeaders;
 }
 
-export interface FakeOpenAI {
+export interface FakeModelServer {
   /** The base URL (ends in /v1). */
   url: string;
   requests: FakeRequest[];
@@ -29,7 +30,7 @@ export interface FakeOpenAI {
   close(): Promise<void>;
 }
 
-export async function startFakeOpenAI(): Promise<FakeOpenAI> {
+export async function startFakeModelServer(): Promise<FakeModelServer> {
   const queue: FakeReply[] = [];
   const requests: FakeRequest[] = [];
   let seq = 0;
@@ -40,7 +41,8 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
       const send = (status: number, body: unknown, headers: Record<string, string> = {}): void => {
         res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
       };
-      if (req.method !== 'POST' || req.url !== '/v1/chat/completions') return send(404, { error: { message: `no route ${req.method} ${req.url}` } });
+      const anthropic = req.url === '/v1/messages';
+      if (req.method !== 'POST' || (req.url !== '/v1/chat/completions' && !anthropic)) return send(404, { error: { message: `no route ${req.method} ${req.url}` } });
       let body: FakeRequest['body'];
       try {
         body = JSON.parse(raw) as FakeRequest['body'];
@@ -49,7 +51,11 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
       }
       requests.push({ at: Date.now(), body, headers: req.headers });
       const reply = queue.shift() ?? { text: 'ok' };
-      if ('status' in reply) return send(reply.status, { error: { type: 'invalid_request_error', ...reply.error } }, reply.headers);
+      if ('status' in reply) {
+        const error = { type: 'invalid_request_error', ...reply.error };
+        return send(reply.status, anthropic ? { type: 'error', error } : { error }, reply.headers);
+      }
+      if (anthropic) return send(200, anthropicMessage(body.model, reply, () => ++seq));
       const calls = (reply.toolCalls ?? []).map((c, i) => ({
         id: c.id ?? `call_${++seq}_${i}`,
         type: 'function',
@@ -82,5 +88,19 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
         server.close(() => resolve());
         server.closeAllConnections();
       }),
+  };
+}
+
+function anthropicMessage(model: string, reply: Extract<FakeReply, { text?: string }>, next: () => number): unknown {
+  const uses = (reply.toolCalls ?? []).map((c) => ({ type: 'tool_use', id: c.id ?? `toolu_${next()}`, name: c.name, input: c.arguments }));
+  return {
+    id: `msg_${next()}`,
+    type: 'message',
+    role: 'assistant',
+    model,
+    content: [...(reply.text ? [{ type: 'text', text: reply.text }] : []), ...uses],
+    stop_reason: uses.length ? 'tool_use' : 'end_turn',
+    stop_sequence: null,
+    usage: { input_tokens: 10, output_tokens: 5 },
   };
 }
