@@ -5,7 +5,7 @@ export type { ModelProvider, ModelRequest, ModelResponse, ToolDescriptor } from 
 export { ModelError } from './activities/model';
 export { scriptedModel } from './activities/models/scripted';
 export { demoModel } from './activities/models/demo';
-export { loadModel } from './activities/models';
+export { loadModel, defaultModelSpec, MODEL_SPECS } from './activities/models';
 export { sendEmailTool, smtpConfigFromEnv } from './activities/tools/sendEmail';
 export { createPaymentTool, paymentsConfigFromEnv } from './activities/tools/payments';
 export { executionIdFor, argsDigest, canonicalJson } from './workflows/identity';
@@ -25,6 +25,8 @@ export { connectClient, resolveConnectConfig } from './client/connection';
 export type { OpenWorkerClient, ConnectOptions } from './client/connection';
 export { sendMessage, waitForTurn, turnStatus, sessionStatus, activeTurn, OpenWorkerError } from './client/session';
 export { approve, reject, recover } from './client/decisions';
+export { cancelTurn } from './client/cancel';
+export type { CancelledTurn } from './client/cancel';
 export type { DecisionOutcome, DecisionTarget } from './client/decisions';
 export { showSession, inbox } from './client/inspect';
 export type { SessionView, ExecutionView, InboxItem, InboxFilter } from './client/inspect';

@@ -3,6 +3,7 @@ import { MODEL_SPECS, defaultModelSpec } from '../activities/models';
 import type { RecoveryDecision } from '../workflows/types';
 import type { OpenWorkerClient } from './connection';
 import { connectClient } from './connection';
+import { cancelTurn } from './cancel';
 import { approve, recover, reject } from './decisions';
 import { formatDecision, formatInbox, formatSession, formatTurn } from './format';
 import { inbox, showSession } from './inspect';
@@ -152,6 +153,18 @@ export function buildCli(): Command {
           recover(c, { sessionId, toolCallId, by: opts.by, turn: opts.turn, decision: opts.decision as RecoveryDecision, result: opts.result, reason: opts.reason }),
         ),
       ),
+    );
+
+  program
+    .command('cancel <sessionId>')
+    .description("cancel the session's running turn: nothing new runs, every call gets a result, the session stays usable")
+    .option('--turn <n>', 'the turn (default: the running one)', positiveInt('--turn'))
+    .option('--timeout <seconds>', 'how long to wait for the turn to finish cancelling', positiveInt('--timeout'), 30)
+    .action(async (sessionId: string, opts: { turn?: number; timeout: number }, cmd: Command) =>
+      withClient(cmd, async (c) => {
+        const t = await cancelTurn(c, { sessionId, turn: opts.turn, waitMs: opts.timeout * 1000 });
+        print(cmd, t, t.settled ? formatTurn(t) : `cancel requested for turn ${t.turn} of session ${sessionId}; it finishes cancelling when a worker runs`);
+      }),
     );
 
   program

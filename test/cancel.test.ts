@@ -1,0 +1,76 @@
+import { strict as assert } from 'node:assert';
+import { cancelTurn } from '../client/cancel';
+import { approve } from '../client/decisions';
+import { sessionStatus, turnStatus } from '../client/session';
+import { unpairedToolCalls } from '../workflows/transcript';
+import { runCli } from './support/processes';
+import { eventually, scripted, startTurn, uniq } from './support/scenario';
+import { useWorld } from './support/world';
+
+// Cancelling a turn (CLI and library): nothing new runs, every call of the response gets a result,
+// and the session takes the next message with a valid transcript.
+
+describe('cancel a turn', function () {
+  this.timeout(120_000);
+  const w = useWorld();
+  const email = (id: string, to: string) => ({ id, name: 'send_email', arguments: { to, subject: 'Hi', body: 'Hello.' } });
+
+  it('while calls wait for approval: both get "interrupted", nothing is sent, the next message runs', async () => {
+    await w.worker(scripted([{ toolCalls: [email('c1', 'ann@example.com'), email('c2', 'ben@example.com')] }, { text: 'after the cancel' }]));
+    const sessionId = uniq('cancel');
+    const parked = await startTurn(w.c, sessionId, 'email ann and ben');
+    assert.equal(parked.state, 'awaiting_approval');
+    const res = await runCli(['cancel', sessionId, '--task-queue', w.taskQueue]);
+    assert.equal(res.code, 0, res.stderr);
+    assert.match(res.stdout, /cancelled/);
+    const s = await eventually(async () => {
+      const st = await sessionStatus(w.c, sessionId);
+      return st.turns[0]?.state === 'cancelled' && st;
+    }, 'the session records the cancelled turn');
+    assert.deepEqual(unpairedToolCalls(s.transcript), []);
+    const results = s.transcript.filter((m) => m.role === 'tool');
+    assert.deepEqual(results.map((m) => (m.role === 'tool' ? m.content : '')), ['Error: interrupted: the turn was cancelled', 'Error: interrupted: the turn was cancelled']);
+    for (const e of parked.ledger) assert.equal(w.sink.deliveries(`<${e.executionId}@openworker-temporal>`), 0);
+    const next = await startTurn(w.c, sessionId, 'carry on');
+    assert.equal(next.state, 'completed');
+    assert.equal(next.text, 'after the cancel');
+  });
+
+  it('with a call parked in recovery_required: "outcome unknown, check before doing it again", never silence', async () => {
+    const script = scripted([{ toolCalls: [email('c1', 'cy@example.com')] }, { text: 'done' }]);
+    const w1 = await w.worker(script, { faults: 'tool.after_execute@send_email' });
+    const sessionId = uniq('cancel-parked');
+    const parked = await startTurn(w.c, sessionId, 'email cy');
+    await approve(w.c, { sessionId, toolCallId: 'c1', by: 'alice' });
+    const executionId = await w1.faultReached('tool.after_execute');
+    await w1.kill('SIGKILL');
+    await w.worker(script);
+    await eventually(async () => (await turnStatus(w.c, parked.workflowId)).state === 'recovery_required', 'the call parks', 60_000);
+    const t = await cancelTurn(w.c, { sessionId });
+    assert.equal(t.settled, true);
+    assert.equal(t.state, 'cancelled');
+    assert.equal(t.ledger[0]!.state, 'recovery_required', 'the ledger keeps the unknown outcome');
+    const s = await eventually(async () => {
+      const st = await sessionStatus(w.c, sessionId);
+      return st.turns[0]?.state === 'cancelled' && st;
+    }, 'the session records the cancelled turn');
+    const result = s.transcript.find((m) => m.role === 'tool');
+    assert.match(result?.role === 'tool' ? result.content : '', new RegExp(`outcome unknown: the turn was cancelled while this call \\(execution ${executionId}\\) was in flight; check before doing it again`));
+    assert.equal(w.sink.deliveries(`<${executionId}@openworker-temporal>`), 1, 'sent once, never again');
+  });
+
+  it('no running turn → one line, exit 1; a bad --turn → exit 2', async () => {
+    const sessionId = uniq('cancel-none');
+    await w.worker(scripted([{ text: 'hi' }]));
+    await startTurn(w.c, sessionId, 'hello');
+    const none = await runCli(['cancel', sessionId, '--task-queue', w.taskQueue]);
+    assert.equal(none.code, 1);
+    assert.match(none.stderr, /^error: session '.*' has no running turn to cancel; see 'openworker-temporal show .*'$/m);
+    const ended = await runCli(['cancel', sessionId, '--turn', '1', '--task-queue', w.taskQueue]);
+    assert.equal(ended.code, 2);
+    assert.match(ended.stderr, /turn 1 of session .* has already ended \(completed\); nothing to cancel/);
+    const bad = await runCli(['cancel', sessionId, '--turn', 'zero', '--task-queue', w.taskQueue]);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /--turn must be a positive integer/);
+  });
+});
