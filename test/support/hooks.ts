@@ -26,6 +26,8 @@ export const mochaHooks = {
     server = await startDevServer({ port: 0, headless: true, dbFile: join(dir, 'temporal.db') });
     process.env.TEMPORAL_ADDRESS = server.address;
     process.env.TEMPORAL_NAMESPACE = 'default';
+    // Large payloads of this run (and of every worker it spawns) go here, not into the checkout.
+    process.env.OPENWORKER_PAYLOAD_STORE = join(dir, 'payloads');
   },
   async afterEach(this: Mocha.Context): Promise<void> {
     this.timeout(30_000);
