@@ -5,6 +5,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import type { LogLevel } from '@temporalio/worker';
 import { startMailSink } from '../dev/mailSink';
 import { startDevServer, stateDir } from '../dev/server';
+import { startCodecServer } from './codecServer';
 import { createWorker } from '../worker/worker';
 import { connectClient } from './connection';
 import { formatTurn } from './format';
@@ -29,11 +30,13 @@ function untilSignal(): Promise<NodeJS.Signals> {
 }
 
 export async function runServer(opts: { db?: string; port: number; uiPort?: number; headless?: boolean; json?: boolean }): Promise<void> {
-  const server = await startDevServer({ dbFile: opts.db, port: opts.port, uiPort: opts.uiPort, headless: opts.headless });
+  const codec = opts.headless ? undefined : await startCodecServer();
+  const server = await startDevServer({ dbFile: opts.db, port: opts.port, uiPort: opts.uiPort, headless: opts.headless, ...(codec ? { codecEndpoint: codec.url } : {}) });
   const info = { address: server.address, uiUrl: server.uiUrl, dbFile: server.dbFile, logFile: server.logFile, cli: server.cliPath };
   console.log(opts.json ? JSON.stringify(info) : `Temporal dev server on ${server.address}${server.uiUrl ? `, Web UI ${server.uiUrl}` : ''}\n  data: ${server.dbFile}\n  log:  ${server.logFile}\nPress Ctrl-C to stop.`);
   await Promise.race([untilSignal(), server.exited]);
   await server.stop();
+  await codec?.close();
 }
 
 export interface RunWorkerOptions {
@@ -85,7 +88,9 @@ const BIN = path.join(__dirname, '..', '..', 'bin', 'openworker-temporal.js');
 export async function runDev(opts: DevOptions): Promise<void> {
   const dir = stateDir();
   console.log('Starting the Temporal dev server…');
-  const server = await startDevServer({ dbFile: opts.db, port: opts.port, headless: opts.headless });
+  // The Web UI shows long transcripts (stored outside history) through this codec endpoint.
+  const codec = opts.headless ? undefined : await startCodecServer();
+  const server = await startDevServer({ dbFile: opts.db, port: opts.port, headless: opts.headless, ...(codec ? { codecEndpoint: codec.url } : {}) });
   const sink = await startMailSink({ file: path.join(dir, 'mail.json') });
   // send_email reads its settings from the environment: point it at the local sink unless the
   // user configured a real SMTP server.
@@ -138,6 +143,7 @@ export async function runDev(opts: DevOptions): Promise<void> {
     await new Promise((r) => w.once('exit', r));
   }
   await sink.close();
+  await codec?.close();
   await server.stop();
   console.log(`Stopped. Emails delivered so far: ${sink.messages().length} (${path.join(dir, 'mail.json')}).`);
 }

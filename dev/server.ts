@@ -30,6 +30,8 @@ export interface DevServerOptions {
   ip?: string;
   /** Extra namespace to create besides `default`. */
   namespace?: string;
+  /** A codec endpoint the Web UI decodes payloads with (see client/codecServer.ts). */
+  codecEndpoint?: string;
   /** Server stdout/stderr (appended); default `temporal-server.log` next to the db file. */
   logFile?: string;
   readyTimeoutMs?: number;
@@ -216,6 +218,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
 
   const args = ['server', 'start-dev', '--db-filename', dbFile, '--ip', ip, '--port', String(port)];
   args.push(...(uiPort === undefined ? ['--headless'] : ['--ui-port', String(uiPort)]));
+  if (uiPort !== undefined && options.codecEndpoint) args.push('--ui-codec-endpoint', options.codecEndpoint);
   args.push('--namespace', options.namespace ?? 'default');
   for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
   for (const [key, value] of Object.entries(DYNAMIC_CONFIG)) {

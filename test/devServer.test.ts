@@ -6,6 +6,7 @@ import { Client, Connection } from '@temporalio/client';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { DevServer, SEARCH_ATTRIBUTES, startDevServer } from '../dev/server';
 import { packageRoot, resolveTemporalCli } from '../dev/temporalCli';
+import { startCodecServer } from '../client/codecServer';
 
 // Independent of test/support/hooks.js: own temp db, own ports (port 0).
 const stateKey = defineSearchAttributeKey('OpenWorkerState', SearchAttributeType.KEYWORD);
@@ -122,13 +123,20 @@ describe('dev/server startDevServer', function () {
     assert.equal(await second.exited, 0);
   });
 
-  it('serves the Web UI when not headless', async function () {
-    const server = await startDevServer({ dbFile: path.join(dir, 'ui.db'), port: 0 });
-    servers.push(server);
-    assert.ok(server.uiUrl);
-    const res = await fetch(server.uiUrl);
-    assert.equal(res.status, 200);
-    await server.stop();
-    assert.equal(isAlive(server.pid), false);
+  it('serves the Web UI when not headless, with the codec endpoint for stored payloads', async function () {
+    const codec = await startCodecServer();
+    try {
+      const server = await startDevServer({ dbFile: path.join(dir, 'ui.db'), port: 0, codecEndpoint: codec.url });
+      servers.push(server);
+      assert.ok(server.uiUrl);
+      const res = await fetch(server.uiUrl);
+      assert.equal(res.status, 200);
+      const settings = (await (await fetch(`${server.uiUrl}/api/v1/settings`)).json()) as { Codec?: { Endpoint?: string } };
+      assert.equal(settings.Codec?.Endpoint, codec.url);
+      await server.stop();
+      assert.equal(isAlive(server.pid), false);
+    } finally {
+      await codec.close();
+    }
   });
 });

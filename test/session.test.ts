@@ -70,7 +70,7 @@ describe('sessions', function () {
       [['recover', 'ok-id', 'c1', '--decision', 'succeeded', '--result', '{oops'], /not valid JSON/],
       [['approve', 'no-such-session-xyz', 'c1'], /session 'no-such-session-xyz' not found/],
       [['approve', 'ok-id', 'c1', '--turn', '0'], /--turn must be a positive integer/],
-      [['worker', '--model', 'gpt-5'], /unknown --model 'gpt-5'; use one of: demo, scripted:<file.json>/],
+      [['worker', '--model', 'gpt-5'], /unknown --model 'gpt-5'; use one of: openai:<model>, .*scripted:<file.json> \(a provider's model goes after its name, e.g. openai:gpt-5\)/],
       [['worker', '--tools', './nope.mjs'], /--tools .\/nope.mjs: file not found/],
       [['frobnicate'], /unknown command 'frobnicate'/],
     ];

@@ -21,5 +21,6 @@ export function loadModel(spec: string, env: NodeJS.ProcessEnv = process.env): M
     if (!file) throw new Error('--model scripted:<file.json> needs a file path');
     return scriptedModel(loadScript(file), file);
   }
-  throw new Error(`unknown --model '${spec}'; use one of: ${MODEL_SPECS.join(', ')}`);
+  const hint = /^[\w.-]+$/.test(spec) ? ` (a provider's model goes after its name, e.g. openai:${spec})` : '';
+  throw new Error(`unknown --model '${spec}'; use one of: ${MODEL_SPECS.join(', ')}${hint}`);
 }

@@ -1,0 +1,66 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { PayloadCodec } from '@temporalio/common';
+import { claimCheckCodec } from './largePayloads';
+
+/**
+ * A codec endpoint for the Temporal Web UI (`temporal server start-dev --ui-codec-endpoint`): the
+ * browser posts the payloads it shows to `/decode`, and gets stored transcripts back instead of
+ * claim-check references. Loopback only; it answers the UI's origin.
+ */
+
+interface JsonPayload {
+  metadata?: Record<string, string>;
+  data?: string;
+}
+
+const b64 = (bytes: Uint8Array | null | undefined) => Buffer.from(bytes ?? new Uint8Array()).toString('base64');
+const bytes = (s: string | undefined) => new Uint8Array(Buffer.from(s ?? '', 'base64'));
+
+export interface CodecServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startCodecServer(opts: { port?: number; codec?: PayloadCodec; allowOrigin?: string } = {}): Promise<CodecServer> {
+  const codec = opts.codec ?? claimCheckCodec();
+  const server = http.createServer((req, res) => {
+    const cors = {
+      'access-control-allow-origin': opts.allowOrigin ?? '*',
+      'access-control-allow-methods': 'POST, OPTIONS',
+      'access-control-allow-headers': 'content-type, x-namespace',
+    };
+    if (req.method === 'OPTIONS') return void res.writeHead(204, cors).end();
+    const op = req.method === 'POST' ? (req.url === '/decode' ? 'decode' : req.url === '/encode' ? 'encode' : undefined) : undefined;
+    if (!op) return void res.writeHead(404, { ...cors, 'content-type': 'application/json' }).end('{"error":"POST /decode or /encode"}');
+    let raw = '';
+    req.setEncoding('utf8').on('data', (d: string) => (raw += d));
+    req.on('end', () => {
+      void (async () => {
+        try {
+          const { payloads } = JSON.parse(raw) as { payloads: JsonPayload[] };
+          const decoded = await codec[op](
+            payloads.map((p) => ({ metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, bytes(v)])), data: bytes(p.data) })),
+          );
+          const body = { payloads: decoded.map((p) => ({ metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, b64(v)])), data: b64(p.data) })) };
+          res.writeHead(200, { ...cors, 'content-type': 'application/json' }).end(JSON.stringify(body));
+        } catch (err) {
+          res.writeHead(400, { ...cors, 'content-type': 'application/json' }).end(JSON.stringify({ error: (err as Error).message }));
+        }
+      })();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,47 @@
+import { strict as assert } from 'node:assert';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { defaultPayloadConverter } from '@temporalio/common';
+import type { CodecServer } from '../../client/codecServer';
+import { startCodecServer } from '../../client/codecServer';
+import { claimCheckCodec, directoryStore } from '../../client/largePayloads';
+
+// The Web UI's codec endpoint: a claim-check reference in, the stored payload out.
+
+describe('codec endpoint for the Web UI', () => {
+  let dir: string;
+  let server: CodecServer;
+  const codec = () => claimCheckCodec(directoryStore(dir), 1024);
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'openworker-codec-'));
+    server = await startCodecServer({ codec: codec() });
+  });
+  afterEach(async () => {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const b64 = (u: Uint8Array | null | undefined) => Buffer.from(u ?? new Uint8Array()).toString('base64');
+
+  it('POST /decode turns references back into the stored payloads; small ones pass through', async () => {
+    const large = defaultPayloadConverter.toPayload({ transcript: 'y'.repeat(4096) });
+    const small = defaultPayloadConverter.toPayload('hi');
+    const [ref] = await codec().encode([large]);
+    const body = { payloads: [ref!, small].map((p) => ({ metadata: Object.fromEntries(Object.entries(p.metadata!).map(([k, v]) => [k, b64(v)])), data: b64(p.data) })) };
+    const res = await fetch(`${server.url}/decode`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-namespace': 'default' }, body: JSON.stringify(body) });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('access-control-allow-origin'), '*');
+    const out = (await res.json()) as { payloads: { metadata: Record<string, string>; data: string }[] };
+    const back = out.payloads.map((p) => defaultPayloadConverter.fromPayload({ metadata: Object.fromEntries(Object.entries(p.metadata).map(([k, v]) => [k, new Uint8Array(Buffer.from(v, 'base64'))])), data: new Uint8Array(Buffer.from(p.data, 'base64')) }));
+    assert.deepEqual(back, [{ transcript: 'y'.repeat(4096) }, 'hi']);
+  });
+
+  it('answers the browser preflight, and a bad body with 400 and a reason', async () => {
+    const pre = await fetch(`${server.url}/decode`, { method: 'OPTIONS' });
+    assert.equal(pre.status, 204);
+    assert.match(String(pre.headers.get('access-control-allow-headers')), /x-namespace/);
+    const bad = await fetch(`${server.url}/decode`, { method: 'POST', body: 'nope' });
+    assert.equal(bad.status, 400);
+    assert.match(((await bad.json()) as { error: string }).error, /JSON/);
+  });
+});
