@@ -1,3 +1,4 @@
+import { strict as assert } from 'node:assert';
 import fc from 'fast-check';
 import { recover, reject } from '../client/decisions';
 import { turnStatus } from '../client/session';
@@ -149,5 +150,7 @@ describe('randomized histories (fast-check, real processes)', function () {
     // On a failure fast-check shrinks (each step is a real run) within the same time budget.
     await fc.assert(property, { seed: SEED, numRuns: RUNS, interruptAfterTimeLimit: BUDGET_MS, markInterruptAsFailure: false });
     console.log(`      randomized: ${runs} histories, ${checks} invariant checks, seed ${SEED}`);
+    // A time budget that ran out before any history would otherwise pass without checking anything.
+    assert.ok(runs >= Math.min(RUNS, 1) && checks > 0, `only ${runs} histories ran within ${BUDGET_MS} ms`);
   });
 });
