@@ -89,7 +89,6 @@ export function httpPeer(api: PaymentsProcess): Peer {
 
 export function smtpPeer(sink: MailSinkProcess): Peer {
   const msgId = (executionId: string) => normalizeMessageId(messageIdFor(executionId));
-  const recipientOf = new Map<string, string>();
   return {
     kind: 'smtp',
     tool: 'send_email',
@@ -105,7 +104,6 @@ export function smtpPeer(sink: MailSinkProcess): Peer {
     }),
     keyOf: msgId,
     arm: async (fault, executionId, args) => {
-      recipientOf.set(executionId, String(args.to));
       await sink.arm({ mode: SMTP_MODES[fault] as never, recipient: String(args.to) });
     },
     barrier: async (event, executionId, timeoutMs = 60_000) => {

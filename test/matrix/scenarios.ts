@@ -30,11 +30,24 @@ const until = (ctx: CellContext, workflowId: string, toolCallId: string, pred: (
     return e?.toolCallId && pred(e) ? e : undefined;
   }, `${ctx.cell.id}: ${what}`, 60_000);
 
+type Parked = Awaited<ReturnType<CellContext['startParked']>>;
+/** Approves c1 as the approver saw it (its digest). */
+const approveC1 = (ctx: CellContext, t: Parked, workerUp = true) => ctx.approve({ ...t, toolCallId: 'c1', argsDigest: t.entry.argsDigest, workerUp });
+/** A call whose committed response is lost parks in recovery_required (F4, manual). */
+async function parkOnLostResponse(ctx: CellContext): Promise<Parked> {
+  await ctx.worker();
+  const t = await ctx.startParked();
+  await ctx.peer.arm('commit-then-drop', t.entry.executionId, ctx.args);
+  await approveC1(ctx, t);
+  await until(ctx, t.workflowId, 'c1', (e) => e.state === 'recovery_required', 'the call parks');
+  return t;
+}
+
 /** F12: reset to the first workflow task after the effect; the approval is re-applied by the reset. */
 const reset: Scenario = async (ctx) => {
   await ctx.worker();
   const t = await ctx.startParked();
-  await ctx.approve({ ...t, toolCallId: 'c1', argsDigest: t.entry.argsDigest, workerUp: true });
+  await approveC1(ctx, t);
   await until(ctx, t.workflowId, 'c1', (e) => e.closed, 'the first run completes');
   assert.equal((await ctx.peer.observe(t.entry.executionId)).effects.length, 1, 'the first run made its effect');
   const handle = ctx.c().client.workflow.getHandle(t.workflowId);
@@ -124,7 +137,7 @@ const newBuild: Scenario = async (ctx) => {
   const w1 = await ctx.worker();
   const t = await ctx.startParked();
   await ctx.kill(w1);
-  await ctx.approve({ ...t, toolCallId: 'c1', argsDigest: t.entry.argsDigest, workerUp: false });
+  await approveC1(ctx, t, false);
   const history = await ctx.c().client.workflow.getHandle(t.workflowId).fetchHistory();
   await Worker.runReplayHistory({ ...workflowSource(), sinks: faultSinks(), replayName: ctx.cell.id }, history, t.workflowId);
   await ctx.worker();
@@ -159,7 +172,7 @@ const approveAfterReject: Scenario = async (ctx) => {
 const rejectAfterApprove: Scenario = async (ctx) => {
   await ctx.worker();
   const t = await ctx.startParked();
-  await ctx.approve({ ...t, toolCallId: 'c1', argsDigest: t.entry.argsDigest, workerUp: true });
+  await approveC1(ctx, t);
   const late = await reject(ctx.c(), { sessionId: t.sessionId, toolCallId: 'c1', by: 'bob' }).catch((err: Error) => ({ outcome: 'refused', why: err.message }));
   assert.ok(late.outcome === 'ignored' || late.outcome === 'refused', JSON.stringify(late));
   await ctx.settle({ ...t, toolCallId: 'c1' }, ctx.cell.expect);
@@ -174,7 +187,7 @@ const staleDigest: Scenario = async (ctx) => {
   assert.equal(stale.outcome, 'ignored');
   assert.match(stale.why!, /argsDigest does not match/);
   assert.equal((await entryOf(ctx, t.workflowId, 'c1')).state, 'awaiting_approval');
-  await ctx.approve({ ...t, toolCallId: 'c1', argsDigest: t.entry.argsDigest, workerUp: true });
+  await approveC1(ctx, t);
   await ctx.settle({ ...t, toolCallId: 'c1' }, ctx.cell.expect);
   return ctx.finish({ workflowId: t.workflowId, executionId: t.entry.executionId, extraChecks: ['human: stale digest ignored, the call kept waiting'] });
 };
@@ -185,7 +198,7 @@ const earlyRecover: Scenario = async (ctx) => {
   const t = await ctx.startParked();
   const { executionId } = t.entry;
   await ctx.peer.arm('slow', executionId, ctx.args);
-  await ctx.approve({ ...t, toolCallId: 'c1', argsDigest: t.entry.argsDigest, workerUp: true });
+  await approveC1(ctx, t);
   await ctx.peer.barrier('slow', executionId);
   const cli = await ctx.cli(['recover', t.sessionId, 'c1', '--decision', 'retry', '--by', 'eve', '--task-queue', ctx.taskQueue]);
   assert.equal(cli.code, 2, cli.stderr);
@@ -201,11 +214,7 @@ const earlyRecover: Scenario = async (ctx) => {
 
 /** Human side, recovery_required: two different decisions at once; exactly one applies. */
 const conflictingRecovers: Scenario = async (ctx) => {
-  await ctx.worker();
-  const t = await ctx.startParked();
-  await ctx.peer.arm('commit-then-drop', t.entry.executionId, ctx.args);
-  await ctx.approve({ ...t, toolCallId: 'c1', argsDigest: t.entry.argsDigest, workerUp: true });
-  await until(ctx, t.workflowId, 'c1', (e) => e.state === 'recovery_required', 'the call parks');
+  const t = await parkOnLostResponse(ctx);
   // Both bound to what the operators saw (this run, this park), then sent together.
   const parked = await entryOf(ctx, t.workflowId, 'c1');
   const handle = ctx.c().client.workflow.getHandle(t.workflowId);
@@ -226,11 +235,7 @@ const conflictingRecovers: Scenario = async (ctx) => {
 
 /** Human side, recovery_required: the turn is cancelled; the parked call still gets a result. */
 const cancelParked: Scenario = async (ctx) => {
-  await ctx.worker();
-  const t = await ctx.startParked();
-  await ctx.peer.arm('commit-then-drop', t.entry.executionId, ctx.args);
-  await ctx.approve({ ...t, toolCallId: 'c1', argsDigest: t.entry.argsDigest, workerUp: true });
-  await until(ctx, t.workflowId, 'c1', (e) => e.state === 'recovery_required', 'the call parks');
+  const t = await parkOnLostResponse(ctx);
   await ctx.c().client.workflow.getHandle(t.workflowId).cancel();
   await until(ctx, t.workflowId, 'c1', (e) => e.closed, 'the turn ends');
   const s = await eventually(async () => {
@@ -259,7 +264,7 @@ const otherSession: Scenario = async (ctx) => {
   assert.equal(s.ledger[0]!.state, 'awaiting_approval');
   assert.ok(s.decisions.some((d) => /^unknown tool call 'nope'/.test(d.why ?? '')), JSON.stringify(s.decisions));
   assert.ok(s.decisions.some((d) => /^stale: decided for execution/.test(d.why ?? '')), JSON.stringify(s.decisions));
-  await ctx.approve({ ...a, toolCallId: 'c1', argsDigest: a.entry.argsDigest, workerUp: true });
+  await approveC1(ctx, a);
   await ctx.settle({ ...a, toolCallId: 'c1' }, ctx.cell.expect);
   await reject(ctx.c(), { sessionId: b.sessionId, toolCallId: 'c1', by: 'alice' });
   return ctx.finish({ workflowId: a.workflowId, executionId: a.entry.executionId, extraChecks: ["human: another session's and unknown calls' decisions ignored"] });
