@@ -19,6 +19,7 @@ export {
   sessionWorkflowId,
   turnWorkflowId,
   DEFAULT_TASK_QUEUE,
+  IMPORT_MESSAGE_ID,
 } from './workflows/definitions';
 export type * from './workflows/types';
 export { connectClient, resolveConnectConfig } from './client/connection';
@@ -27,6 +28,10 @@ export { sendMessage, waitForTurn, turnStatus, sessionStatus, activeTurn, OpenWo
 export { approve, reject, recover } from './client/decisions';
 export { cancelTurn } from './client/cancel';
 export type { CancelledTurn } from './client/cancel';
+export { importSession } from './client/import';
+export type { ImportResult } from './client/import';
+export { planImport, ImportError, IMPORT_PROTOCOL } from './client/importPlan';
+export type { ImportPlan } from './client/importPlan';
 export type { DecisionOutcome, DecisionTarget } from './client/decisions';
 export { showSession, inbox } from './client/inspect';
 export type { SessionView, ExecutionView, InboxItem, InboxFilter } from './client/inspect';

@@ -6,6 +6,8 @@ import type {
   DispatchAnswer,
   ModelActivityInput,
   ModelStep,
+  PlanCallsInput,
+  PlannedCall,
   ReconcileActivityResult,
   ToolActivityInput,
   ToolActivityResult,
@@ -99,6 +101,10 @@ export function createActivities({ registry, model }: ActivityDeps): TurnActivit
       } finally {
         clearInterval(beat);
       }
+    },
+
+    async planToolCalls({ calls }: PlanCallsInput): Promise<PlannedCall[]> {
+      return registry.plan(Array.isArray(calls) ? calls : []);
     },
 
     async executeTool(input: ToolActivityInput): Promise<ToolActivityResult> {

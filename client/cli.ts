@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { MODEL_SPECS, defaultModelSpec } from '../activities/models';
 import type { RecoveryDecision } from '../workflows/types';
@@ -5,7 +6,8 @@ import type { OpenWorkerClient } from './connection';
 import { connectClient } from './connection';
 import { cancelTurn } from './cancel';
 import { approve, recover, reject } from './decisions';
-import { formatDecision, formatInbox, formatSession, formatTurn } from './format';
+import { formatDecision, formatImport, formatInbox, formatSession, formatTurn } from './format';
+import { importSession } from './import';
 import { inbox, showSession } from './inspect';
 import { OpenWorkerError, sendMessage, waitForTurn } from './session';
 import { runDev, runServer, runWorker } from './processes';
@@ -107,6 +109,20 @@ export function buildCli(): Command {
     );
 
   program
+    .command('import <sessionId> <file>')
+    .description('start a session from a JSONL transcript of another runtime (OpenAI chat messages, one per line; - reads stdin)')
+    .option('--wait', 'wait until the imported tool calls are resolved or wait for a decision')
+    .option('--timeout <seconds>', 'how long --wait waits', positiveInt('--timeout'), 120)
+    .action(async (sessionId: string, file: string, opts: { wait?: boolean; timeout: number }, cmd: Command) => {
+      const jsonl = readInput(file);
+      await withClient(cmd, async (c) => {
+        const r = await importSession(c, { sessionId, jsonl, source: file === '-' ? 'stdin' : file });
+        const t = opts.wait && r.resumeMessageId ? await waitForTurn(c, { sessionId, messageId: r.resumeMessageId, timeoutMs: opts.timeout * 1000 }) : undefined;
+        print(cmd, t ? { ...r, turn: t } : r, [formatImport(r), ...(t ? [formatTurn(t)] : [])].join('\n'));
+      });
+    });
+
+  program
     .command('inbox')
     .description('every tool call awaiting approval or in recovery_required, across sessions, newest first')
     .option('--session <id>', 'only this session')
@@ -178,6 +194,14 @@ export function buildCli(): Command {
     );
 
   return program;
+}
+
+function readInput(file: string): string {
+  try {
+    return readFileSync(file === '-' ? 0 : file, 'utf8');
+  } catch (err) {
+    throw new OpenWorkerError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}; give the path of a JSONL file or - for stdin`, 'bad_input');
+  }
 }
 
 function decided(cmd: Command, kind: string, d: Awaited<ReturnType<typeof approve>>): void {

@@ -1,4 +1,5 @@
 import type { DecisionOutcome } from './decisions';
+import type { ImportResult } from './import';
 import type { InboxItem, SessionView } from './inspect';
 import type { WaitedTurn } from './session';
 
@@ -41,6 +42,10 @@ export function formatDecision(kind: string, d: DecisionOutcome): string {
 
 export function formatSession(v: SessionView): string {
   const lines = [`session ${v.sessionId}`];
+  if (v.imported) {
+    lines.push(`  imported (${v.imported.protocol}) from ${v.imported.source} at ${v.imported.importedAt}: ${v.imported.messages} messages`);
+    for (const n of v.imported.notes) lines.push(`    note: ${n}`);
+  }
   for (const m of v.transcript) {
     if (m.role === 'user') lines.push(`  user: ${short(m.content, 200)}`);
     else if (m.role === 'assistant') {
@@ -71,4 +76,13 @@ export function formatInbox(items: InboxItem[]): string {
       return `${head}\n    args: ${short(i.arguments, 160)}${i.reason ? `\n    why: ${i.reason}` : ''}`;
     })
     .join('\n');
+}
+
+export function formatImport(r: ImportResult): string {
+  const lines = [`imported ${r.messages} messages into session ${r.sessionId} (${r.protocol})`];
+  for (const n of r.notes) lines.push(`  note: ${n}`);
+  if (!r.pending.length) lines.push('  no tool call was left without a result; send a message to continue');
+  else lines.push(`  turn 1 resolves ${r.pending.length} tool call(s) left without a result; nothing that may have run is executed:`);
+  for (const p of r.pending) lines.push(`  ${p.call.id}  ${p.call.name}  → ${p.disposition}: ${p.why}`);
+  return lines.join('\n');
 }

@@ -1,4 +1,4 @@
-import type { Message, ToolCall } from '../workflows/types';
+import type { ImportDisposition, ImportedCall, Message, ToolCall } from '../workflows/types';
 
 /**
  * Reading a session from another agent runtime: a JSONL file of OpenAI-shaped chat messages (the
@@ -14,22 +14,13 @@ import type { Message, ToolCall } from '../workflows/types';
 
 export const IMPORT_PROTOCOL = 'openai-jsonl-v1';
 
-export type Disposition =
-  /** It may have run: a human decides (retry / succeeded / failed). */
-  | 'recovery_required'
-  /** It provably never ran and was never approved: ask for approval. */
-  | 'awaiting_approval'
-  /** Approved and provably never dispatched: it may run. */
-  | 'run'
-  /** Rejected in the old runtime: the model is told so. */
-  | 'rejected';
-
-export interface PendingCall {
-  call: ToolCall;
-  disposition: Disposition;
-  why: string;
-  approvedBy?: string;
-}
+/**
+ * recovery_required: it may have run, a human decides (retry / succeeded / failed);
+ * awaiting_approval: it provably never ran and was never approved;
+ * run: approved and provably never dispatched; rejected: the model is told so.
+ */
+export type Disposition = ImportDisposition;
+export type PendingCall = ImportedCall;
 
 export interface ImportPlan {
   protocol: typeof IMPORT_PROTOCOL;
@@ -156,16 +147,16 @@ export function planImport(jsonl: string): ImportPlan {
 function dispositionOf(meta: RawCall['openworker']): Omit<PendingCall, 'call'> {
   const approval = meta?.approval;
   const by = typeof meta?.by === 'string' && meta.by ? meta.by : undefined;
-  if (approval === 'rejected') return { disposition: 'rejected', why: `rejected before the import${by ? ` by ${by}` : ''}` };
+  if (approval === 'rejected') return { disposition: 'rejected', why: `rejected before the import${by ? ` by ${by}` : ''}`, ...(by ? { by } : {}) };
   if (meta?.dispatched === false) {
     return approval === 'approved'
-      ? { disposition: 'run', why: 'approved and marked never dispatched', ...(by ? { approvedBy: by } : {}) }
+      ? { disposition: 'run', why: 'approved and marked never dispatched', ...(by ? { by } : {}) }
       : { disposition: 'awaiting_approval', why: 'marked never dispatched, not approved' };
   }
   if (approval === 'pending') return { disposition: 'awaiting_approval', why: 'its approval was still pending: it cannot have run' };
   return {
     disposition: 'recovery_required',
     why: approval === 'approved' ? 'approved before the import, with no result: it may have run' : 'no result and nothing proves it never ran',
-    ...(by && approval === 'approved' ? { approvedBy: by } : {}),
+    ...(by && approval === 'approved' ? { by } : {}),
   };
 }

@@ -1,4 +1,4 @@
-import type { LedgerEntry, Message, TurnState } from '../workflows/types';
+import type { ImportInfo, LedgerEntry, Message, TurnState } from '../workflows/types';
 import type { OpenWorkerClient } from './connection';
 import { queryWithDeadline, sessionStatus, turnStatus } from './session';
 
@@ -9,6 +9,8 @@ export interface ExecutionView extends LedgerEntry {
 
 export interface SessionView {
   sessionId: string;
+  /** Set when the session was imported from another runtime: its protocol marker. */
+  imported?: ImportInfo;
   turns: { n: number; workflowId: string; state: TurnState; error?: string }[];
   executions: ExecutionView[];
   transcript: Message[];
@@ -33,7 +35,7 @@ export async function showSession(c: OpenWorkerClient, sessionId: string): Promi
     }
     turns.push({ n: t.n, workflowId: t.workflowId, state, ...(error ? { error } : {}) });
   }
-  return { sessionId: s.sessionId, turns, executions, transcript: s.transcript, pending: s.pending };
+  return { sessionId: s.sessionId, ...(s.imported ? { imported: s.imported } : {}), turns, executions, transcript: s.transcript, pending: s.pending };
 }
 
 export interface InboxItem {

@@ -28,6 +28,9 @@ export const OpenWorkerState = defineSearchAttributeKey('OpenWorkerState', Searc
 export const OpenWorkerSession = defineSearchAttributeKey('OpenWorkerSession', SearchAttributeType.KEYWORD);
 
 export const DEFAULT_TASK_QUEUE = 'openworker';
+
+/** The message id of the turn that resumes an imported session's pending tool calls. */
+export const IMPORT_MESSAGE_ID = 'import';
 export const DEFAULT_MAX_ITERATIONS = 12;
 
 export const sessionWorkflowId = (sessionId: string): string => `session-${sessionId}`;

@@ -9,10 +9,10 @@ import {
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
-import { messageSignal, sessionStatusQuery, turnWorkflowId, OpenWorkerSession, OpenWorkerState } from './definitions';
+import { IMPORT_MESSAGE_ID, messageSignal, sessionStatusQuery, turnWorkflowId, OpenWorkerSession, OpenWorkerState } from './definitions';
 import { agentTurn } from './turn';
-import { unpairedToolCalls } from './transcript';
-import type { Message, QueuedMessage, SessionInput, SessionStatus, TurnSummary } from './types';
+import { closeUnpaired, unpairedToolCalls } from './transcript';
+import type { ImportInfo, ImportedCall, Message, QueuedMessage, SessionInput, SessionStatus, TurnSummary } from './types';
 
 const MAX_MESSAGE_CHARS = 100_000;
 const SEEN_IDS_KEPT = 1000;
@@ -29,6 +29,8 @@ export async function session(input: SessionInput): Promise<void> {
   const pending: QueuedMessage[] = [...(input.pending ?? [])];
   const seen: string[] = [...(input.seenMessageIds ?? [])];
   let activeTurn: number | undefined;
+  // The import's protocol marker stays with the session; the calls to resume only until they ran.
+  const importedInfo: ImportInfo | undefined = input.imported && (({ resume: _resume, ...info }) => info)(input.imported);
   let turnsThisRun = 0;
 
   setHandler(
@@ -47,27 +49,30 @@ export async function session(input: SessionInput): Promise<void> {
   );
   setHandler(
     sessionStatusQuery,
-    (): SessionStatus => ({ sessionId: input.sessionId, transcript, turns, pending, ...(activeTurn ? { activeTurn } : {}) }),
+    (): SessionStatus => ({ sessionId: input.sessionId, ...(importedInfo ? { imported: importedInfo } : {}), transcript, turns, pending, ...(activeTurn ? { activeTurn } : {}) }),
     { description: 'Transcript, turns and queued messages' },
   );
 
-  for (;;) {
-    await condition(() => pending.length > 0 || workflowInfo().continueAsNewSuggested);
-    if (workflowInfo().continueAsNewSuggested || turnsThisRun >= (input.turnsPerRun ?? TURNS_PER_RUN)) {
-      await condition(allHandlersFinished);
-      return continueAsNew<typeof session>({ ...input, transcript, turns, pending, seenMessageIds: seen });
-    }
-    const msg = pending.shift()!;
+  const runTurn = async (next: { msg: QueuedMessage } | { resume: ImportedCall[] }): Promise<void> => {
     const n = (turns[turns.length - 1]?.n ?? 0) + 1;
     const workflowId = turnWorkflowId(input.sessionId, n);
-    const summary: TurnSummary = { n, workflowId, messageId: msg.messageId, state: 'running' };
+    const summary: TurnSummary = { n, workflowId, messageId: 'msg' in next ? next.msg.messageId : IMPORT_MESSAGE_ID, state: 'running' };
+    const what = 'msg' in next ? next.msg.text.replace(/\s+/g, ' ').slice(0, 120) : `resume ${next.resume.length} imported tool call(s)`;
     turns.push(summary);
     activeTurn = n;
     turnsThisRun++;
     try {
       const result = await executeChild(agentTurn, {
         workflowId,
-        args: [{ sessionId: input.sessionId, turn: n, history: transcript, message: msg.text, ...(input.options ? { options: input.options } : {}) }],
+        args: [
+          {
+            sessionId: input.sessionId,
+            turn: n,
+            history: transcript,
+            ...('msg' in next ? { message: next.msg.text } : { resume: next.resume }),
+            ...(input.options ? { options: input.options } : {}),
+          },
+        ],
         // A turn ID is never reused: its execution IDs are the idempotency keys of real effects.
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
         parentClosePolicy: ParentClosePolicy.TERMINATE,
@@ -75,7 +80,7 @@ export async function session(input: SessionInput): Promise<void> {
           { key: OpenWorkerSession, value: input.sessionId },
           { key: OpenWorkerState, value: 'running' },
         ],
-        staticSummary: `Turn ${n} of session ${input.sessionId}: ${msg.text.replace(/\s+/g, ' ').slice(0, 120)}`,
+        staticSummary: `Turn ${n} of session ${input.sessionId}: ${what}`,
       });
       // Only output that keeps every tool call paired with one result may join the transcript;
       // anything else would break every later turn.
@@ -93,6 +98,18 @@ export async function session(input: SessionInput): Promise<void> {
       summary.state = 'failed';
       summary.error = err instanceof Error ? err.message : String(err);
     }
+    // Imported calls that the resume turn left without a result would break every later turn.
+    if ('resume' in next) transcript.push(...closeUnpaired(transcript, 'outcome unknown: the turn that resumed this imported call did not finish; check before doing it again'));
     activeTurn = undefined;
+  };
+
+  if (input.imported?.resume?.length && !turns.length) await runTurn({ resume: input.imported.resume });
+  for (;;) {
+    await condition(() => pending.length > 0 || workflowInfo().continueAsNewSuggested);
+    if (workflowInfo().continueAsNewSuggested || turnsThisRun >= (input.turnsPerRun ?? TURNS_PER_RUN)) {
+      await condition(allHandlersFinished);
+      return continueAsNew<typeof session>({ ...input, ...(importedInfo ? { imported: importedInfo } : {}), transcript, turns, pending, seenMessageIds: seen });
+    }
+    await runTurn({ msg: pending.shift()! });
   }
 }

@@ -24,3 +24,9 @@ export function toolResultMessage(call: Pick<ToolCall, 'id' | 'name'>, outcome: 
   const content = typeof outcome.result === 'string' ? outcome.result : JSON.stringify(outcome.result ?? null);
   return { role: 'tool', toolCallId: call.id, name: call.name, content };
 }
+
+/** Error results for the calls that have none yet, in transcript order. */
+export function closeUnpaired(messages: readonly Message[], error: string): Message[] {
+  const answered = new Set(messages.flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])));
+  return messages.flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []) : [])).filter((c) => !answered.has(c.id)).map((c) => toolResultMessage(c, { error }));
+}

@@ -1,8 +1,5 @@
 import {
-  ActivityFailure,
-  ApplicationFailure,
   CancellationScope,
-  TimeoutFailure,
   allHandlersFinished,
   condition,
   isCancellation,
@@ -22,23 +19,26 @@ import { afterExecution, afterReconcile, afterRecoveryDecision, attemptsPerRun, 
 import { createDecisionIntake } from './intake';
 import type { FaultSinks } from './definitions';
 import { approveSignal, dispatchUpdate, recoverSignal, rejectSignal, turnStatusQuery, OpenWorkerState, DEFAULT_MAX_ITERATIONS, NOT_STARTED, UNKNOWN_FINAL } from './definitions';
+import { NOT_APPLIED_TYPES, classifyToolFailure, messageOf } from './failures';
 import { executionIdFor } from './identity';
+import { importedEntry } from './imported';
 import { assignCallIds } from './plan';
 import { toolResultMessage, unpairedToolCalls } from './transcript';
 import { renderDetails } from './details';
 import type {
   DecisionRecord,
+  ImportedCall,
   LedgerEntry,
   Message,
   PlannedCall,
   ReconcileActivityResult,
   RecoverSignal,
   ToolActivityInput,
-  ToolHeartbeat,
   TurnActivities,
   TurnInput,
   TurnResult,
   TurnState,
+  ToolCall,
   TurnStatus,
 } from './types';
 
@@ -51,6 +51,9 @@ const { callModel } = proxyActivities<TurnActivities>({
 
 // Tool activities get per-call options (activity ID, summary, timeouts, retry) from the tool's spec.
 const { executeTool } = proxyActivities<TurnActivities>({ startToCloseTimeout: '2 minutes' });
+
+// Looking tools up in the worker's registry, for calls imported from another runtime.
+const { planToolCalls } = proxyActivities<TurnActivities>({ startToCloseTimeout: '30 seconds' });
 
 // Asking the external system is read-only, so ordinary retries are safe.
 const { reconcileTool } = proxyActivities<TurnActivities>({
@@ -67,15 +70,15 @@ const PATCHES = {
 
 const { openworkerFaults } = proxySinks<FaultSinks>();
 
-const NOT_APPLIED_TYPES = ['ToolFailure', 'ToolNotRegistered', 'InvalidToolArguments', 'DispatchRefused'];
-
 /** One agent turn: model → validate → approve → execute → results → model …, with a ledger per tool call. */
 export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   const maxIterations = input.options?.maxIterations ?? DEFAULT_MAX_ITERATIONS;
   const ledger = new Map<string, LedgerEntry>();
   const decisions: DecisionRecord[] = [];
   const recoveries = new Map<string, RecoverSignal>();
-  const messages: Message[] = [{ role: 'user', content: input.message }];
+  const messages: Message[] = input.message !== undefined ? [{ role: 'user', content: input.message }] : [];
+  // The calls of the response being worked on: each must get a result, even when the turn is cancelled.
+  let openCalls: ToolCall[] = (input.resume ?? []).map((r) => r.call);
   let iteration = 0;
   let finished: { state: TurnState; text?: string; error?: string } | undefined;
   let published: TurnState | undefined;
@@ -215,7 +218,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       outcome = { kind: 'succeeded', result: r.result, attempt: r.attempt };
     } catch (err) {
       if (isCancellation(err)) throw err;
-      outcome = classify(err);
+      outcome = classifyToolFailure(err);
     }
     openworkerFaults.reached('turn.after_result', entry.tool, entry.executionId);
     if (outcome.kind === 'unknown') {
@@ -259,14 +262,14 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   };
 
   const settled = new Map<string, Message>();
-  const runCall = async (call: PlannedCall): Promise<Message> => {
-    const message = await callLifecycle(call);
+  const runCall = async (call: PlannedCall, start?: NextStep): Promise<Message> => {
+    const message = await callLifecycle(call, start);
     settled.set(call.toolCallId, message);
     return message;
   };
 
   // One tool call from approval to a result the model can read.
-  const callLifecycle = async (call: PlannedCall): Promise<Message> => {
+  const callLifecycle = async (call: PlannedCall, start?: NextStep): Promise<Message> => {
     const id = call.toolCallId;
     const current = (): LedgerEntry => ledger.get(id)!;
     if (current().state === 'awaiting_approval') await condition(() => current().state !== 'awaiting_approval');
@@ -276,7 +279,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     let next: NextStep =
       rerun && isProtected(call.spec!.effect, call.spec!.recovery)
         ? { do: 'recovery_required', reason: `this turn was ${rerun}: an earlier run may already have executed this call with the same execution ID` }
-        : { do: 'run', why: 'approved' };
+        : start ?? { do: 'run', why: 'approved' };
     for (;;) {
       switch (next.do) {
         case 'run':
@@ -306,6 +309,21 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     }
   };
 
+  // The calls an import left without a result, resolved before the first model call.
+  const resumeImported = async (resume: ImportedCall[]): Promise<Message[]> => {
+    const planned = await planToolCalls({ calls: resume.map((r) => r.call) });
+    const at = now();
+    const starts = new Map<string, NextStep>();
+    planned.forEach((call, i) => {
+      const { entry, park } = importedEntry(call, resume[i], executionIdFor(input.sessionId, input.turn, call.toolCallId), at);
+      ledger.set(call.toolCallId, entry);
+      if (park) starts.set(call.toolCallId, { do: 'recovery_required', reason: park });
+    });
+    publish();
+    intake.callsCreated();
+    return Promise.all(planned.map((c) => runCall(c, starts.get(c.toolCallId))));
+  };
+
   const finish = async (f: { state: TurnState; text?: string; error?: string }): Promise<TurnResult> => {
     intake.flush();
     finished = f;
@@ -322,6 +340,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     const usedIds = new Set(
       patched(PATCHES.idsUniquePerSession) ? input.history.flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []).map((c) => c.id) : [])) : [],
     );
+    if (input.resume?.length) messages.push(...(await resumeImported(input.resume)));
     for (iteration = 1; ; iteration++) {
       const problems = unpairedToolCalls([...input.history, ...messages]);
       if (problems.length) return await finish({ state: 'failed', error: `transcript invariant broken: ${problems.join('; ')}` });
@@ -336,11 +355,8 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
         intake.modelPending(false);
       }
       const calls = assignCallIds(step.calls, usedIds, iteration);
-      messages.push({
-        role: 'assistant',
-        content: step.text,
-        ...(calls.length ? { toolCalls: calls.map((c) => ({ id: c.toolCallId, name: c.name, arguments: c.arguments })) } : {}),
-      });
+      openCalls = calls.map((c) => ({ id: c.toolCallId, name: c.name, arguments: c.arguments }));
+      messages.push({ role: 'assistant', content: step.text, ...(calls.length ? { toolCalls: openCalls } : {}) });
       if (!calls.length) return await finish({ state: 'completed', text: step.text });
       // Calls the model could never follow up on are not executed at all.
       const capped = iteration >= maxIterations ? `not executed: the turn reached its iteration cap (${maxIterations})` : undefined;
@@ -351,7 +367,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       }
       publish();
       intake.callsCreated();
-      messages.push(...(await Promise.all(calls.map(runCall))));
+      messages.push(...(await Promise.all(calls.map((c) => runCall(c)))));
       if (capped) return await finish({ state: 'failed', text: step.text, error: `iteration cap (${maxIterations}) reached; start a new turn to continue` });
     }
   } catch (err) {
@@ -359,21 +375,19 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     // Keep the transcript valid: every call of the unfinished response gets a result.
     return await CancellationScope.nonCancellable(() => {
       const answered = new Set(messages.flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])));
-      const last = messages[messages.length - 1];
-      if (last?.role === 'assistant') {
-        for (const c of last.toolCalls ?? []) {
-          if (answered.has(c.id)) continue;
-          const e = ledger.get(c.id);
-          const unknown = e && (e.dispatched || e.state === 'recovery_required' || e.state === 'reconciling');
-          messages.push(
-            settled.get(c.id) ??
-              toolResultMessage(c, {
-                error: unknown
-                  ? `outcome unknown: the turn was cancelled while this call (execution ${e.executionId}) was in flight; check before doing it again`
-                  : 'interrupted: the turn was cancelled',
-              }),
-          );
-        }
+      for (const c of openCalls) {
+        if (answered.has(c.id)) continue;
+        const e = ledger.get(c.id);
+        // An imported call that may have run is as unknown as one in flight.
+        const unknown = e ? e.dispatched || e.state === 'recovery_required' || e.state === 'reconciling' : input.resume?.find((r) => r.call.id === c.id)?.disposition === 'recovery_required';
+        messages.push(
+          settled.get(c.id) ??
+            toolResultMessage(c, {
+              error: unknown
+                ? `outcome unknown: the turn was cancelled while this call${e ? ` (execution ${e.executionId})` : ''} was in flight; check before doing it again`
+                : 'interrupted: the turn was cancelled',
+            }),
+        );
       }
       return finish({ state: 'cancelled', error: 'turn cancelled' });
     });
@@ -384,32 +398,3 @@ function firstScheduled(entry: LedgerEntry): number | undefined {
   const at = entry.events.find((e) => e.type === 'scheduled')?.at;
   return at ? Date.parse(at) : undefined;
 }
-
-/** Maps an execute activity failure to "definitely not applied" or "unknown". */
-function classify(err: unknown): ExecutionOutcome {
-  const cause = err instanceof ActivityFailure ? err.cause : err;
-  if (cause instanceof ApplicationFailure && cause.type && NOT_APPLIED_TYPES.includes(cause.type)) {
-    return { kind: 'not_applied', error: cause.message };
-  }
-  if (cause instanceof ApplicationFailure && cause.type === NOT_STARTED) return { kind: 'unknown', reason: cause.message, notStarted: true };
-  if (cause instanceof TimeoutFailure) {
-    // Heartbeats are throttled, so the last one may lag behind: the dispatch marker, not this
-    // phase, says whether the adapter was called.
-    const hb = cause.lastHeartbeatDetails as Partial<ToolHeartbeat> | undefined;
-    return {
-      kind: 'unknown',
-      reason: `${cause.timeoutType?.toLowerCase().replace(/_/g, '-') ?? 'activity'} timeout (worker lost or stuck)`,
-      ...(typeof hb?.attempt === 'number' ? { attempt: hb.attempt } : {}),
-      ...(hb?.phase ? { phase: hb.phase } : {}),
-    };
-  }
-  return { kind: 'unknown', reason: messageOf(err) };
-}
-
-function messageOf(err: unknown): string {
-  let e: unknown = err;
-  // ActivityFailure's own message is generic; the cause says what happened.
-  while (e instanceof ActivityFailure && e.cause) e = e.cause;
-  return e instanceof Error ? e.message : String(e);
-}
-

@@ -162,11 +162,29 @@ export interface TurnOptions {
   maxIterations?: number;
 }
 
+/**
+ * What an import decided for a tool call that the old runtime left without a result (see
+ * client/importPlan.ts): `recovery_required` (it may have run), `awaiting_approval` (it provably
+ * never ran), `run` (approved and provably never dispatched) or `rejected`.
+ */
+export type ImportDisposition = 'recovery_required' | 'awaiting_approval' | 'run' | 'rejected';
+
+export interface ImportedCall {
+  call: ToolCall;
+  disposition: ImportDisposition;
+  why: string;
+  /** Who approved (or rejected) it in the old runtime, when the file says so. */
+  by?: string;
+}
+
 export interface TurnInput {
   sessionId: string;
   turn: number;
   history: Message[];
-  message: string;
+  /** The user message that starts the turn; absent for a turn that resumes imported calls. */
+  message?: string;
+  /** Tool calls of the history's last assistant message that have no result yet: resolved first. */
+  resume?: ImportedCall[];
   options?: TurnOptions;
 }
 
@@ -211,12 +229,25 @@ export interface SessionInput {
   pending?: QueuedMessage[];
   seenMessageIds?: string[];
   options?: TurnOptions;
+  /** Set when the session was imported from another runtime; `resume` runs as its first turn. */
+  imported?: ImportInfo & { resume?: ImportedCall[] };
   /** Turns per run before continue-as-new (default 100; the server may suggest it earlier). */
   turnsPerRun?: number;
 }
 
+/** The protocol marker of an imported session, shown by `show`. */
+export interface ImportInfo {
+  protocol: string;
+  source: string;
+  importedAt: string;
+  messages: number;
+  /** What the import dropped or patched, one line each. */
+  notes: string[];
+}
+
 export interface SessionStatus {
   sessionId: string;
+  imported?: ImportInfo;
   transcript: Message[];
   turns: TurnSummary[];
   pending: QueuedMessage[];
@@ -250,6 +281,11 @@ export interface ToolHeartbeat {
   phase: 'starting' | 'dispatched' | 'executing';
 }
 
+/** Input of the activity that looks up imported tool calls in the worker's registry. */
+export interface PlanCallsInput {
+  calls: ToolCall[];
+}
+
 export interface ModelActivityInput {
   sessionId: string;
   turn: number;
@@ -265,6 +301,7 @@ export type ReconcileActivityResult =
 /** The activities a turn schedules; implemented by `activities/` and registered by the worker. */
 export interface TurnActivities {
   callModel(input: ModelActivityInput): Promise<ModelStep>;
+  planToolCalls(input: PlanCallsInput): Promise<PlannedCall[]>;
   executeTool(input: ToolActivityInput): Promise<ToolActivityResult>;
   reconcileTool(input: ToolActivityInput): Promise<ReconcileActivityResult>;
 }

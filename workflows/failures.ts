@@ -1,0 +1,37 @@
+import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
+import { NOT_STARTED } from './definitions';
+import type { ExecutionOutcome } from './policy';
+import type { ToolHeartbeat } from './types';
+
+/** Failure types by which the execute activity says the tool was definitely not applied. */
+export const NOT_APPLIED_TYPES = ['ToolFailure', 'ToolNotRegistered', 'InvalidToolArguments', 'DispatchRefused'];
+
+/** Maps an execute activity failure to "definitely not applied" or "unknown". */
+export function classifyToolFailure(err: unknown): ExecutionOutcome {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (cause instanceof ApplicationFailure && cause.type && NOT_APPLIED_TYPES.includes(cause.type)) {
+    return { kind: 'not_applied', error: cause.message };
+  }
+  if (cause instanceof ApplicationFailure && cause.type === NOT_STARTED) return { kind: 'unknown', reason: cause.message, notStarted: true };
+  if (cause instanceof TimeoutFailure) {
+    // Heartbeats are throttled, so the last one may lag behind: the dispatch marker, not this
+    // phase, says whether the adapter was called.
+    const hb = cause.lastHeartbeatDetails as Partial<ToolHeartbeat> | undefined;
+    return {
+      kind: 'unknown',
+      reason: `${cause.timeoutType?.toLowerCase().replace(/_/g, '-') ?? 'activity'} timeout (worker lost or stuck)`,
+      ...(typeof hb?.attempt === 'number' ? { attempt: hb.attempt } : {}),
+      ...(hb?.phase ? { phase: hb.phase } : {}),
+    };
+  }
+  return { kind: 'unknown', reason: messageOf(err) };
+}
+
+/** The message of a failure, looking through ActivityFailure's generic wrapper. */
+export function messageOf(err: unknown): string {
+  let e: unknown = err;
+  // ActivityFailure's own message is generic; the cause says what happened.
+  while (e instanceof ActivityFailure && e.cause) e = e.cause;
+  return e instanceof Error ? e.message : String(e);
+}
+
