@@ -3,6 +3,7 @@ import { cancelTurn } from '../client/cancel';
 import { approve } from '../client/decisions';
 import { sessionStatus, turnStatus } from '../client/session';
 import { unpairedToolCalls } from '../workflows/transcript';
+import { recordHistory } from './support/histories';
 import { runCli } from './support/processes';
 import { eventually, scripted, startTurn, uniq } from './support/scenario';
 import { useWorld } from './support/world';
@@ -57,6 +58,73 @@ describe('cancel a turn', function () {
     const result = s.transcript.find((m) => m.role === 'tool');
     assert.match(result?.role === 'tool' ? result.content : '', new RegExp(`outcome unknown: the turn was cancelled while this call \\(execution ${executionId}\\) was in flight; check before doing it again`));
     assert.equal(w.sink.deliveries(`<${executionId}@openworker-temporal>`), 1, 'sent once, never again');
+  });
+
+  /** Resolves once the worker has processed the turn's cancel request (a workflow task completed after it). */
+  const cancelProcessed = (workflowId: string) =>
+    eventually(async () => {
+      const events = (await w.c.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+      const at = events.findIndex((e) => e.workflowExecutionCancelRequestedEventAttributes);
+      return at >= 0 && events.slice(at).some((e) => e.workflowTaskCompletedEventAttributes);
+    }, 'the worker processed the cancel request');
+
+  it('with a protected call in flight: the call finishes, and its real result reaches the transcript', async () => {
+    await w.worker(scripted([{ toolCalls: [email('c1', 'hal@example.com')] }, { text: 'unused' }]));
+    const sessionId = uniq('cancel-inflight');
+    const parked = await startTurn(w.c, sessionId, 'email hal');
+    const mid = `<${parked.ledger[0]!.executionId}@openworker-temporal>`;
+    w.sink.arm({ mode: 'hold-250' });
+    try {
+      await approve(w.c, { sessionId, toolCallId: 'c1', by: 'alice' });
+      await w.sink.waitFor('holding', mid);
+      const cancelling = cancelTurn(w.c, { sessionId, waitMs: 60_000 });
+      await cancelProcessed(parked.workflowId);
+      assert.equal(w.sink.release(mid), 1);
+      const t = await cancelling;
+      await recordHistory(parked.workflowId, 'turn-cancel-in-flight');
+      assert.equal(t.state, 'cancelled');
+      assert.equal(t.ledger[0]!.state, 'succeeded', 'the attempt was not abandoned');
+      const s = await eventually(async () => {
+        const st = await sessionStatus(w.c, sessionId);
+        return st.turns[0]?.state === 'cancelled' && st;
+      }, 'the session records the cancelled turn');
+      const result = s.transcript.find((m) => m.role === 'tool');
+      assert.ok(result?.role === 'tool' && !result.isError && result.content.includes(mid), JSON.stringify(result));
+      assert.equal(w.sink.deliveries(mid), 1);
+    } finally {
+      w.sink.disarm();
+    }
+  });
+
+  it('with a protected call in flight whose worker dies: the call parks in recovery_required, the turn ends cancelled', async () => {
+    const script = scripted([{ toolCalls: [email('c1', 'ida@example.com')] }, { text: 'unused' }]);
+    const w1 = await w.worker(script);
+    const sessionId = uniq('cancel-inflight-lost');
+    const parked = await startTurn(w.c, sessionId, 'email ida');
+    const executionId = parked.ledger[0]!.executionId;
+    const mid = `<${executionId}@openworker-temporal>`;
+    w.sink.arm({ mode: 'hold-250' });
+    try {
+      await approve(w.c, { sessionId, toolCallId: 'c1', by: 'alice' });
+      await w.sink.waitFor('holding', mid);
+      const cancelling = cancelTurn(w.c, { sessionId, waitMs: 60_000 });
+      await cancelProcessed(parked.workflowId);
+      await w1.kill('SIGKILL');
+      await w.worker(script);
+      const t = await cancelling;
+      assert.equal(t.state, 'cancelled');
+      assert.equal(t.ledger[0]!.state, 'recovery_required', 'an unknown outcome is never dropped');
+      const s = await eventually(async () => {
+        const st = await sessionStatus(w.c, sessionId);
+        return st.turns[0]?.state === 'cancelled' && st;
+      }, 'the session records the cancelled turn');
+      const result = s.transcript.find((m) => m.role === 'tool');
+      assert.match(result?.role === 'tool' ? result.content : '', new RegExp(`outcome unknown: the turn was cancelled while this call \\(execution ${executionId}\\) was in flight`));
+      assert.equal(w.sink.deliveries(mid), 1, 'stored once, never sent again');
+    } finally {
+      w.sink.disarm();
+      w.sink.release();
+    }
   });
 
   it('no running turn → one line, exit 1; a bad --turn → exit 2', async () => {

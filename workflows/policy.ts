@@ -80,3 +80,16 @@ export function afterRecoveryDecision(decision: { decision: RecoveryDecision; re
       return { do: 'fail', error: `failed (decided by ${decision.by})${decision.reason ? `: ${decision.reason}` : ''}`, via: 'recovery' };
   }
 }
+
+/**
+ * The next step of a call whose turn is being cancelled: nothing new is started. A call that never
+ * reached its tool fails as interrupted; one that may have (a run was dispatched, or an unprotected
+ * external run was scheduled) waits for a human in recovery_required, never silently dropped.
+ */
+export function whenCancelled(facts: CallFacts, next: NextStep): NextStep {
+  if (next.do !== 'run' && next.do !== 'reconcile') return next;
+  const mayHaveRun = facts.effect === 'external' && facts.runs > 0 && (facts.dispatched || !isProtected(facts.effect, facts.recovery));
+  return mayHaveRun
+    ? { do: 'recovery_required', reason: 'the turn was cancelled before this call’s outcome was known' }
+    : { do: 'fail', error: 'interrupted: the turn was cancelled before this call ran', via: 'not_dispatched' };
+}

@@ -15,7 +15,8 @@ import {
 import type { LedgerInput } from './ledger';
 import { activityIdFor, applyLedger, attemptFence, liveTurnState, newEntry } from './ledger';
 import type { CallFacts, ExecutionOutcome, NextStep } from './policy';
-import { afterExecution, afterReconcile, afterRecoveryDecision, attemptsPerRun, isProtected } from './policy';
+import { afterExecution, afterReconcile, afterRecoveryDecision, attemptsPerRun, isProtected, whenCancelled } from './policy';
+import { createShields } from './shields';
 import { createDecisionIntake } from './intake';
 import type { FaultSinks } from './definitions';
 import { approveSignal, dispatchUpdate, recoverSignal, rejectSignal, turnStatusQuery, OpenWorkerState, DEFAULT_MAX_ITERATIONS, NOT_STARTED, UNKNOWN_FINAL } from './definitions';
@@ -66,6 +67,7 @@ const PATCHES = {
   reconcileFence: 'reconcile-fence-v1',
   idsUniquePerSession: 'tool-call-ids-unique-per-session-v1',
   workflowRetryGuard: 'workflow-retry-guard-v1',
+  cancelSettlesCalls: 'cancel-settles-in-flight-calls-v1',
 } as const;
 
 const { openworkerFaults } = proxySinks<FaultSinks>();
@@ -93,6 +95,9 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     : info.runId !== info.firstExecutionRunId && !info.continuedFromExecutionRunId ? 'reset'
     : undefined;
   const entries = (): LedgerEntry[] => [...ledger.values()];
+  // A cancel lets external tool activities in flight finish (or park) before the turn ends.
+  const shields = createShields(() => patched(PATCHES.cancelSettlesCalls));
+  let inFlight: Promise<Message>[] = [];
   const state = (): TurnState => finished?.state ?? liveTurnState(entries());
   const status = (): TurnStatus => ({
     sessionId: input.sessionId,
@@ -203,7 +208,8 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     let outcome: ExecutionOutcome;
     openworkerFaults.reached('turn.before_schedule', entry.tool, entry.executionId);
     try {
-      const r = await executeTool.executeWithOptions(
+      const schedule = () =>
+        executeTool.executeWithOptions(
         {
           activityId,
           summary: summary(entry, 'execute'),
@@ -215,6 +221,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
         },
         [activityInput(entry, call)],
       );
+      const r = spec.effect === 'external' ? await shields.run(schedule) : await schedule();
       outcome = { kind: 'succeeded', result: r.result, attempt: r.attempt };
     } catch (err) {
       if (isCancellation(err)) throw err;
@@ -276,11 +283,31 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     if (current().state === 'invalid' || current().state === 'rejected') {
       return toolResultMessage({ id, name: call.name }, { error: current().error ?? 'not executed' });
     }
-    let next: NextStep =
+    const first: NextStep =
       rerun && isProtected(call.spec!.effect, call.spec!.recovery)
         ? { do: 'recovery_required', reason: `this turn was ${rerun}: an earlier run may already have executed this call with the same execution ID` }
         : start ?? { do: 'run', why: 'approved' };
+    try {
+      return await steps(call, first);
+    } catch (err) {
+      if (isCancellation(err) && shields.settling()) settleOnCancel(call);
+      throw err;
+    }
+  };
+
+  // A call whose activity or wait was cancelled with the turn: never left looking in flight.
+  const settleOnCancel = (call: PlannedCall): void => {
+    const e = ledger.get(call.toolCallId)!;
+    if (e.runs === 0 || !['running', 'dispatched', 'reconciling'].includes(e.state)) return;
+    if (e.effect === 'read') record(e.toolCallId, { type: 'failed', error: 'interrupted: the turn was cancelled while this call ran', via: 'execute' });
+    else record(e.toolCallId, { type: 'recovery_required', reason: 'the turn was cancelled before this call’s outcome was known' });
+  };
+
+  const steps = async (call: PlannedCall, first: NextStep): Promise<Message> => {
+    const id = call.toolCallId;
+    let next = first;
     for (;;) {
+      if (shields.settling()) next = whenCancelled(facts(ledger.get(id)!, call), next);
       switch (next.do) {
         case 'run':
           next = await execute(call);
@@ -321,7 +348,8 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     });
     publish();
     intake.callsCreated();
-    return Promise.all(planned.map((c) => runCall(c, starts.get(c.toolCallId))));
+    inFlight = planned.map((c) => runCall(c, starts.get(c.toolCallId)));
+    return Promise.all(inFlight);
   };
 
   const finish = async (f: { state: TurnState; text?: string; error?: string }): Promise<TurnResult> => {
@@ -367,13 +395,15 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       }
       publish();
       intake.callsCreated();
-      messages.push(...(await Promise.all(calls.map((c) => runCall(c)))));
+      inFlight = calls.map((c) => runCall(c));
+      messages.push(...(await Promise.all(inFlight)));
       if (capped) return await finish({ state: 'failed', text: step.text, error: `iteration cap (${maxIterations}) reached; start a new turn to continue` });
     }
   } catch (err) {
     if (!isCancellation(err)) throw err;
     // Keep the transcript valid: every call of the unfinished response gets a result.
-    return await CancellationScope.nonCancellable(() => {
+    return await CancellationScope.nonCancellable(async () => {
+      if (shields.settling()) await Promise.allSettled(inFlight);
       const answered = new Set(messages.flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])));
       for (const c of openCalls) {
         if (answered.has(c.id)) continue;

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import type { CallFacts, ExecutionOutcome, NextStep, ReconcileOutcome } from '../../workflows/policy';
-import { afterExecution, afterReconcile, afterRecoveryDecision, attemptsPerRun, isProtected } from '../../workflows/policy';
+import { afterExecution, afterReconcile, afterRecoveryDecision, attemptsPerRun, isProtected, whenCancelled } from '../../workflows/policy';
 import type { RecoveryPolicy, ToolEffect } from '../../workflows/types';
 
 const EFFECTS: ToolEffect[] = ['read', 'external'];
@@ -133,4 +133,22 @@ describe('policy: isProtected / attemptsPerRun', () => {
       assert.equal(attemptsPerRun(c.effect, c.recovery, 4), c.protect ? 1 : 4);
     });
   }
+});
+
+describe('policy: whenCancelled (nothing new starts once the turn is being cancelled)', () => {
+  const f = (effect: ToolEffect, recovery: RecoveryPolicy, runs: number, dispatched: boolean): CallFacts => ({ effect, recovery, runs, dispatched, maxAttempts: 3 });
+  const parks = { do: 'recovery_required', reason: 'the turn was cancelled before this call’s outcome was known' };
+  const fails = { do: 'fail', error: 'interrupted: the turn was cancelled before this call ran', via: 'not_dispatched' };
+  const cases: [string, CallFacts, NextStep, unknown][] = [
+    ['approved, never scheduled', f('external', 'manual', 0, false), { do: 'run', why: 'approved' }, fails],
+    ['a protected run that never dispatched', f('external', 'manual', 1, false), { do: 'run', why: 'never dispatched' }, fails],
+    ['a dispatched run, to be reconciled', f('external', 'reconcile', 1, true), { do: 'reconcile' }, parks],
+    ['a dispatched run, retry decided by a human', f('external', 'manual', 1, true), { do: 'run', why: 'retry decided by ops' }, parks],
+    ['an idempotent run that was scheduled', f('external', 'idempotent', 1, false), { do: 'run', why: 'retry decided by ops' }, parks],
+    ['a read', f('read', 'manual', 1, false), { do: 'run', why: 'x' }, fails],
+    ['already parked', f('external', 'manual', 1, true), { do: 'recovery_required', reason: 'r' }, { do: 'recovery_required', reason: 'r' }],
+    ['a result in hand', f('external', 'manual', 1, true), { do: 'succeed', result: 1, via: 'execute' }, { do: 'succeed', result: 1, via: 'execute' }],
+    ['a failure in hand', f('external', 'manual', 1, true), { do: 'fail', error: 'e', via: 'execute' }, { do: 'fail', error: 'e', via: 'execute' }],
+  ];
+  for (const [name, facts, next, expected] of cases) it(`${name}: ${next.do} → ${(expected as NextStep).do}`, () => assert.deepEqual(whenCancelled(facts, next), expected));
 });

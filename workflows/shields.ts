@@ -1,0 +1,36 @@
+import { CancellationScope } from '@temporalio/workflow';
+
+/**
+ * Lets tool activities with external effects outlive their turn's cancel request, so an attempt
+ * that may be talking to the outside world finishes, or times out into recovery_required, instead
+ * of being abandoned mid-effect. Turns recorded before this behaviour cancelled those activities
+ * with the turn; `decide` (a `patched()` check, called once at the first cancel request) says which
+ * behaviour a turn has, and `settling()` is true from then on for turns that let calls finish.
+ */
+export function createShields(decide: () => boolean) {
+  const root = CancellationScope.current();
+  // A scope whose parent is non-cancellable does not hear the turn's cancellation (SDK ≥ 1.11),
+  // but can still be cancelled on its own.
+  const detached = new CancellationScope({ cancellable: false });
+  const open = new Set<CancellationScope>();
+  let settle = false;
+  root.cancelRequested.catch(() => {
+    settle = decide();
+    if (!settle) for (const scope of open) scope.cancel();
+  });
+  return {
+    /** Runs `fn` (which schedules one activity) shielded from the turn's cancellation. */
+    async run<T>(fn: () => Promise<T>): Promise<T> {
+      // Once cancelled, scheduling fails at once, as it always did.
+      if (root.consideredCancelled) return fn();
+      const scope = new CancellationScope({ cancellable: true, parent: detached });
+      open.add(scope);
+      try {
+        return await scope.run(fn);
+      } finally {
+        open.delete(scope);
+      }
+    },
+    settling: (): boolean => settle,
+  };
+}
