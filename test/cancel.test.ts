@@ -1,7 +1,8 @@
 import { strict as assert } from 'node:assert';
 import { cancelTurn } from '../client/cancel';
 import { approve } from '../client/decisions';
-import { sessionStatus, turnStatus } from '../client/session';
+import { sendMessage, sessionStatus, turnStatus } from '../client/session';
+import { startFakeModelServer } from './support/fakeModelServer';
 import { unpairedToolCalls } from '../workflows/transcript';
 import { recordHistory } from './support/histories';
 import { runCli } from './support/processes';
@@ -58,6 +59,34 @@ describe('cancel a turn', function () {
     const result = s.transcript.find((m) => m.role === 'tool');
     assert.match(result?.role === 'tool' ? result.content : '', new RegExp(`outcome unknown: the turn was cancelled while this call \\(execution ${executionId}\\) was in flight; check before doing it again`));
     assert.equal(w.sink.deliveries(`<${executionId}@openworker-temporal>`), 1, 'sent once, never again');
+  });
+
+  it('during a model call: the provider request is aborted, the turn ends, the next message runs', async () => {
+    const fake = await startFakeModelServer();
+    try {
+      await w.worker(`openai-compatible:fake-model@${fake.url}`);
+      fake.enqueue({ hang: true });
+      const sessionId = uniq('cancel-model');
+      const sent = await sendMessage(w.c, { sessionId, text: 'think hard' });
+      await eventually(async () => fake.requests.length === 1, 'the model call reaches the provider');
+      const t = await cancelTurn(w.c, { sessionId });
+      assert.equal(t.state, 'cancelled');
+      assert.deepEqual(t.ledger, []);
+      // The activity learns of the cancel with its next heartbeat (every 10 s) and aborts the request.
+      await eventually(async () => fake.aborted() === 1, 'the provider request is aborted', 30_000);
+      const s = await eventually(async () => {
+        const st = await sessionStatus(w.c, sessionId);
+        return st.turns[0]?.state === 'cancelled' && st;
+      }, 'the session records the cancelled turn');
+      assert.equal(s.turns[0]!.messageId, sent.messageId);
+      fake.enqueue({ text: 'Quick answer.' });
+      const next = await startTurn(w.c, sessionId, 'never mind, be quick');
+      assert.equal(next.state, 'completed', next.error);
+      assert.equal(next.text, 'Quick answer.');
+      assert.deepEqual(fake.requests[1]!.body.messages.map((m) => m.role), ['user', 'user'], 'the cancelled turn left only its question behind');
+    } finally {
+      await fake.close();
+    }
   });
 
   /** Resolves once the worker has processed the turn's cancel request (a workflow task completed after it). */

@@ -10,7 +10,9 @@ import type { AddressInfo } from 'node:net';
 
 export type FakeReply =
   | { text?: string; toolCalls?: { id?: string; name: string; arguments: unknown }[] }
-  | { status: number; error: { message: string; type?: string; code?: string }; headers?: Record<string, string> };
+  | { status: number; error: { message: string; type?: string; code?: string }; headers?: Record<string, string> }
+  /** Never answers: the request stays open until the client gives up (a slow or stuck model). */
+  | { hang: true };
 
 export interface FakeRequest {
   at: number;
@@ -26,6 +28,8 @@ export interface FakeModelServer {
   /** The base URL (ends in /v1). */
   url: string;
   requests: FakeRequest[];
+  /** Requests whose client closed the connection before an answer (an aborted model call). */
+  aborted(): number;
   enqueue(...replies: FakeReply[]): void;
   close(): Promise<void>;
 }
@@ -34,6 +38,7 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
   const queue: FakeReply[] = [];
   const requests: FakeRequest[] = [];
   let seq = 0;
+  let aborted = 0;
   const server = http.createServer((req, res) => {
     let raw = '';
     req.setEncoding('utf8').on('data', (d: string) => (raw += d));
@@ -51,6 +56,10 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
       }
       requests.push({ at: Date.now(), body, headers: req.headers });
       const reply = queue.shift() ?? { text: 'ok' };
+      if ('hang' in reply) {
+        res.on('close', () => aborted++);
+        return;
+      }
       if ('status' in reply) {
         const error = { type: 'invalid_request_error', ...reply.error };
         return send(reply.status, anthropic ? { type: 'error', error } : { error }, reply.headers);
@@ -82,6 +91,7 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
   return {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
+    aborted: () => aborted,
     enqueue: (...replies) => void queue.push(...replies),
     close: () =>
       new Promise<void>((resolve) => {
@@ -91,7 +101,7 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
   };
 }
 
-function anthropicMessage(model: string, reply: Extract<FakeReply, { text?: string }>, next: () => number): unknown {
+function anthropicMessage(model: string, reply: Exclude<FakeReply, { status: number } | { hang: true }>, next: () => number): unknown {
   const uses = (reply.toolCalls ?? []).map((c) => ({ type: 'tool_use', id: c.id ?? `toolu_${next()}`, name: c.name, input: c.arguments }));
   return {
     id: `msg_${next()}`,
