@@ -6,8 +6,12 @@ import type { OpenWorkerClient } from './connection';
 import { connectClient } from './connection';
 import { cancelTurn } from './cancel';
 import { approve, recover, reject } from './decisions';
-import { formatDecision, formatImport, formatInbox, formatSession, formatTurn } from './format';
+import { formatDecision, formatGrantChange, formatGrants, formatImport, formatInbox, formatSession, formatTurn } from './format';
 import { importSession } from './import';
+import { runChat } from './chat';
+import { approveAlways, grant, listGrants, revoke } from './grants';
+import type { GrantOutcome } from './grants';
+import type { DecisionOutcome } from './decisions';
 import { inbox, showSession } from './inspect';
 import { OpenWorkerError, sendMessage, waitForTurn } from './session';
 import { runDev, runServer, runWorker } from './processes';
@@ -123,6 +127,12 @@ export function buildCli(): Command {
     });
 
   program
+    .command('chat <sessionId>')
+    .description('an interactive session: messages, inline approvals (once, always for the session, always for a target, reject) and recovery decisions')
+    .option('--by <name>', 'who approves (default: $OPENWORKER_USER or $USER)')
+    .action(async (sessionId: string, opts: { by?: string }, cmd: Command) => withClient(cmd, (c) => runChat(c, { sessionId, ...(opts.by ? { by: opts.by } : {}) })));
+
+  program
     .command('inbox')
     .description('every tool call awaiting approval or in recovery_required, across sessions, newest first')
     .option('--session <id>', 'only this session')
@@ -147,8 +157,47 @@ export function buildCli(): Command {
 
   decisionOptions(program.command('approve <sessionId> <toolCallId>').description('approve a tool call'))
     .option('--digest <argsDigest>', 'only approve if the arguments still have this digest')
-    .action(async (sessionId: string, toolCallId: string, opts, cmd: Command) =>
-      decided(cmd, 'approve', await withClient(cmd, (c) => approve(c, { sessionId, toolCallId, by: opts.by, turn: opts.turn, argsDigest: opts.digest }))),
+    .addOption(new Option('--always <scope>', 'also approve later calls of this tool in the session (session), or of this tool to this exact target (target)').choices(['session', 'target']))
+    .action(async (sessionId: string, toolCallId: string, opts, cmd: Command) => {
+      const t = { sessionId, toolCallId, by: opts.by, turn: opts.turn, argsDigest: opts.digest };
+      const d: DecisionOutcome & { grant?: GrantOutcome } = await withClient(cmd, (c) =>
+        opts.always ? approveAlways(c, { ...t, always: opts.always as 'session' | 'target' }) : approve(c, t),
+      );
+      decided(cmd, 'approve', d);
+      if (d.grant && !globals(cmd).json) console.log(formatGrantChange('granted', d.grant));
+    });
+
+  program
+    .command('grant <sessionId> <tool>')
+    .description('a standing approval: later calls of <tool> in the session (to --target only, if given) need no approval')
+    .option('--target <target>', 'only calls to this exact target (e.g. bob@example.com)')
+    .option('--by <name>', 'who grants (default: $OPENWORKER_USER or $USER)')
+    .action(async (sessionId: string, tool: string, opts: { target?: string; by?: string }, cmd: Command) =>
+      withClient(cmd, async (c) => {
+        const g = await grant(c, { sessionId, tool, ...(opts.target ? { target: opts.target } : {}), ...(opts.by ? { by: opts.by } : {}) });
+        print(cmd, g, formatGrantChange('granted', g));
+      }),
+    );
+
+  program
+    .command('grants <sessionId>')
+    .description("the session's standing approvals, active and revoked, with the calls each approved")
+    .action(async (sessionId: string, _opts, cmd: Command) =>
+      withClient(cmd, async (c) => {
+        const gs = await listGrants(c, sessionId);
+        print(cmd, gs, formatGrants(sessionId, gs));
+      }),
+    );
+
+  program
+    .command('revoke <sessionId> <grantId>')
+    .description('revoke a standing approval (calls it already approved stay approved)')
+    .option('--by <name>', 'who revokes (default: $OPENWORKER_USER or $USER)')
+    .action(async (sessionId: string, grantId: string, opts: { by?: string }, cmd: Command) =>
+      withClient(cmd, async (c) => {
+        const g = await revoke(c, { sessionId, grantId, ...(opts.by ? { by: opts.by } : {}) });
+        print(cmd, g, formatGrantChange('revoked', g));
+      }),
     );
 
   decisionOptions(program.command('reject <sessionId> <toolCallId>').description('reject a tool call; the model is told it was not executed'))

@@ -17,6 +17,8 @@ interface JsonPayload {
 const b64 = (bytes: Uint8Array | null | undefined) => Buffer.from(bytes ?? new Uint8Array()).toString('base64');
 const bytes = (s: string | undefined) => new Uint8Array(Buffer.from(s ?? '', 'base64'));
 
+const LOOPBACK_ORIGIN = /^https?:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/;
+
 export interface CodecServer {
   url: string;
   close(): Promise<void>;
@@ -25,13 +27,19 @@ export interface CodecServer {
 export async function startCodecServer(opts: { port?: number; codec?: PayloadCodec; allowOrigin?: string } = {}): Promise<CodecServer> {
   const codec = opts.codec ?? claimCheckCodec();
   const server = http.createServer((req, res) => {
-    const cors = {
-      'access-control-allow-origin': opts.allowOrigin ?? '*',
+    // The UI sends credentials and its own headers (x-namespace, authorization…): a wildcard origin
+    // is refused with credentials, so a loopback origin (the dev server's UI) is echoed back.
+    const origin = typeof req.headers.origin === 'string' ? req.headers.origin : undefined;
+    const allowed = opts.allowOrigin ?? (origin && LOOPBACK_ORIGIN.test(origin) ? origin : undefined);
+    const cors: Record<string, string> = {
+      ...(allowed ? { 'access-control-allow-origin': allowed, 'access-control-allow-credentials': 'true', vary: 'origin' } : {}),
       'access-control-allow-methods': 'POST, OPTIONS',
-      'access-control-allow-headers': 'content-type, x-namespace',
+      'access-control-allow-headers': String(req.headers['access-control-request-headers'] ?? 'content-type, x-namespace'),
     };
     if (req.method === 'OPTIONS') return void res.writeHead(204, cors).end();
-    const op = req.method === 'POST' ? (req.url === '/decode' ? 'decode' : req.url === '/encode' ? 'encode' : undefined) : undefined;
+    // The UI adds query parameters (/decode?preserveStorageRefs=true): route on the path alone.
+    const path = new URL(req.url ?? '/', 'http://codec').pathname.replace(/\/+$/, '');
+    const op = req.method === 'POST' ? (path === '/decode' ? 'decode' : path === '/encode' ? 'encode' : undefined) : undefined;
     if (!op) return void res.writeHead(404, { ...cors, 'content-type': 'application/json' }).end('{"error":"POST /decode or /encode"}');
     let raw = '';
     req.setEncoding('utf8').on('data', (d: string) => (raw += d));

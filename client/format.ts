@@ -1,4 +1,5 @@
 import type { DecisionOutcome } from './decisions';
+import type { GrantOutcome, GrantView } from './grants';
 import type { ImportResult } from './import';
 import type { InboxItem, SessionView } from './inspect';
 import type { WaitedTurn } from './session';
@@ -59,7 +60,7 @@ export function formatSession(v: SessionView): string {
   lines.push('executions:');
   if (!v.executions.length) lines.push('  (none)');
   for (const e of v.executions) {
-    const who = e.approvedBy ? `approved by ${e.approvedBy}` : e.rejectedBy ? `rejected by ${e.rejectedBy}` : '';
+    const who = e.approvedBy ? `approved by ${e.approvedBy}${e.grantId ? ` (grant ${e.grantId})` : ''}` : e.rejectedBy ? `rejected by ${e.rejectedBy}` : '';
     const rec = e.recoveryDecision ? `, recovery ${e.recoveryDecision} by ${e.recoveredBy}` : '';
     lines.push(`  turn ${e.turn} ${e.toolCallId}  ${e.tool}  ${e.state}  attempts ${e.attempts}  ${e.executionId}  ${who}${rec}`);
   }
@@ -85,4 +86,22 @@ export function formatImport(r: ImportResult): string {
   else lines.push(`  turn 1 resolves ${r.pending.length} tool call(s) left without a result; nothing that may have run is executed:`);
   for (const p of r.pending) lines.push(`  ${p.call.id}  ${p.call.name}  → ${p.disposition}: ${p.why}`);
   return lines.join('\n');
+}
+
+const scopeOf = (g: { tool: string; target?: string }): string => (g.target ? `${g.tool} → ${g.target}` : `${g.tool} (any target)`);
+
+export function formatGrantChange(what: 'granted' | 'revoked', g: GrantOutcome): string {
+  const tail = g.outcome === 'applied' ? '' : ' (delivered; it takes effect when a worker runs)';
+  return `${what} ${g.grant.id}: ${scopeOf(g.grant)} in session ${g.sessionId}${tail}`;
+}
+
+export function formatGrants(sessionId: string, gs: GrantView[]): string {
+  if (!gs.length) return `session ${sessionId} has no grants; every call that needs approval asks`;
+  return gs
+    .map((g) => {
+      const state = g.revokedAt ? `revoked by ${g.revokedBy} at ${g.revokedAt}` : 'active';
+      const calls = g.approved.map((a) => `turn ${a.turn} ${a.toolCallId}${a.target ? ` → ${a.target}` : ''}`).join(', ');
+      return `${g.id}  ${scopeOf(g)}  by ${g.by} at ${g.at}  ${state}\n    approved: ${calls || '(none yet)'}`;
+    })
+    .join('\n');
 }

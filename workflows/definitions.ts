@@ -5,6 +5,9 @@ import type {
   ApproveSignal,
   DispatchAnswer,
   DispatchRequest,
+  Grant,
+  GrantSignal,
+  RevokeSignal,
   RecoverSignal,
   RejectSignal,
   SessionMessageSignal,
@@ -22,6 +25,10 @@ export const turnStatusQuery = defineQuery<TurnStatus>('status');
 export const dispatchUpdate = defineUpdate<DispatchAnswer, [DispatchRequest]>('dispatch');
 
 export const messageSignal = defineSignal<[SessionMessageSignal]>('message');
+export const grantSignal = defineSignal<[GrantSignal]>('grant');
+export const revokeSignal = defineSignal<[RevokeSignal]>('revoke');
+/** Internal: the session sends its active grants to the running turn whenever they change. */
+export const grantsSignal = defineSignal<[Grant[]]>('grants');
 export const sessionStatusQuery = defineQuery<SessionStatus>('session');
 
 export const OpenWorkerState = defineSearchAttributeKey('OpenWorkerState', SearchAttributeType.KEYWORD);

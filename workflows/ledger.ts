@@ -4,7 +4,7 @@ import { TERMINAL_CALL_STATES } from './types';
 // The ledger state machine, pure: the turn workflow feeds it events and stores what it returns.
 
 export type LedgerInput =
-  | { type: 'approved'; by: string }
+  | { type: 'approved'; by: string; grant?: string }
   | { type: 'rejected'; by: string; reason?: string }
   | { type: 'scheduled'; activityId: string }
   | { type: 'dispatched'; activityId: string; attempt: number }
@@ -78,6 +78,7 @@ export function applyLedger(entry: LedgerEntry, input: LedgerInput, at: string):
   switch (input.type) {
     case 'approved':
       next.approvedBy = input.by;
+      if (input.grant) next.grantId = input.grant;
       break;
     case 'rejected':
       next.rejectedBy = input.by;

@@ -5,14 +5,16 @@ import {
   condition,
   continueAsNew,
   executeChild,
+  getExternalWorkflowHandle,
   setHandler,
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
-import { IMPORT_MESSAGE_ID, messageSignal, sessionStatusQuery, turnWorkflowId, OpenWorkerSession, OpenWorkerState } from './definitions';
+import { IMPORT_MESSAGE_ID, grantSignal, grantsSignal, messageSignal, revokeSignal, sessionStatusQuery, turnWorkflowId, OpenWorkerSession, OpenWorkerState } from './definitions';
 import { agentTurn } from './turn';
 import { closeUnpaired, unpairedToolCalls } from './transcript';
-import type { ImportInfo, ImportedCall, Message, QueuedMessage, SessionInput, SessionStatus, TurnSummary } from './types';
+import { activeGrants, addGrant, revokeGrant } from './grants';
+import type { Grant, ImportInfo, ImportedCall, Message, QueuedMessage, SessionInput, SessionStatus, TurnSummary } from './types';
 
 const MAX_MESSAGE_CHARS = 100_000;
 const SEEN_IDS_KEPT = 1000;
@@ -32,6 +34,32 @@ export async function session(input: SessionInput): Promise<void> {
   // The import's protocol marker stays with the session; the calls to resume only until they ran.
   const importedInfo: ImportInfo | undefined = input.imported && (({ resume: _resume, ...info }) => info)(input.imported);
   let turnsThisRun = 0;
+  let grants: Grant[] = [...(input.grants ?? [])];
+
+  // Grants apply to calls created after them, so the running turn hears of every change.
+  const changeGrants = (next: Grant[]): void => {
+    grants = next;
+    if (activeTurn === undefined) return;
+    const turn = getExternalWorkflowHandle(turnWorkflowId(input.sessionId, activeTurn));
+    // A turn that just ended cannot take it; the next turn starts with the grants in its input.
+    turn.signal(grantsSignal, activeGrants(grants)).catch(() => undefined);
+  };
+  setHandler(
+    grantSignal,
+    (raw) => {
+      const r = addGrant(grants, raw, new Date().toISOString());
+      if (r.ok && r.grants.length !== grants.length) changeGrants(r.grants);
+    },
+    { description: 'Add a standing approval: { grantId, tool, target?, by }' },
+  );
+  setHandler(
+    revokeSignal,
+    (raw) => {
+      const r = revokeGrant(grants, raw, new Date().toISOString());
+      if (r.ok && r.grant.revokedAt && !grants.find((g) => g.id === r.grant.id)?.revokedAt) changeGrants(r.grants);
+    },
+    { description: 'Revoke a standing approval: { grantId, by }' },
+  );
 
   setHandler(
     messageSignal,
@@ -49,7 +77,7 @@ export async function session(input: SessionInput): Promise<void> {
   );
   setHandler(
     sessionStatusQuery,
-    (): SessionStatus => ({ sessionId: input.sessionId, ...(importedInfo ? { imported: importedInfo } : {}), transcript, turns, pending, ...(activeTurn ? { activeTurn } : {}) }),
+    (): SessionStatus => ({ sessionId: input.sessionId, ...(importedInfo ? { imported: importedInfo } : {}), grants, transcript, turns, pending, ...(activeTurn ? { activeTurn } : {}) }),
     { description: 'Transcript, turns and queued messages' },
   );
 
@@ -69,6 +97,7 @@ export async function session(input: SessionInput): Promise<void> {
             sessionId: input.sessionId,
             turn: n,
             history: transcript,
+            ...(activeGrants(grants).length ? { grants: activeGrants(grants) } : {}),
             ...('msg' in next ? { message: next.msg.text } : { resume: next.resume }),
             ...(input.options ? { options: input.options } : {}),
           },
@@ -108,7 +137,7 @@ export async function session(input: SessionInput): Promise<void> {
     await condition(() => pending.length > 0 || workflowInfo().continueAsNewSuggested);
     if (workflowInfo().continueAsNewSuggested || turnsThisRun >= (input.turnsPerRun ?? TURNS_PER_RUN)) {
       await condition(allHandlersFinished);
-      return continueAsNew<typeof session>({ ...input, ...(importedInfo ? { imported: importedInfo } : {}), transcript, turns, pending, seenMessageIds: seen });
+      return continueAsNew<typeof session>({ ...input, ...(importedInfo ? { imported: importedInfo } : {}), ...(grants.length ? { grants } : {}), transcript, turns, pending, seenMessageIds: seen });
     }
     await runTurn({ msg: pending.shift()! });
   }

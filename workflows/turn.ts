@@ -17,9 +17,10 @@ import { activityIdFor, applyLedger, attemptFence, liveTurnState, newEntry } fro
 import type { CallFacts, ExecutionOutcome, NextStep } from './policy';
 import { afterExecution, afterReconcile, afterRecoveryDecision, attemptsPerRun, isProtected, whenCancelled } from './policy';
 import { createShields } from './shields';
+import { activeGrants, grantFor } from './grants';
 import { createDecisionIntake } from './intake';
 import type { FaultSinks } from './definitions';
-import { approveSignal, dispatchUpdate, recoverSignal, rejectSignal, turnStatusQuery, OpenWorkerState, DEFAULT_MAX_ITERATIONS, NOT_STARTED, UNKNOWN_FINAL } from './definitions';
+import { approveSignal, dispatchUpdate, grantsSignal, recoverSignal, rejectSignal, turnStatusQuery, OpenWorkerState, DEFAULT_MAX_ITERATIONS, NOT_STARTED, UNKNOWN_FINAL } from './definitions';
 import { NOT_APPLIED_TYPES, classifyToolFailure, messageOf } from './failures';
 import { executionIdFor } from './identity';
 import { importedEntry } from './imported';
@@ -137,6 +138,17 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   setHandler(recoverSignal, (p) => decide('recover', p), {
     description: 'Resolve a recovery_required call: { toolCallId, decision: retry|succeeded|failed, result?, reason?, by }',
   });
+  let grants = activeGrants(input.grants);
+  setHandler(grantsSignal, (raw) => void (grants = activeGrants(raw)), { description: 'Internal: the session’s active grants' });
+  // A new call that a standing approval covers needs no one to approve it now.
+  const applyGrants = (ids: readonly string[]): void => {
+    for (const id of ids) {
+      const e = ledger.get(id)!;
+      const g = e.state === 'awaiting_approval' ? grantFor(grants, e) : undefined;
+      if (g) record(id, { type: 'approved', by: g.by, grant: g.id });
+    }
+  };
+
   setHandler(turnStatusQuery, status, { description: 'The turn state, its ledger and every decision received' });
 
   // The dispatch marker: the execute activity asks here before it calls the adapter. Only the
@@ -346,6 +358,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       ledger.set(call.toolCallId, entry);
       if (park) starts.set(call.toolCallId, { do: 'recovery_required', reason: park });
     });
+    applyGrants(planned.map((c) => c.toolCallId));
     publish();
     intake.callsCreated();
     inFlight = planned.map((c) => runCall(c, starts.get(c.toolCallId)));
@@ -393,6 +406,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
         usedIds.add(c.toolCallId);
         ledger.set(c.toolCallId, newEntry(c, executionIdFor(input.sessionId, input.turn, c.toolCallId), iteration, at, capped));
       }
+      applyGrants(calls.map((c) => c.toolCallId));
       publish();
       intake.callsCreated();
       inFlight = calls.map((c) => runCall(c));

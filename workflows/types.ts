@@ -87,6 +87,8 @@ export interface LedgerEntry {
   runs: number;
   dispatched: boolean;
   approvedBy?: string;
+  /** The standing approval that approved this call, when one did. */
+  grantId?: string;
   rejectedBy?: string;
   recoveryDecision?: RecoveryDecision;
   recoveredBy?: string;
@@ -177,10 +179,38 @@ export interface ImportedCall {
   by?: string;
 }
 
+/**
+ * A standing approval: later calls of `tool` in the session (to `target` only, when set) are
+ * approved by it. Revoked grants stay listed for the audit.
+ */
+export interface Grant {
+  id: string;
+  tool: string;
+  target?: string;
+  by: string;
+  at: string;
+  revokedAt?: string;
+  revokedBy?: string;
+}
+
+export interface GrantSignal {
+  grantId: string;
+  tool: string;
+  target?: string;
+  by: string;
+}
+
+export interface RevokeSignal {
+  grantId: string;
+  by: string;
+}
+
 export interface TurnInput {
   sessionId: string;
   turn: number;
   history: Message[];
+  /** The session's active grants when the turn started; later changes arrive as `grants` signals. */
+  grants?: Grant[];
   /** The user message that starts the turn; absent for a turn that resumes imported calls. */
   message?: string;
   /** Tool calls of the history's last assistant message that have no result yet: resolved first. */
@@ -231,6 +261,7 @@ export interface SessionInput {
   options?: TurnOptions;
   /** Set when the session was imported from another runtime; `resume` runs as its first turn. */
   imported?: ImportInfo & { resume?: ImportedCall[] };
+  grants?: Grant[];
   /** Turns per run before continue-as-new (default 100; the server may suggest it earlier). */
   turnsPerRun?: number;
 }
@@ -248,6 +279,8 @@ export interface ImportInfo {
 export interface SessionStatus {
   sessionId: string;
   imported?: ImportInfo;
+  /** Standing approvals, active and revoked. */
+  grants?: Grant[];
   transcript: Message[];
   turns: TurnSummary[];
   pending: QueuedMessage[];

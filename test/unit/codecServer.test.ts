@@ -28,18 +28,23 @@ describe('codec endpoint for the Web UI', () => {
     const small = defaultPayloadConverter.toPayload('hi');
     const [ref] = await codec().encode([large]);
     const body = { payloads: [ref!, small].map((p) => ({ metadata: Object.fromEntries(Object.entries(p.metadata!).map(([k, v]) => [k, b64(v)])), data: b64(p.data) })) };
-    const res = await fetch(`${server.url}/decode`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-namespace': 'default' }, body: JSON.stringify(body) });
+    // The Web UI 2.5x posts to /decode?preserveStorageRefs=true.
+    const res = await fetch(`${server.url}/decode?preserveStorageRefs=true`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-namespace': 'default', origin: 'http://127.0.0.1:8233' }, body: JSON.stringify(body) });
     assert.equal(res.status, 200);
-    assert.equal(res.headers.get('access-control-allow-origin'), '*');
+    assert.equal(res.headers.get('access-control-allow-origin'), 'http://127.0.0.1:8233', 'the UI sends credentials: its origin is echoed, never *');
+    assert.equal(res.headers.get('access-control-allow-credentials'), 'true');
     const out = (await res.json()) as { payloads: { metadata: Record<string, string>; data: string }[] };
     const back = out.payloads.map((p) => defaultPayloadConverter.fromPayload({ metadata: Object.fromEntries(Object.entries(p.metadata).map(([k, v]) => [k, new Uint8Array(Buffer.from(v, 'base64'))])), data: new Uint8Array(Buffer.from(p.data, 'base64')) }));
     assert.deepEqual(back, [{ transcript: 'y'.repeat(4096) }, 'hi']);
   });
 
   it('answers the browser preflight, and a bad body with 400 and a reason', async () => {
-    const pre = await fetch(`${server.url}/decode`, { method: 'OPTIONS' });
+    const pre = await fetch(`${server.url}/decode`, { method: 'OPTIONS', headers: { origin: 'http://localhost:8233', 'access-control-request-headers': 'content-type,x-namespace,authorization' } });
     assert.equal(pre.status, 204);
-    assert.match(String(pre.headers.get('access-control-allow-headers')), /x-namespace/);
+    assert.equal(pre.headers.get('access-control-allow-headers'), 'content-type,x-namespace,authorization');
+    assert.equal(pre.headers.get('access-control-allow-origin'), 'http://localhost:8233');
+    const foreign = await fetch(`${server.url}/decode`, { method: 'OPTIONS', headers: { origin: 'https://evil.example' } });
+    assert.equal(foreign.headers.get('access-control-allow-origin'), null, 'a page from elsewhere cannot read decoded payloads');
     const bad = await fetch(`${server.url}/decode`, { method: 'POST', body: 'nope' });
     assert.equal(bad.status, 400);
     assert.match(((await bad.json()) as { error: string }).error, /JSON/);

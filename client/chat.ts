@@ -1,0 +1,235 @@
+import { createInterface } from 'node:readline';
+import type { LedgerEntry } from '../workflows/types';
+import { cancelTurn } from './cancel';
+import type { ApprovalAnswer } from './chatView';
+import { approvalPrompt, callChange, parseApproval, parseRecovery, recoveryLines, statusLine, turnEnd } from './chatView';
+import type { OpenWorkerClient } from './connection';
+import { approve, defaultApprover, recover, reject } from './decisions';
+import type { DecisionOutcome } from './decisions';
+import { approveAlways, listGrants } from './grants';
+import { formatGrants } from './format';
+import { activeTurn, checkSessionId, OpenWorkerError, sendMessage, sessionStatus, turnStatus } from './session';
+
+export interface ChatOptions {
+  sessionId: string;
+  /** Who approves (default: $OPENWORKER_USER or $USER). */
+  by?: string;
+  input?: NodeJS.ReadableStream;
+  output?: NodeJS.WritableStream & { isTTY?: boolean };
+  pollMs?: number;
+}
+
+const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+const HELP = 'type a message · /grants lists standing approvals · /exit or Ctrl-D leaves (turns keep running) · Ctrl-C cancels the running turn';
+
+/**
+ * An interactive session: messages go to the session workflow, the turn is followed by polling its
+ * query, and approvals and recovery decisions are asked inline. Leaving never cancels a turn; only
+ * Ctrl-C while a turn runs does.
+ */
+export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void> {
+  const sessionId = checkSessionId(o.sessionId);
+  const by = o.by ?? defaultApprover();
+  const out = o.output ?? process.stdout;
+  const tty = out.isTTY === true;
+  const pollMs = o.pollMs ?? 250;
+  const rl = createInterface({ input: o.input ?? process.stdin, output: out, terminal: tty });
+
+  // Lines go to an open question, else (while a turn runs) wait as the next messages, else to the prompt.
+  let answer: ((line: string | undefined) => void) | undefined;
+  let following = false;
+  let closed = false;
+  const typedAhead: string[] = [];
+  const idle: string[] = [];
+  let statusShown = '';
+  let frame = 0;
+
+  const clearStatus = (): void => {
+    if (tty && statusShown) out.write('\r\x1b[K');
+    statusShown = '';
+  };
+  const print = (...lines: string[]): void => {
+    clearStatus();
+    for (const l of lines) out.write(`${l}\n`);
+  };
+  const status = (text: string): void => {
+    if (tty) {
+      out.write(`\r\x1b[K${SPINNER[frame++ % SPINNER.length]} ${text}`);
+      statusShown = text;
+    } else if (text !== statusShown) {
+      out.write(`… ${text}\n`);
+      statusShown = text;
+    }
+  };
+  const ask = (prompt: string): Promise<string | undefined> => {
+    clearStatus();
+    if (closed) return Promise.resolve(undefined);
+    rl.setPrompt(prompt);
+    rl.prompt();
+    return new Promise((resolve) => (answer = resolve));
+  };
+
+  rl.on('line', (line) => {
+    if (answer) {
+      const a = answer;
+      answer = undefined;
+      a(line);
+    } else if (following) {
+      if (line.trim()) {
+        typedAhead.push(line);
+        print(`(queued: sent when this turn ends)`);
+      }
+    } else idle.push(line);
+  });
+  rl.on('close', () => {
+    closed = true;
+    answer?.(undefined);
+    answer = undefined;
+  });
+
+  let cancelling: { workflowId: string } | undefined;
+  let current: string | undefined;
+  let lastInterrupt = 0;
+  rl.on('SIGINT', () => {
+    if (following && current && !cancelling) {
+      cancelling = { workflowId: current };
+      print('^C cancelling the turn…');
+      const turn = Number(/-turn-(\d+)$/.exec(current)?.[1]);
+      cancelTurn(c, { sessionId, turn, waitMs: 0 }).catch((err: Error) => print(`could not cancel: ${err.message}`));
+      answer?.(undefined);
+      answer = undefined;
+      return;
+    }
+    if (Date.now() - lastInterrupt < 2000) return rl.close();
+    lastInterrupt = Date.now();
+    print('(Ctrl-C again or /exit leaves; running turns keep running)');
+    if (!following) rl.prompt();
+  });
+
+  const decided = (kind: string, d: DecisionOutcome): void => {
+    if (d.outcome === 'ignored') print(`  ${kind} NOT applied: ${d.why}`);
+    else if (d.outcome === 'delivered') print(`  ${kind} delivered; it takes effect when a worker runs`);
+  };
+
+  const askApproval = async (e: LedgerEntry): Promise<boolean> => {
+    print(...approvalPrompt(e));
+    let a: ApprovalAnswer | undefined;
+    while (!a) {
+      const line = await ask('approve? [y/a/t/n] ');
+      if (line === undefined) return false;
+      a = parseApproval(line, e);
+      if (!a) print(`  answer y, a${e.target ? ', t' : ''} or n`);
+    }
+    const target = { sessionId, toolCallId: e.toolCallId, by, turn: Number(/-turn-(\d+)$/.exec(current!)?.[1]) };
+    if (a.kind === 'once') decided('approve', await approve(c, { ...target, argsDigest: e.argsDigest }));
+    else if (a.kind === 'always') {
+      const d = await approveAlways(c, { ...target, argsDigest: e.argsDigest, always: a.scope });
+      decided('approve', d);
+      if (d.grant) print(`  granted ${d.grant.grant.id}: ${d.grant.grant.target ? `${e.tool} → ${d.grant.grant.target}` : `${e.tool}, any target`}, for this session (revoke: /grants, then openworker-temporal revoke ${sessionId} ${d.grant.grant.id})`);
+    } else {
+      const reason = await ask('reason (the model sees it): ');
+      if (reason === undefined) return false;
+      decided('reject', await reject(c, { ...target, ...(reason.trim() ? { reason: reason.trim() } : {}) }));
+    }
+    return true;
+  };
+
+  const askRecovery = async (e: LedgerEntry): Promise<boolean> => {
+    print(...recoveryLines(e));
+    let d;
+    while (!d) {
+      const line = await ask('decide? [r/s/f] ');
+      if (line === undefined) return false;
+      d = parseRecovery(line);
+      if (!d) print('  answer r, s or f');
+    }
+    decided('recover', await recover(c, { sessionId, toolCallId: e.toolCallId, by, turn: Number(/-turn-(\d+)$/.exec(current!)?.[1]), decision: d, reason: 'decided in chat' }));
+    return true;
+  };
+
+  /** Follows one turn until it ends, asking what it needs; false when the user left mid-turn. */
+  const follow = async (find: () => Promise<string | undefined>): Promise<boolean> => {
+    following = true;
+    cancelling = undefined;
+    current = undefined;
+    const seen = new Map<string, LedgerEntry>();
+    const asked = new Set<string>();
+    try {
+      for (;;) {
+        if (closed) return false;
+        current ??= await find();
+        const t = current ? await turnStatus(c, current).catch((err) => (err instanceof OpenWorkerError && err.code === 'not_found' ? undefined : Promise.reject(err))) : undefined;
+        if (!t) {
+          status('queued behind the running turn…');
+          await sleep(pollMs);
+          continue;
+        }
+        for (const e of t.ledger) {
+          const lines = callChange(seen.get(e.toolCallId), e);
+          if (lines.length) print(...lines);
+          seen.set(e.toolCallId, e);
+        }
+        if (t.closed) {
+          print(...turnEnd(t));
+          return true;
+        }
+        // Ask once per call and park; a decision that no worker has applied yet is not asked again.
+        const waiting = t.ledger.find((e) => e.state === 'awaiting_approval' && !asked.has(`a:${e.toolCallId}`));
+        const parked = t.ledger.find((e) => e.state === 'recovery_required' && !asked.has(`r:${e.toolCallId}:${e.events.length}`));
+        if (!cancelling && waiting) {
+          asked.add(`a:${waiting.toolCallId}`);
+          if (!(await askApproval(waiting)) && closed) return false;
+          continue;
+        }
+        if (!cancelling && parked) {
+          asked.add(`r:${parked.toolCallId}:${parked.events.length}`);
+          if (!(await askRecovery(parked)) && closed) return false;
+          continue;
+        }
+        status(cancelling ? 'cancelling…' : t.state === 'running' ? statusLine(t) : `waiting (${t.state})…`);
+        await sleep(pollMs);
+      }
+    } finally {
+      following = false;
+      clearStatus();
+    }
+  };
+
+  print(`chat with session ${sessionId} as ${by}`, HELP);
+  const running = await activeTurn(c, sessionId).catch(() => undefined);
+  if (running) {
+    print(`(turn ${running.turn} is running; following it)`);
+    if (!(await follow(async () => running.workflowId))) return rl.close();
+  }
+
+  for (;;) {
+    let line: string | undefined;
+    if (typedAhead.length) {
+      line = typedAhead.shift();
+      print(`you> ${line}`);
+    } else line = idle.shift() ?? (await ask('you> '));
+    if (line === undefined) break;
+    const text = line.trim();
+    if (!text) continue;
+    if (text === '/exit' || text === '/quit') break;
+    if (text === '/help') {
+      print(HELP);
+      continue;
+    }
+    if (text === '/grants') {
+      print(formatGrants(sessionId, await listGrants(c, sessionId).catch(() => [])));
+      continue;
+    }
+    try {
+      const sent = await sendMessage(c, { sessionId, text });
+      const done = await follow(async () => (await sessionStatus(c, sessionId)).turns.find((t) => t.messageId === sent.messageId)?.workflowId);
+      if (!done) break;
+    } catch (err) {
+      print(`error: ${(err as Error).message.split('\n')[0]}`);
+    }
+  }
+  rl.close();
+  print(`left session ${sessionId}; running turns keep running (openworker-temporal show ${sessionId})`);
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
