@@ -1,4 +1,5 @@
 import { strict as assert } from 'node:assert';
+import { execFileSync } from 'node:child_process';
 import { sessionStatus, turnStatus } from '../client/session';
 import { turnWorkflowId } from '../workflows/definitions';
 import { CLI } from './support/processes';
@@ -16,6 +17,15 @@ describe('chat (in a pseudo-terminal)', function () {
   const w = useWorld();
   let term: Terminal | undefined;
   afterEach(() => term?.close());
+  before(function () {
+    try {
+      execFileSync('tmux', ['-V'], { stdio: 'ignore' });
+    } catch {
+      if (process.env.CI) throw new Error('CI must have tmux: .ci/run installs it');
+      console.log('      (skipped: no tmux on PATH; .ci/run installs it)');
+      this.skip();
+    }
+  });
 
   const email = (id: string, to: string) => ({ id, name: 'send_email', arguments: { to, subject: 'Launch', body: 'We launch on Monday.' } });
   const dispatchedAt = async (sessionId: string, turn: number, toolCallId: string): Promise<number> => {
