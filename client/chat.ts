@@ -157,8 +157,17 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
     try {
       for (;;) {
         if (closed) return false;
-        current ??= await find();
-        const t = current ? await turnStatus(c, current).catch((err) => (err instanceof OpenWorkerError && err.code === 'not_found' ? undefined : Promise.reject(err))) : undefined;
+        let t;
+        try {
+          current ??= await find();
+          t = current ? await turnStatus(c, current).catch((err) => (err instanceof OpenWorkerError && err.code === 'not_found' ? undefined : Promise.reject(err))) : undefined;
+        } catch (err) {
+          // No worker right now (restarting, or not started): the turn waits durably, and so does the chat.
+          if (!(err instanceof OpenWorkerError && err.code === 'no_worker')) throw err;
+          status(`waiting: ${err.message.replace(/^[^:]*: /, '')}`);
+          await sleep(1000);
+          continue;
+        }
         if (!t) {
           status('queued behind the running turn…');
           await sleep(pollMs);

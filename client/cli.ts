@@ -107,7 +107,12 @@ export function buildCli(): Command {
       withClient(cmd, async (c) => {
         const sent = await sendMessage(c, { sessionId, text: message });
         if (!opts.wait) return print(cmd, sent, `queued message ${sent.messageId} in session ${sessionId}`);
-        const t = await waitForTurn(c, { sessionId, messageId: sent.messageId, timeoutMs: opts.timeout * 1000 });
+        const t = await waitForTurn(c, { sessionId, messageId: sent.messageId, timeoutMs: opts.timeout * 1000 }).catch((err: unknown) => {
+          if (err instanceof OpenWorkerError && err.code === 'no_worker') {
+            throw new OpenWorkerError(`queued message ${sent.messageId} in session ${sessionId}, but ${err.message.replace(/^[^:]*: /, '')}; the turn runs when one does`, 'no_worker');
+          }
+          throw err;
+        });
         print(cmd, t, formatTurn(t));
       }),
     );

@@ -39,6 +39,8 @@ export function resolveConnectConfig(options: ConnectOptions = {}): ResolvedConn
 
 export interface OpenWorkerClient {
   client: Client;
+  /** The frontend address this client is connected to (for messages). */
+  address: string;
   connection: Connection;
   namespace: string;
   taskQueue: string;
@@ -61,5 +63,5 @@ export async function connectClient(options: ConnectOptions = {}): Promise<OpenW
     throw new Error(`cannot reach Temporal at ${cfg.address} (${(err as Error).message}); start one with 'openworker-temporal server' or set TEMPORAL_ADDRESS`);
   }
   const client = new Client({ connection, namespace: cfg.namespace, dataConverter: { payloadCodecs: [claimCheckCodec()] } });
-  return { client, connection, namespace: cfg.namespace, taskQueue: cfg.taskQueue, close: () => connection.close() };
+  return { client, connection, address: cfg.address, namespace: cfg.namespace, taskQueue: cfg.taskQueue, close: () => connection.close() };
 }

@@ -4,6 +4,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { messageSignal, sessionStatusQuery, sessionWorkflowId, turnStatusQuery, OpenWorkerSession } from '../workflows/definitions';
 import type { SessionStatus, TurnResult, TurnState, TurnStatus } from '../workflows/types';
 import type { OpenWorkerClient } from './connection';
+import { liveWorkers, noWorkerMessage } from './workers';
 
 const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/;
 
@@ -27,6 +28,8 @@ const QUERY_TIMEOUT_MS = Number(process.env.OPENWORKER_QUERY_TIMEOUT_MS ?? 15_00
 
 /** Runs a query with a deadline, turning "nobody answered" into an error that says what to start. */
 export async function queryWithDeadline<T>(c: OpenWorkerClient, what: string, fn: () => Promise<T>): Promise<T> {
+  // A query nobody can answer would wait out the deadline: say at once that no worker runs.
+  if ((await liveWorkers(c).catch(() => 1)) === 0) throw new OpenWorkerError(`${what}: ${noWorkerMessage(c, c.address)}`, 'no_worker');
   try {
     return await c.client.withDeadline(Date.now() + QUERY_TIMEOUT_MS, fn);
   } catch (err) {
@@ -125,6 +128,8 @@ export async function activeTurn(c: OpenWorkerClient, sessionId: string): Promis
   return turns[0];
 }
 
+const NO_WORKER_GRACE_MS = 10_000;
+
 const PARKED: readonly TurnState[] = ['awaiting_approval', 'recovery_required'];
 
 export interface WaitedTurn extends TurnStatus {
@@ -136,16 +141,22 @@ export interface WaitedTurn extends TurnStatus {
 export async function waitForTurn(c: OpenWorkerClient, input: { sessionId: string; messageId: string; timeoutMs?: number; pollMs?: number }): Promise<WaitedTurn> {
   const deadline = Date.now() + (input.timeoutMs ?? 120_000);
   const pollMs = input.pollMs ?? 200;
+  // A worker that is starting is not polling yet: give it a moment before saying none runs.
+  const noWorkerUntil = Date.now() + NO_WORKER_GRACE_MS;
   let workflowId: string | undefined;
   for (;;) {
     if (!workflowId) {
-      const s = await sessionStatus(c, input.sessionId);
-      workflowId = s.turns.find((t) => t.messageId === input.messageId)?.workflowId;
+      const s = await sessionStatus(c, input.sessionId).catch((err) => {
+        if (err instanceof OpenWorkerError && err.code === 'no_worker' && Date.now() < noWorkerUntil) return undefined;
+        throw err;
+      });
+      workflowId = s?.turns.find((t) => t.messageId === input.messageId)?.workflowId;
     }
     if (workflowId) {
       // The session lists a turn a moment before the server has started its workflow.
       const t = await turnStatus(c, workflowId).catch((err) => {
         if (err instanceof OpenWorkerError && err.code === 'not_found') return undefined;
+        if (err instanceof OpenWorkerError && err.code === 'no_worker' && Date.now() < noWorkerUntil) return undefined;
         throw err;
       });
       if (t && (t.closed || PARKED.includes(t.state))) return t;

@@ -1,0 +1,58 @@
+import { strict as assert } from 'node:assert';
+import { runCli } from './support/processes';
+import { scripted, startTurn, uniq } from './support/scenario';
+import { useWorld } from './support/world';
+
+// Errors a person understands: each is one line saying what was wrong and what to do, with the
+// exit code the README gives, and none of them hangs.
+
+describe('CLI errors (one line, what to do, no hanging)', function () {
+  this.timeout(120_000);
+  const w = useWorld();
+  const oneLine = (stderr: string): string => {
+    const lines = stderr.trim().split('\n');
+    assert.equal(lines.length, 1, `expected one line, got:\n${stderr}`);
+    return lines[0]!;
+  };
+
+  it('no worker on the task queue: said at once (show) or after a short grace (turn --wait), never a 2-minute wait', async () => {
+    const sessionId = uniq('noworker');
+    const t0 = Date.now();
+    const turn = await runCli(['turn', sessionId, 'hello', '--wait', '--task-queue', w.taskQueue]);
+    assert.equal(turn.code, 1);
+    assert.match(
+      oneLine(turn.stderr),
+      new RegExp(`^error: queued message [0-9a-f-]+ in session ${sessionId}, but no worker is polling task queue '${w.taskQueue}' at 127\\.0\\.0\\.1:\\d+ \\(namespace default\\); start one with 'openworker-temporal worker --task-queue ${w.taskQueue}', or pass the --task-queue your worker uses; the turn runs when one does$`),
+    );
+    assert.ok(Date.now() - t0 < 40_000, `took ${Date.now() - t0} ms`);
+    const show = await runCli(['show', sessionId, '--task-queue', w.taskQueue]);
+    assert.equal(show.code, 1);
+    assert.match(oneLine(show.stderr), /^error: session '.*': no worker is polling task queue/);
+
+    // The message was queued durably: a worker that starts now runs it.
+    await w.worker(scripted([{ text: 'hello to you' }]));
+    const done = await startTurn(w.c, sessionId, 'and again');
+    assert.equal(done.turn, 2);
+  });
+
+  it('server not reachable, unknown session, no such call, a decision not allowed, bad arguments', async () => {
+    await w.worker(scripted([{ toolCalls: [{ id: 'c1', name: 'send_email', arguments: { to: 'a@example.com', subject: 's', body: 'b' } }] }, { text: 'x' }]));
+    const sessionId = uniq('errs');
+    await startTurn(w.c, sessionId, 'email a');
+    const q = ['--task-queue', w.taskQueue];
+    const cases: [string[], number, RegExp][] = [
+      [['show', 'x', '--address', '127.0.0.1:1'], 1, /^error: cannot reach Temporal at 127\.0\.0\.1:1 \(.*\); start one with 'openworker-temporal server' or set TEMPORAL_ADDRESS$/],
+      [['show', uniq('nope'), ...q], 1, /^error: session '.*': not found$/],
+      [['approve', uniq('nope'), 'c1', ...q], 1, /^error: session '.*' not found; start it with 'openworker-temporal turn .* "<message>"'$/],
+      [['approve', sessionId, 'c9', ...q], 1, new RegExp(`^error: no tool call 'c9' in session-${sessionId}-turn-1; waiting there: c1 \\(see 'openworker-temporal inbox'\\)$`)],
+      [['recover', sessionId, 'c1', '--decision', 'retry', ...q], 2, /^error: call 'c1' is awaiting_approval, not recovery_required: a recovery decision answers a parked call \(see 'openworker-temporal inbox'\)$/],
+      [['recover', sessionId, 'c1', '--decision', 'maybe', ...q], 1, /argument 'maybe' is invalid. Allowed choices are retry, succeeded, failed/],
+      [['turn', 'bad id!', 'hi', ...q], 2, /^error: invalid session id 'bad id!': use 1-100 letters/],
+    ];
+    for (const [args, code, pattern] of cases) {
+      const r = await runCli(args);
+      assert.equal(r.code, code, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(oneLine(r.stderr), pattern, args.join(' '));
+    }
+  });
+});
