@@ -25,18 +25,23 @@ export function checkSessionId(sessionId: string): string {
 // After a worker dies, the server first routes queries to that worker's sticky queue and only
 // falls back to the shared queue after its sticky timeout, so allow for more than that.
 const QUERY_TIMEOUT_MS = Number(process.env.OPENWORKER_QUERY_TIMEOUT_MS ?? 15_000);
+const NO_WORKER_QUERY_MS = 3_000;
 
 /** Runs a query with a deadline, turning "nobody answered" into an error that says what to start. */
 export async function queryWithDeadline<T>(c: OpenWorkerClient, what: string, fn: () => Promise<T>): Promise<T> {
-  // A query nobody can answer would wait out the deadline: say at once that no worker runs.
-  if ((await liveWorkers(c).catch(() => 1)) === 0) throw new OpenWorkerError(`${what}: ${noWorkerMessage(c, c.address)}`, 'no_worker');
+  // With no worker polling, a query would wait out the whole deadline: give a worker that is just
+  // (re)connecting a short moment, then say that none runs.
+  const none = (await liveWorkers(c).catch(() => 1)) === 0;
+  const timeoutMs = none ? NO_WORKER_QUERY_MS : QUERY_TIMEOUT_MS;
   try {
-    return await c.client.withDeadline(Date.now() + QUERY_TIMEOUT_MS, fn);
+    return await c.client.withDeadline(Date.now() + timeoutMs, fn);
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) throw new OpenWorkerError(`${what}: not found`, 'not_found');
-    const msg = (err as Error).message ?? String(err);
+    // With no worker polling, a failed query (the SDK wraps its deadline as "Failed to query Workflow") means just that.
+    if (none) throw new OpenWorkerError(`${what}: ${noWorkerMessage(c, c.address)}`, 'no_worker');
+    const msg = `${(err as Error).message ?? String(err)} ${((err as Error).cause as Error | undefined)?.message ?? ''}`;
     if (/deadline|timeout|timed out/i.test(msg)) {
-      throw new OpenWorkerError(`${what}: no worker answered within ${QUERY_TIMEOUT_MS / 1000}s; is 'openworker-temporal worker' running on task queue '${c.taskQueue}'?`, 'no_worker');
+      throw new OpenWorkerError(`${what}: no worker answered within ${timeoutMs / 1000}s; is 'openworker-temporal worker' running on task queue '${c.taskQueue}'?`, 'no_worker');
     }
     throw err;
   }
@@ -128,7 +133,7 @@ export async function activeTurn(c: OpenWorkerClient, sessionId: string): Promis
   return turns[0];
 }
 
-const NO_WORKER_GRACE_MS = 10_000;
+const NO_WORKER_GRACE_MS = 5_000;
 
 const PARKED: readonly TurnState[] = ['awaiting_approval', 'recovery_required'];
 
