@@ -30,6 +30,8 @@ export interface WorkerConfig extends ConnectOptions {
   shutdownGraceTime?: string | number;
   identity?: string;
   connection?: NativeConnection;
+  /** Workflow executions kept in the worker's cache (the SDK's default when unset). */
+  maxCachedWorkflows?: number;
 }
 
 export async function loadToolModule(path: string): Promise<Tool[]> {
@@ -110,6 +112,7 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{ worker:
     // After a crash, the turn's next task first waits on the dead worker's sticky queue; a short
     // timeout gets a parked call to recovery_required soon after the heartbeat timeout.
     stickyQueueScheduleToStartTimeout: '3s',
+    ...(config.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: config.maxCachedWorkflows } : {}),
   });
   return { worker, connection, taskQueue: cfg.taskQueue, tools: registry.names(), model: model.name };
 }

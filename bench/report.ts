@@ -1,0 +1,93 @@
+// Pure helpers of the benchmark: statistics, the markdown table, the SVG chart.
+
+export interface RunResult {
+  system: string;
+  k: number;
+  tool: string;
+  n: number;
+  round: number;
+  turns: number;
+  seconds: number;
+  /** Turn latencies, ms. */
+  latencies: number[];
+  /** CPU ms per turn, per process. */
+  cpuPerTurn: Record<string, number>;
+}
+
+/** Max without spreading (B0 runs record hundreds of thousands of samples). */
+export const maxOf = (values: readonly number[]): number => values.reduce((m, v) => (v > m ? v : m), -Infinity);
+
+export function percentile(values: readonly number[], p: number): number {
+  if (!values.length) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i]!;
+}
+
+export interface Cell {
+  system: string;
+  k: number;
+  tool: string;
+  n: number;
+  turnsPerSec: number;
+  callsPerSec: number;
+  p50: number;
+  p99: number;
+  max: number;
+  cpuPerTurn: Record<string, number>;
+  samples: number;
+}
+
+/** Merges the rounds of each (system, k, tool, n). */
+export function cells(runs: readonly RunResult[]): Cell[] {
+  const groups = new Map<string, RunResult[]>();
+  for (const r of runs) {
+    const key = `${r.system}|${r.k}|${r.tool}|${r.n}`;
+    groups.set(key, [...(groups.get(key) ?? []), r]);
+  }
+  return [...groups.values()].map((rs) => {
+    const { system, k, tool, n } = rs[0]!;
+    const turns = rs.reduce((a, r) => a + r.turns, 0);
+    const seconds = rs.reduce((a, r) => a + r.seconds, 0);
+    const lat = rs.flatMap((r) => r.latencies);
+    const procs = [...new Set(rs.flatMap((r) => Object.keys(r.cpuPerTurn)))];
+    const cpuPerTurn = Object.fromEntries(procs.map((p) => [p, rs.reduce((a, r) => a + (r.cpuPerTurn[p] ?? 0) * r.turns, 0) / Math.max(1, turns)]));
+    return { system, k, tool, n, turnsPerSec: turns / seconds, callsPerSec: (turns * k) / seconds, p50: percentile(lat, 50), p99: percentile(lat, 99), max: maxOf(lat), cpuPerTurn, samples: lat.length };
+  });
+}
+
+const f = (x: number, d = 1): string => (Number.isFinite(x) ? x.toFixed(d) : '—');
+
+export function markdownTable(cs: readonly Cell[], systems: readonly string[]): string {
+  const head = '| system | k | tool | N | turns/s | calls/s | p50 ms | p99 ms | max ms | CPU ms/turn (server / worker / driver) |';
+  const rows = [...cs]
+    .sort((a, b) => a.k - b.k || a.tool.localeCompare(b.tool) || a.n - b.n || systems.indexOf(a.system) - systems.indexOf(b.system))
+    .map((c) => `| ${c.system} | ${c.k} | ${c.k ? c.tool : '—'} | ${c.n} | ${f(c.turnsPerSec)} | ${c.k ? f(c.callsPerSec) : '—'} | ${f(c.p50)} | ${f(c.p99)} | ${f(c.max)} | ${f(c.cpuPerTurn.server ?? NaN)} / ${f(c.cpuPerTurn.worker ?? NaN)} / ${f(c.cpuPerTurn.driver ?? NaN)} |`);
+  return [head, '|---|---|---|---|---|---|---|---|---|---|', ...rows].join('\n');
+}
+
+/** Two panels (turns/s and p50 latency vs N) for one workload, a line per system. */
+export function svgChart(cs: readonly Cell[], systems: readonly string[], title: string): string {
+  const W = 420;
+  const H = 260;
+  const pad = { l: 56, r: 12, t: 28, b: 40 };
+  const colors = ['#222', '#d62728', '#1f77b4', '#2ca02c', '#9467bd', '#ff7f0e'];
+  const ns = [...new Set(cs.map((c) => c.n))].sort((a, b) => a - b);
+  const panel = (metric: 'turnsPerSec' | 'p50', label: string, x0: number): string => {
+    const max = Math.max(1e-9, ...cs.map((c) => c[metric]).filter(Number.isFinite)) * 1.1;
+    const px = (n: number): number => x0 + pad.l + (ns.length > 1 ? (ns.indexOf(n) / (ns.length - 1)) * (W - pad.l - pad.r) : 0);
+    const py = (v: number): number => pad.t + (1 - v / max) * (H - pad.t - pad.b);
+    const lines = systems.map((s, i) => {
+      const pts = cs.filter((c) => c.system === s && Number.isFinite(c[metric])).sort((a, b) => a.n - b.n);
+      if (!pts.length) return '';
+      const d = pts.map((c) => `${px(c.n).toFixed(1)},${py(c[metric]).toFixed(1)}`).join(' ');
+      const dots = pts.map((c) => `<circle cx="${px(c.n).toFixed(1)}" cy="${py(c[metric]).toFixed(1)}" r="3" fill="${colors[i % colors.length]}"/>`).join('');
+      return `<polyline fill="none" stroke="${colors[i % colors.length]}" stroke-width="2" points="${d}"/>${dots}`;
+    });
+    const ticks = [0, 0.25, 0.5, 0.75, 1].map((t) => `<text x="${x0 + pad.l - 6}" y="${py(max * t) + 4}" text-anchor="end" font-size="10">${(max * t).toFixed(max * t >= 10 ? 0 : 1)}</text><line x1="${x0 + pad.l}" x2="${x0 + W - pad.r}" y1="${py(max * t)}" y2="${py(max * t)}" stroke="#eee"/>`);
+    const xt = ns.map((n) => `<text x="${px(n)}" y="${H - pad.b + 16}" text-anchor="middle" font-size="10">N=${n}</text>`);
+    return `<g>${ticks.join('')}${xt.join('')}<text x="${x0 + W / 2}" y="16" text-anchor="middle" font-size="12">${label}</text>${lines.join('')}</g>`;
+  };
+  const legend = systems.map((s, i) => `<text x="${10 + i * 130}" y="${H + 18}" font-size="11" fill="${colors[i % colors.length]}">■ ${s}</text>`).join('');
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${2 * W}" height="${H + 48}" font-family="sans-serif"><rect width="100%" height="100%" fill="white"/><text x="${W}" y="${H + 40}" text-anchor="middle" font-size="11">${title}</text>${panel('turnsPerSec', 'turns/s (higher is better)', 0)}${panel('p50', 'p50 turn latency, ms (lower is better)', W)}${legend}</svg>\n`;
+}
