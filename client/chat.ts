@@ -95,7 +95,10 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
       cancelling = { workflowId: current };
       print('^C cancelling the turn…');
       const turn = Number(/-turn-(\d+)$/.exec(current)?.[1]);
-      cancelTurn(c, { sessionId, turn, waitMs: 0 }).catch((err: Error) => print(`could not cancel: ${err.message}`));
+      cancelTurn(c, { sessionId, turn, waitMs: 0 }).catch((err: Error) => {
+        cancelling = undefined; // not cancelled: keep asking, and let Ctrl-C try again
+        print(`could not cancel: ${err.message.split('\n')[0]}`);
+      });
       answer?.(undefined);
       answer = undefined;
       return;

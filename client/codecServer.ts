@@ -17,6 +17,8 @@ interface JsonPayload {
 const b64 = (bytes: Uint8Array | null | undefined) => Buffer.from(bytes ?? new Uint8Array()).toString('base64');
 const bytes = (s: string | undefined) => new Uint8Array(Buffer.from(s ?? '', 'base64'));
 
+const LOOPBACK_HOST = /^(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/;
+const MAX_BODY = 64 * 1024 * 1024;
 const LOOPBACK_ORIGIN = /^https?:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/;
 
 export interface CodecServer {
@@ -41,9 +43,22 @@ export async function startCodecServer(opts: { port?: number; codec?: PayloadCod
     const path = new URL(req.url ?? '/', 'http://codec').pathname.replace(/\/+$/, '');
     const op = req.method === 'POST' ? (path === '/decode' ? 'decode' : path === '/encode' ? 'encode' : undefined) : undefined;
     if (!op) return void res.writeHead(404, { ...cors, 'content-type': 'application/json' }).end('{"error":"POST /decode or /encode"}');
+    const refuse = (status: number, error: string) => void res.writeHead(status, { ...cors, 'content-type': 'application/json' }).end(JSON.stringify({ error }));
+    // A page elsewhere can send a "simple" POST without a preflight, and DNS rebinding can aim one
+    // here: only JSON, to a loopback Host, of bounded size.
+    if (!LOOPBACK_HOST.test(String(req.headers.host ?? ''))) return refuse(403, 'the codec endpoint answers on loopback hosts only');
+    if (!/^application\/json\b/i.test(String(req.headers['content-type'] ?? ''))) return refuse(415, 'send application/json');
     let raw = '';
-    req.setEncoding('utf8').on('data', (d: string) => (raw += d));
+    let size = 0;
+    req.setEncoding('utf8').on('data', (d: string) => {
+      size += d.length;
+      if (size > MAX_BODY) {
+        refuse(413, `request body over ${MAX_BODY} bytes`);
+        req.destroy();
+      } else raw += d;
+    });
     req.on('end', () => {
+      if (size > MAX_BODY) return;
       void (async () => {
         try {
           const { payloads } = JSON.parse(raw) as { payloads: JsonPayload[] };

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { grantSignal, revokeSignal, sessionStatusQuery, sessionWorkflowId, turnStatusQuery, turnWorkflowId } from '../workflows/definitions';
 import type { Grant } from '../workflows/types';
+import { MAX_TARGET } from '../workflows/grants';
 import type { OpenWorkerClient } from './connection';
 import type { DecisionOutcome, DecisionTarget } from './decisions';
 import { approve, defaultApprover } from './decisions';
@@ -32,22 +33,33 @@ async function signalSession(c: OpenWorkerClient, sessionId: string, send: (h: R
   }
 }
 
-/** Waits (bounded) until the session lists the grant in the wanted form. */
-async function confirmed(c: OpenWorkerClient, sessionId: string, ok: (grants: Grant[]) => Grant | undefined, waitMs: number): Promise<Grant | undefined> {
+/**
+ * Waits (bounded) until the session lists the grant in the wanted form. Undefined: no worker
+ * answered (the signal waits in history); a worker that answered without the change refused it.
+ */
+async function confirmed(c: OpenWorkerClient, sessionId: string, ok: (grants: Grant[]) => Grant | undefined, waitMs: number, what: string): Promise<Grant | undefined> {
   const until = Date.now() + waitMs;
   const handle = c.client.workflow.getHandle(sessionWorkflowId(sessionId));
+  let answered = false;
   while (Date.now() < until) {
     try {
       const s = await c.client.withDeadline(Math.min(until, Date.now() + 3000), () => handle.query(sessionStatusQuery));
+      answered = true;
       const g = ok(s.grants ?? []);
       if (g) return g;
     } catch {
-      return undefined; // no worker: the signal waits in history
+      if (!answered) return undefined;
     }
     await new Promise((r) => setTimeout(r, 150));
   }
+  if (answered) throw new OpenWorkerError(`session '${sessionId}' did not apply the ${what} within ${waitMs / 1000}s; see 'openworker-temporal grants ${sessionId}'`, 'failed');
   return undefined;
 }
+
+const checkBy = (by: string): string => {
+  if (typeof by !== 'string' || !by || by.length > 200) throw new OpenWorkerError(`--by must name who decides (1-200 characters), got '${String(by).slice(0, 40)}'; set --by or OPENWORKER_USER`, 'bad_input');
+  return by;
+};
 
 /** Adds a standing approval to a session: later calls of `tool` (to `target`, if given) need no approval. */
 export async function grant(c: OpenWorkerClient, input: { sessionId: string; tool: string; target?: string; by?: string; waitMs?: number }): Promise<GrantOutcome> {
@@ -56,9 +68,12 @@ export async function grant(c: OpenWorkerClient, input: { sessionId: string; too
   if (input.target !== undefined && (typeof input.target !== 'string' || !input.target || input.target.length > 200)) {
     throw new OpenWorkerError('--target must be 1-200 characters (the exact target, e.g. bob@example.com)', 'bad_input');
   }
-  const payload = { grantId: `g-${randomBytes(4).toString('hex')}`, tool: input.tool, ...(input.target ? { target: input.target } : {}), by: input.by ?? defaultApprover() };
+  if (input.target !== undefined && input.target.length >= MAX_TARGET) {
+    throw new OpenWorkerError(`a target of ${MAX_TARGET} or more characters is cut in the ledger and cannot be granted exactly; grant the tool for the session instead`, 'bad_input');
+  }
+  const payload = { grantId: `g-${randomBytes(4).toString('hex')}`, tool: input.tool, ...(input.target ? { target: input.target } : {}), by: checkBy(input.by ?? defaultApprover()) };
   await signalSession(c, sessionId, (h) => h.signal(grantSignal, payload));
-  const g = await confirmed(c, sessionId, (gs) => gs.find((x) => x.id === payload.grantId), input.waitMs ?? 10_000);
+  const g = await confirmed(c, sessionId, (gs) => gs.find((x) => x.id === payload.grantId), input.waitMs ?? 10_000, 'grant');
   return g ? { sessionId, grant: g, outcome: 'applied' } : { sessionId, grant: { id: payload.grantId, tool: payload.tool, ...(payload.target ? { target: payload.target } : {}), by: payload.by, at: new Date().toISOString() }, outcome: 'delivered' };
 }
 
@@ -72,8 +87,8 @@ export async function revoke(c: OpenWorkerClient, input: { sessionId: string; gr
     throw new OpenWorkerError(`no grant '${input.grantId}' in session '${sessionId}'${ids.length ? `; active: ${ids.join(', ')}` : '; it has no active grants'}`, 'not_found');
   }
   if (existing.revokedAt) return { sessionId, grant: existing, outcome: 'applied' };
-  await signalSession(c, sessionId, (h) => h.signal(revokeSignal, { grantId: input.grantId, by: input.by ?? defaultApprover() }));
-  const g = await confirmed(c, sessionId, (gs) => gs.find((x) => x.id === input.grantId && x.revokedAt), input.waitMs ?? 10_000);
+  await signalSession(c, sessionId, (h) => h.signal(revokeSignal, { grantId: input.grantId, by: checkBy(input.by ?? defaultApprover()) }));
+  const g = await confirmed(c, sessionId, (gs) => gs.find((x) => x.id === input.grantId && x.revokedAt), input.waitMs ?? 10_000, 'revoke');
   return { sessionId, grant: g ?? existing, outcome: g ? 'applied' : 'delivered' };
 }
 

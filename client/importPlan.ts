@@ -112,6 +112,11 @@ export function planImport(jsonl: string): ImportPlan {
         if (typeof id !== 'string' || !metaOf.has(id)) throw new ImportError(`${where}: a tool result for ${typeof id === 'string' ? `unknown call ${id}` : 'no tool_call_id'}`);
         const call = messages.flatMap((x) => (x.role === 'assistant' ? (x.toolCalls ?? []) : [])).find((c) => c.id === id)!;
         if (messages.some((x) => x.role === 'tool' && x.toolCallId === id)) throw new ImportError(`${where}: a second result for tool call ${id}`);
+        // Providers need the results right after their assistant message, before anything else.
+        const owner = [...messages].reverse().find((x) => x.role !== 'tool');
+        if (owner?.role !== 'assistant' || !owner.toolCalls?.some((c) => c.id === id)) {
+          throw new ImportError(`${where}: the result for tool call ${id} comes after other messages; results must directly follow their assistant message`);
+        }
         messages.push({ role: 'tool', toolCallId: id, name: typeof m.name === 'string' && m.name ? m.name : call.name, content: text(m.content, where), line: i + 1 });
         return;
       }
@@ -147,6 +152,10 @@ export function planImport(jsonl: string): ImportPlan {
 function dispositionOf(meta: RawCall['openworker']): Omit<PendingCall, 'call'> {
   const approval = meta?.approval;
   const by = typeof meta?.by === 'string' && meta.by ? meta.by : undefined;
+  // What the old runtime recorded as dispatched may have run, whatever its approval says now.
+  if (meta?.dispatched === true) {
+    return { disposition: 'recovery_required', why: 'marked dispatched, with no result: it may have run', ...(by && approval === 'approved' ? { by } : {}) };
+  }
   if (approval === 'rejected') return { disposition: 'rejected', why: `rejected before the import${by ? ` by ${by}` : ''}`, ...(by ? { by } : {}) };
   if (meta?.dispatched === false) {
     return approval === 'approved'

@@ -5,6 +5,8 @@ import type { PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { stateDir } from '../dev/server';
 
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
 type Payload = temporal.api.common.v1.IPayload;
 
 /**
@@ -80,7 +82,9 @@ export function claimCheckCodec(store: PayloadStore = defaultPayloadStore(), thr
         payloads.map(async (p) => {
           const encoding = p.metadata?.encoding ? decoder.decode(p.metadata.encoding) : undefined;
           if (encoding !== CLAIM_ENCODING) return p;
-          const { sha256: key } = JSON.parse(decoder.decode(p.data ?? new Uint8Array())) as { sha256: string };
+          const { sha256: key } = JSON.parse(decoder.decode(p.data ?? new Uint8Array())) as { sha256: unknown };
+          // The key names a file: anything but a SHA-256 in hex could walk out of the store.
+          if (typeof key !== 'string' || !SHA256_HEX.test(key)) throw new Error(`not a payload reference: ${JSON.stringify(key)?.slice(0, 80)} is not a SHA-256 in hex`);
           const bytes = await store.get(key);
           if (!bytes) {
             throw new Error(`payload ${key} is not in the payload store ${store.where}: every client and worker must share it (OPENWORKER_PAYLOAD_STORE)`);

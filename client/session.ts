@@ -30,20 +30,29 @@ const NO_WORKER_QUERY_MS = 3_000;
 /** Runs a query with a deadline, turning "nobody answered" into an error that says what to start. */
 export async function queryWithDeadline<T>(c: OpenWorkerClient, what: string, fn: () => Promise<T>): Promise<T> {
   // With no worker polling, a query would wait out the whole deadline: give a worker that is just
-  // (re)connecting a short moment, then say that none runs.
-  const none = (await liveWorkers(c).catch(() => 1)) === 0;
-  const timeoutMs = none ? NO_WORKER_QUERY_MS : QUERY_TIMEOUT_MS;
-  try {
-    return await c.client.withDeadline(Date.now() + timeoutMs, fn);
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) throw new OpenWorkerError(`${what}: not found`, 'not_found');
-    // With no worker polling, a failed query (the SDK wraps its deadline as "Failed to query Workflow") means just that.
-    if (none) throw new OpenWorkerError(`${what}: ${noWorkerMessage(c, c.address)}`, 'no_worker');
-    const msg = `${(err as Error).message ?? String(err)} ${((err as Error).cause as Error | undefined)?.message ?? ''}`;
-    if (/deadline|timeout|timed out/i.test(msg)) {
-      throw new OpenWorkerError(`${what}: no worker answered within ${timeoutMs / 1000}s; is 'openworker-temporal worker' running on task queue '${c.taskQueue}'?`, 'no_worker');
+  // (re)connecting a short moment; if one polls by then (a replaced worker, whose query first went
+  // to its predecessor's sticky queue), wait for it in full, else say that none runs.
+  let none = (await liveWorkers(c).catch(() => 1)) === 0;
+  for (;;) {
+    const timeoutMs = none ? NO_WORKER_QUERY_MS : QUERY_TIMEOUT_MS;
+    try {
+      return await c.client.withDeadline(Date.now() + timeoutMs, fn);
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw new OpenWorkerError(`${what}: not found`, 'not_found');
+      if (none) {
+        // The SDK reports its deadline as "Failed to query Workflow": ask the server who polls now.
+        if ((await liveWorkers(c, { fresh: true }).catch(() => 0)) > 0) {
+          none = false;
+          continue;
+        }
+        throw new OpenWorkerError(`${what}: ${noWorkerMessage(c, c.address)}`, 'no_worker');
+      }
+      const msg = `${(err as Error).message ?? String(err)} ${((err as Error).cause as Error | undefined)?.message ?? ''}`;
+      if (/deadline|timeout|timed out/i.test(msg)) {
+        throw new OpenWorkerError(`${what}: no worker answered within ${timeoutMs / 1000}s; is 'openworker-temporal worker' running on task queue '${c.taskQueue}'?`, 'no_worker');
+      }
+      throw err;
     }
-    throw err;
   }
 }
 

@@ -9,9 +9,9 @@ const STALE_MS = 2 * 60_000;
 const CACHE_MS = 5_000;
 const cache = new WeakMap<OpenWorkerClient, { at: number; live: number }>();
 
-export async function liveWorkers(c: OpenWorkerClient): Promise<number> {
+export async function liveWorkers(c: OpenWorkerClient, opts: { fresh?: boolean } = {}): Promise<number> {
   const hit = cache.get(c);
-  if (hit && Date.now() - hit.at < CACHE_MS) return hit.live;
+  if (hit && !opts.fresh && Date.now() - hit.at < CACHE_MS) return hit.live;
   const res = await c.client.workflowService.describeTaskQueue({
     namespace: c.namespace,
     taskQueue: { name: c.taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },

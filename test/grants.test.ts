@@ -4,6 +4,7 @@ import { approveAlways, listGrants } from '../client/grants';
 import { sessionStatus, turnStatus } from '../client/session';
 import type { WaitedTurn } from '../client/session';
 import { sessionWorkflowId } from '../workflows/definitions';
+import { recordHistory } from './support/histories';
 import { runCli } from './support/processes';
 import { eventually, scripted, startTurn, uniq } from './support/scenario';
 import { useWorld } from './support/world';
@@ -49,6 +50,7 @@ describe('standing approvals (grants)', function () {
     assert.equal(entry(t1, 'c2').grantId, grantId, 'the next call of the same turn went through on the grant');
     assert.equal(entry(t1, 'c2').events.find((e) => e.type === 'approved')?.grant, grantId);
     assert.equal(sent(t1, 'c2'), 1);
+    await recordHistory(t1.workflowId, 'turn-grant-same-turn');
 
     await w1.kill('SIGKILL');
     await w.worker(script);
@@ -70,6 +72,7 @@ describe('standing approvals (grants)', function () {
     await approve(w.c, { sessionId, toolCallId: 'c4', by: 'carol' });
     assert.equal((await closed(t3)).state, 'completed');
 
+    await recordHistory(`session-${sessionId}`, 'session-grants');
     const unknown = await runCli(['revoke', sessionId, 'g-nope', '--task-queue', w.taskQueue]);
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /^error: no grant 'g-nope' in session '.*'; it has no active grants$/m);

@@ -28,7 +28,7 @@ export const messageSignal = defineSignal<[SessionMessageSignal]>('message');
 export const grantSignal = defineSignal<[GrantSignal]>('grant');
 export const revokeSignal = defineSignal<[RevokeSignal]>('revoke');
 /** Internal: the session sends its active grants to the running turn whenever they change. */
-export const grantsSignal = defineSignal<[Grant[]]>('grants');
+export const grantsSignal = defineSignal<[{ version: number; grants: Grant[] }]>('grants');
 export const sessionStatusQuery = defineQuery<SessionStatus>('session');
 
 export const OpenWorkerState = defineSearchAttributeKey('OpenWorkerState', SearchAttributeType.KEYWORD);

@@ -6,6 +6,8 @@ import type { Grant, GrantSignal, LedgerEntry, RevokeSignal } from './types';
 
 const MAX_ID = 100;
 const MAX_NAME = 200;
+/** The length at which the registry cuts a call's target. */
+export const MAX_TARGET = 200;
 
 const str = (value: unknown, max: number): string | undefined => (typeof value === 'string' && value.length > 0 && value.length <= max ? value : undefined);
 
@@ -46,7 +48,20 @@ export function revokeGrant(grants: readonly Grant[], raw: unknown, at: string):
 
 /** The grant that approves this new call, if any: same tool, and the same target when it names one. */
 export function grantFor(grants: readonly Grant[], entry: Pick<LedgerEntry, 'tool' | 'target'>): Grant | undefined {
-  return grants.find((g) => !g.revokedAt && g.tool === entry.tool && (g.target === undefined || g.target === entry.target));
+  // Targets are cut to 200 characters in the ledger: a cut one could stand for many, so no target grant covers it.
+  return grants.find((g) => !g.revokedAt && g.tool === entry.tool && (g.target === undefined || (g.target === entry.target && g.target.length < MAX_TARGET)));
+}
+
+/**
+ * The session's `grants` signal to its running turn: `{ version, grants }`, versions increasing, so
+ * a list that arrives late never replaces a newer one. (A bare array, from the first builds, has none.)
+ */
+export function grantsUpdate(raw: unknown): { version?: number; grants: Grant[] } | undefined {
+  if (Array.isArray(raw)) return { grants: activeGrants(raw) };
+  if (!raw || typeof raw !== 'object') return undefined;
+  const { version, grants } = raw as { version?: unknown; grants?: unknown };
+  if (!Number.isInteger(version) || (version as number) < 1 || !Array.isArray(grants)) return undefined;
+  return { version: version as number, grants: activeGrants(grants) };
 }
 
 /** Grants as the turn receives them: well-formed, active ones only. */

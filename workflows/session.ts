@@ -1,11 +1,11 @@
+import type { ChildWorkflowHandle } from '@temporalio/workflow';
 import {
   ParentClosePolicy,
   WorkflowIdReusePolicy,
   allHandlersFinished,
   condition,
   continueAsNew,
-  executeChild,
-  getExternalWorkflowHandle,
+  startChild,
   setHandler,
   uuid4,
   workflowInfo,
@@ -36,13 +36,18 @@ export async function session(input: SessionInput): Promise<void> {
   let turnsThisRun = 0;
   let grants: Grant[] = [...(input.grants ?? [])];
 
-  // Grants apply to calls created after them, so the running turn hears of every change.
+  // Grants apply to calls created after them, so the running turn hears of every change, as a
+  // versioned list (signals to another workflow may arrive out of order).
+  let grantsVersion = 0;
+  let running: ChildWorkflowHandle<typeof agentTurn> | undefined;
+  const forwardGrants = (): void => {
+    // A turn that just ended cannot take it; the next turn starts with the grants in its input.
+    running?.signal(grantsSignal, { version: grantsVersion, grants: activeGrants(grants) }).catch(() => undefined);
+  };
   const changeGrants = (next: Grant[]): void => {
     grants = next;
-    if (activeTurn === undefined) return;
-    const turn = getExternalWorkflowHandle(turnWorkflowId(input.sessionId, activeTurn));
-    // A turn that just ended cannot take it; the next turn starts with the grants in its input.
-    turn.signal(grantsSignal, activeGrants(grants)).catch(() => undefined);
+    grantsVersion++;
+    forwardGrants();
   };
   setHandler(
     grantSignal,
@@ -89,8 +94,9 @@ export async function session(input: SessionInput): Promise<void> {
     turns.push(summary);
     activeTurn = n;
     turnsThisRun++;
+    const sentVersion = grantsVersion;
     try {
-      const result = await executeChild(agentTurn, {
+      const child = await startChild(agentTurn, {
         workflowId,
         args: [
           {
@@ -98,6 +104,7 @@ export async function session(input: SessionInput): Promise<void> {
             turn: n,
             history: transcript,
             ...(activeGrants(grants).length ? { grants: activeGrants(grants) } : {}),
+            ...(grantsVersion ? { grantsVersion } : {}),
             ...('msg' in next ? { message: next.msg.text } : { resume: next.resume }),
             ...(input.options ? { options: input.options } : {}),
           },
@@ -111,6 +118,10 @@ export async function session(input: SessionInput): Promise<void> {
         ],
         staticSummary: `Turn ${n} of session ${input.sessionId}: ${what}`,
       });
+      running = child;
+      // A change between building the input and the start could not be sent: send it now.
+      if (grantsVersion !== sentVersion) forwardGrants();
+      const result = await child.result();
       // Only output that keeps every tool call paired with one result may join the transcript;
       // anything else would break every later turn.
       const problems = unpairedToolCalls([...transcript, ...result.messages]);
@@ -130,6 +141,7 @@ export async function session(input: SessionInput): Promise<void> {
     // Imported calls that the resume turn left without a result would break every later turn.
     if ('resume' in next) transcript.push(...closeUnpaired(transcript, 'outcome unknown: the turn that resumed this imported call did not finish; check before doing it again'));
     activeTurn = undefined;
+    running = undefined;
   };
 
   if (input.imported?.resume?.length && !turns.length) await runTurn({ resume: input.imported.resume });

@@ -17,7 +17,7 @@ import { activityIdFor, applyLedger, attemptFence, liveTurnState, newEntry } fro
 import type { CallFacts, ExecutionOutcome, NextStep } from './policy';
 import { afterExecution, afterReconcile, afterRecoveryDecision, attemptsPerRun, isProtected, whenCancelled } from './policy';
 import { createShields } from './shields';
-import { activeGrants, grantFor } from './grants';
+import { activeGrants, grantFor, grantsUpdate } from './grants';
 import { createDecisionIntake } from './intake';
 import type { FaultSinks } from './definitions';
 import { approveSignal, dispatchUpdate, grantsSignal, recoverSignal, rejectSignal, turnStatusQuery, OpenWorkerState, DEFAULT_MAX_ITERATIONS, NOT_STARTED, UNKNOWN_FINAL } from './definitions';
@@ -29,6 +29,7 @@ import { toolResultMessage, unpairedToolCalls } from './transcript';
 import { renderDetails } from './details';
 import type {
   DecisionRecord,
+  Grant,
   ImportedCall,
   LedgerEntry,
   Message,
@@ -69,6 +70,7 @@ const PATCHES = {
   idsUniquePerSession: 'tool-call-ids-unique-per-session-v1',
   workflowRetryGuard: 'workflow-retry-guard-v1',
   cancelSettlesCalls: 'cancel-settles-in-flight-calls-v1',
+  grantsAfterResponse: 'grants-after-pending-response-v1',
 } as const;
 
 const { openworkerFaults } = proxySinks<FaultSinks>();
@@ -139,7 +141,25 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     description: 'Resolve a recovery_required call: { toolCallId, decision: retry|succeeded|failed, result?, reason?, by }',
   });
   let grants = activeGrants(input.grants);
-  setHandler(grantsSignal, (raw) => void (grants = activeGrants(raw)), { description: 'Internal: the session’s active grants' });
+  let grantsVersion = input.grantsVersion ?? 0;
+  // A list that arrives while a model response is pending waits until that response's calls have
+  // been checked, so a replay that batches the signal before the response decides the same way.
+  let callsPending = true;
+  let heldGrants: Grant[] | undefined;
+  setHandler(
+    grantsSignal,
+    (raw) => {
+      const update = grantsUpdate(raw);
+      if (!update) return;
+      if (update.version !== undefined) {
+        if (update.version <= grantsVersion) return; // stale, or overtaken by a newer list
+        grantsVersion = update.version;
+      }
+      if (callsPending && patched(PATCHES.grantsAfterResponse)) heldGrants = update.grants;
+      else grants = update.grants;
+    },
+    { description: 'Internal: the session’s active grants, { version, grants }' },
+  );
   // A new call that a standing approval covers needs no one to approve it now.
   const applyGrants = (ids: readonly string[]): void => {
     for (const id of ids) {
@@ -147,6 +167,8 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       const g = e.state === 'awaiting_approval' ? grantFor(grants, e) : undefined;
       if (g) record(id, { type: 'approved', by: g.by, grant: g.id });
     }
+    callsPending = false;
+    if (heldGrants) [grants, heldGrants] = [heldGrants, undefined];
   };
 
   setHandler(turnStatusQuery, status, { description: 'The turn state, its ledger and every decision received' });
@@ -387,6 +409,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       if (problems.length) return await finish({ state: 'failed', error: `transcript invariant broken: ${problems.join('; ')}` });
       let step;
       intake.modelPending(true);
+      callsPending = true;
       try {
         step = await callModel({ sessionId: input.sessionId, turn: input.turn, iteration, messages: [...input.history, ...messages] });
       } catch (err) {

@@ -211,6 +211,8 @@ export interface TurnInput {
   history: Message[];
   /** The session's active grants when the turn started; later changes arrive as `grants` signals. */
   grants?: Grant[];
+  /** The version of `grants`; a `grants` signal with a version at or below it is ignored. */
+  grantsVersion?: number;
   /** The user message that starts the turn; absent for a turn that resumes imported calls. */
   message?: string;
   /** Tool calls of the history's last assistant message that have no result yet: resolved first. */

@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { strict as assert } from 'node:assert';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -45,8 +46,24 @@ describe('codec endpoint for the Web UI', () => {
     assert.equal(pre.headers.get('access-control-allow-origin'), 'http://localhost:8233');
     const foreign = await fetch(`${server.url}/decode`, { method: 'OPTIONS', headers: { origin: 'https://evil.example' } });
     assert.equal(foreign.headers.get('access-control-allow-origin'), null, 'a page from elsewhere cannot read decoded payloads');
-    const bad = await fetch(`${server.url}/decode`, { method: 'POST', body: 'nope' });
+    const bad = await fetch(`${server.url}/decode`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: 'nope' });
     assert.equal(bad.status, 400);
     assert.match(((await bad.json()) as { error: string }).error, /JSON/);
+  });
+
+  it('refuses what a page elsewhere could send: non-JSON bodies, foreign Host headers, references that are not a SHA-256', async () => {
+    const plain = await fetch(`${server.url}/decode`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"payloads":[]}' });
+    assert.equal(plain.status, 415);
+    const rebound = await new Promise<number>((resolve, reject) => {
+      const u = new URL(`${server.url}/decode`);
+      const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: { host: 'evil.example', 'content-type': 'application/json' } }, (res) => resolve(res.statusCode ?? 0));
+      req.on('error', reject);
+      req.end('{"payloads":[]}');
+    });
+    assert.equal(rebound, 403);
+    const ref = { metadata: { encoding: b64(new TextEncoder().encode('binary/openworker-claim-check')) }, data: b64(new TextEncoder().encode(JSON.stringify({ sha256: '../../../../etc/passwd' }))) };
+    const traversal = await fetch(`${server.url}/decode`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payloads: [ref] }) });
+    assert.equal(traversal.status, 400);
+    assert.match(((await traversal.json()) as { error: string }).error, /not a payload reference/);
   });
 });

@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { activeGrants, addGrant, grantFor, revokeGrant } from '../../workflows/grants';
+import { activeGrants, addGrant, grantFor, grantsUpdate, revokeGrant } from '../../workflows/grants';
 import type { Grant } from '../../workflows/types';
 
 const AT = '2024-01-01T00:00:00.000Z';
@@ -18,6 +18,7 @@ describe('grants: which new call a standing approval covers', () => {
     ['target grant, a target that only starts the same', [toAnn], { tool: 'create_payment', target: 'cus_ann2' }, undefined],
     ['revoked grant', [{ ...toolWide, revokedAt: LATER, revokedBy: 'bob' }], { tool: 'send_email', target: 'x' }, undefined],
     ['no grants', [], { tool: 'send_email' }, undefined],
+    ['target grant, a target cut at 200 characters', [{ ...toAnn, target: 'x'.repeat(200) }], { tool: 'create_payment', target: 'x'.repeat(200) }, undefined],
   ];
   for (const [name, grants, call, expected] of cases) {
     it(`${name} → ${expected ?? 'asks'}`, () => assert.equal(grantFor(grants, call)?.id, expected));
@@ -71,4 +72,15 @@ describe('grants: the grant and revoke signals (any client may send them)', () =
     assert.deepEqual(activeGrants(raw), [toolWide]);
     assert.deepEqual(activeGrants({ not: 'an array' }), []);
   });
+});
+
+describe('grants: the versioned list the session sends its turn', () => {
+  const cases: [string, unknown, unknown][] = [
+    ['a versioned list', { version: 3, grants: [toolWide] }, { version: 3, grants: [toolWide] }],
+    ['a bare array (first builds)', [toolWide], { grants: [toolWide] }],
+    ['version 0', { version: 0, grants: [] }, undefined],
+    ['no grants array', { version: 2 }, undefined],
+    ['junk', 'x', undefined],
+  ];
+  for (const [name, raw, expected] of cases) it(name, () => assert.deepEqual(grantsUpdate(raw), expected));
 });

@@ -24,6 +24,8 @@ describe('import: trailing shapes', () => {
     { name: 'approved, marked never dispatched', file: jsonl(user('send'), asks(call('a', { approval: 'approved', dispatched: false }))), pending: [['a', 'run']] },
     { name: 'marked never dispatched, not approved', file: jsonl(user('send'), asks(call('a', { dispatched: false }))), pending: [['a', 'awaiting_approval']] },
     { name: 'rejected', file: jsonl(user('send'), asks(call('a', { approval: 'rejected', by: 'bo' }))), pending: [['a', 'rejected']], why: /rejected before the import by bo/ },
+    { name: 'marked dispatched, approval pending', file: jsonl(user('send'), asks(call('a', { approval: 'pending', dispatched: true }))), pending: [['a', 'recovery_required']], why: /marked dispatched/ },
+    { name: 'marked dispatched, rejected', file: jsonl(user('send'), asks(call('a', { approval: 'rejected', dispatched: true }))), pending: [['a', 'recovery_required']], why: /marked dispatched/ },
     { name: 'one of two answered', file: jsonl(user('send'), asks(call('a'), call('b', { approval: 'pending' })), result('a')), pending: [['b', 'awaiting_approval']] },
   ];
   for (const c of cases) {
@@ -60,6 +62,7 @@ describe('import: bad files, one line naming the line', () => {
     { name: 'a second result', file: jsonl(user('x'), asks(call('a')), result('a'), result('a')), why: /^line 4: a second result for tool call a$/ },
     { name: 'arguments not JSON', file: jsonl(asks({ id: 'a', function: { name: 'f', arguments: '{x' } })), why: /^line 1: tool call a has arguments that are not JSON$/ },
     { name: 'a call id used twice', file: jsonl(asks(call('a')), result('a'), asks(call('a'))), why: /^line 3: tool call id a is used twice$/ },
+    { name: 'a result after another message', file: jsonl(user('x'), asks(call('a')), user('never mind'), result('a')), why: /^line 4: the result for tool call a comes after other messages; results must directly follow their assistant message$/ },
     { name: 'a call without a name', file: jsonl(asks({ id: 'a', function: {} })), why: /^line 1: tool call a has no function name$/ },
   ];
   for (const c of cases) it(c.name, () => assert.throws(() => planImport(c.file), (err: Error) => err instanceof ImportError && c.why.test(err.message)));
