@@ -21,6 +21,10 @@ import { benchMessage, benchModel, benchTools, callIdsFor } from './workload';
 const ROOT = join(__dirname, '..', '..');
 const QUICK = process.argv.includes('--quick');
 const OUT = process.argv.includes('--out') ? process.argv[process.argv.indexOf('--out') + 1]! : join(ROOT, 'bench-results');
+/** `--dynamic KEY=JSON` (repeatable): server dynamic config for a variant, e.g. system.enableActivityEagerExecution=true. */
+const DYNAMIC: Record<string, unknown> = Object.fromEntries(
+  process.argv.flatMap((a, i) => (a === '--dynamic' ? [process.argv[i + 1]!] : [])).map((kv) => [kv.slice(0, kv.indexOf('=')), JSON.parse(kv.slice(kv.indexOf('=') + 1))]),
+);
 const CONFIG = QUICK
   ? { ns: [1, 8], seconds: 1.5, rounds: 1, workloads: [[0, 'noop'], [1, 'noop'], [3, 'noop'], [1, 'sleep50']] as [number, BenchTool][] }
   : { ns: [1, 8, 32], seconds: 5, rounds: 3, workloads: [[0, 'noop'], [1, 'noop'], [3, 'noop'], [1, 'sleep50'], [3, 'sleep50']] as [number, BenchTool][] };
@@ -51,7 +55,7 @@ function startWorker(system: 'b2' | 'b3', taskQueue: string): Promise<ChildProce
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'openworker-bench-'));
-  const server = await startDevServer({ port: 0, headless: true, dbFile: join(dir, 'temporal.db') });
+  const server = await startDevServer({ port: 0, headless: true, dbFile: join(dir, 'temporal.db'), dynamicConfig: DYNAMIC });
   process.env.TEMPORAL_ADDRESS = server.address;
   process.env.OPENWORKER_PAYLOAD_STORE = join(dir, 'payloads');
   const procs: ChildProcess[] = [];
@@ -229,7 +233,7 @@ function fingerprint(cliPath: string): Record<string, unknown> {
     cores: cpus().length,
     node: process.version,
     temporalCli: run(cliPath, ['--version']),
-    dynamicConfig: DYNAMIC_CONFIG,
+    dynamicConfig: { ...DYNAMIC_CONFIG, ...DYNAMIC },
     gitCommit: run('git', ['rev-parse', 'HEAD']),
     at: new Date().toISOString(),
   };

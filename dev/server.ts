@@ -35,6 +35,8 @@ export interface DevServerOptions {
   /** Server stdout/stderr (appended); default `temporal-server.log` next to the db file. */
   logFile?: string;
   readyTimeoutMs?: number;
+  /** More dynamic config (`KEY: value`), e.g. for benchmark variants. */
+  dynamicConfig?: Record<string, unknown>;
 }
 
 export interface DevServer {
@@ -221,7 +223,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   if (uiPort !== undefined && options.codecEndpoint) args.push('--ui-codec-endpoint', options.codecEndpoint);
   args.push('--namespace', options.namespace ?? 'default');
   for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
-  for (const [key, value] of Object.entries(DYNAMIC_CONFIG)) {
+  for (const [key, value] of Object.entries({ ...DYNAMIC_CONFIG, ...options.dynamicConfig })) {
     args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   }
   args.push('--log-level', 'warn');
