@@ -1,12 +1,12 @@
 import { strict as assert } from 'node:assert';
 import { cancelTurn } from '../client/cancel';
 import { approve } from '../client/decisions';
-import { sendMessage, sessionStatus, turnStatus } from '../client/session';
+import { sendMessage, turnStatus } from '../client/session';
 import { startFakeModelServer } from './support/fakeModelServer';
 import { unpairedToolCalls } from '../workflows/transcript';
 import { recordHistory } from './support/histories';
 import { runCli } from './support/processes';
-import { eventually, scripted, startTurn, uniq } from './support/scenario';
+import { eventually, scripted, sessionAfterCancel, startTurn, uniq } from './support/scenario';
 import { useWorld } from './support/world';
 
 // Cancelling a turn (CLI and library): nothing new runs, every call of the response gets a result,
@@ -25,10 +25,7 @@ describe('cancel a turn', function () {
     const res = await runCli(['cancel', sessionId, '--task-queue', w.taskQueue]);
     assert.equal(res.code, 0, res.stderr);
     assert.match(res.stdout, /cancelled/);
-    const s = await eventually(async () => {
-      const st = await sessionStatus(w.c, sessionId);
-      return st.turns[0]?.state === 'cancelled' && st;
-    }, 'the session records the cancelled turn');
+    const s = await sessionAfterCancel(w.c, sessionId);
     assert.deepEqual(unpairedToolCalls(s.transcript), []);
     const results = s.transcript.filter((m) => m.role === 'tool');
     assert.deepEqual(results.map((m) => (m.role === 'tool' ? m.content : '')), ['Error: interrupted: the turn was cancelled', 'Error: interrupted: the turn was cancelled']);
@@ -52,10 +49,7 @@ describe('cancel a turn', function () {
     assert.equal(t.settled, true);
     assert.equal(t.state, 'cancelled');
     assert.equal(t.ledger[0]!.state, 'recovery_required', 'the ledger keeps the unknown outcome');
-    const s = await eventually(async () => {
-      const st = await sessionStatus(w.c, sessionId);
-      return st.turns[0]?.state === 'cancelled' && st;
-    }, 'the session records the cancelled turn');
+    const s = await sessionAfterCancel(w.c, sessionId);
     const result = s.transcript.find((m) => m.role === 'tool');
     assert.match(result?.role === 'tool' ? result.content : '', new RegExp(`outcome unknown: the turn was cancelled while this call \\(execution ${executionId}\\) was in flight; check before doing it again`));
     assert.equal(w.sink.deliveries(`<${executionId}@openworker-temporal>`), 1, 'sent once, never again');
@@ -74,10 +68,7 @@ describe('cancel a turn', function () {
       assert.deepEqual(t.ledger, []);
       // The activity learns of the cancel with its next heartbeat (every 10 s) and aborts the request.
       await eventually(async () => fake.aborted() === 1, 'the provider request is aborted', 30_000);
-      const s = await eventually(async () => {
-        const st = await sessionStatus(w.c, sessionId);
-        return st.turns[0]?.state === 'cancelled' && st;
-      }, 'the session records the cancelled turn');
+      const s = await sessionAfterCancel(w.c, sessionId);
       assert.equal(s.turns[0]!.messageId, sent.messageId);
       fake.enqueue({ text: 'Quick answer.' });
       const next = await startTurn(w.c, sessionId, 'never mind, be quick');
@@ -113,10 +104,7 @@ describe('cancel a turn', function () {
       await recordHistory(parked.workflowId, 'turn-cancel-in-flight');
       assert.equal(t.state, 'cancelled');
       assert.equal(t.ledger[0]!.state, 'succeeded', 'the attempt was not abandoned');
-      const s = await eventually(async () => {
-        const st = await sessionStatus(w.c, sessionId);
-        return st.turns[0]?.state === 'cancelled' && st;
-      }, 'the session records the cancelled turn');
+      const s = await sessionAfterCancel(w.c, sessionId);
       const result = s.transcript.find((m) => m.role === 'tool');
       assert.ok(result?.role === 'tool' && !result.isError && result.content.includes(mid), JSON.stringify(result));
       assert.equal(w.sink.deliveries(mid), 1);
@@ -143,10 +131,7 @@ describe('cancel a turn', function () {
       const t = await cancelling;
       assert.equal(t.state, 'cancelled');
       assert.equal(t.ledger[0]!.state, 'recovery_required', 'an unknown outcome is never dropped');
-      const s = await eventually(async () => {
-        const st = await sessionStatus(w.c, sessionId);
-        return st.turns[0]?.state === 'cancelled' && st;
-      }, 'the session records the cancelled turn');
+      const s = await sessionAfterCancel(w.c, sessionId);
       const result = s.transcript.find((m) => m.role === 'tool');
       assert.match(result?.role === 'tool' ? result.content : '', new RegExp(`outcome unknown: the turn was cancelled while this call \\(execution ${executionId}\\) was in flight`));
       assert.equal(w.sink.deliveries(mid), 1, 'stored once, never sent again');

@@ -1,12 +1,12 @@
 import { strict as assert } from 'node:assert';
 import { approve } from '../client/decisions';
 import { approveAlways, listGrants } from '../client/grants';
-import { sessionStatus, turnStatus } from '../client/session';
+import { sessionStatus } from '../client/session';
 import type { WaitedTurn } from '../client/session';
 import { sessionWorkflowId } from '../workflows/definitions';
 import { recordHistory } from './support/histories';
 import { runCli } from './support/processes';
-import { eventually, scripted, startTurn, uniq } from './support/scenario';
+import { scripted, startTurn, turnClosed, uniq } from './support/scenario';
 import { useWorld } from './support/world';
 
 // Standing approvals end to end: granted from an approval, applied to new calls only (in the same
@@ -17,11 +17,7 @@ describe('standing approvals (grants)', function () {
   this.timeout(120_000);
   const w = useWorld();
   const email = (id: string, to: string) => ({ id, name: 'send_email', arguments: { to, subject: 'Hi', body: 'Hello.' } });
-  const closed = (t: { workflowId: string }) =>
-    eventually(async () => {
-      const s = await turnStatus(w.c, t.workflowId);
-      return s.closed && s;
-    }, 'the turn ends', 60_000);
+  const closed = (t: { workflowId: string }) => turnClosed(w.c, t);
   const entry = (t: WaitedTurn, id: string) => t.ledger.find((e) => e.toolCallId === id)!;
   const sent = (t: WaitedTurn, id: string) => w.sink.deliveries(`<${entry(t, id).executionId}@openworker-temporal>`);
 

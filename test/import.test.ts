@@ -13,7 +13,7 @@ import type { FakeModelServer } from './support/fakeModelServer';
 import { startFakeModelServer } from './support/fakeModelServer';
 import { recordHistory } from './support/histories';
 import { runCli } from './support/processes';
-import { eventually, startTurn, uniq } from './support/scenario';
+import { eventually, sessionAfterCancel, startTurn, turnClosed, uniq } from './support/scenario';
 import { useWorld } from './support/world';
 
 // Importing a session from another runtime, end to end: the CLI and the library, a real worker
@@ -61,11 +61,7 @@ describe('import a session from another runtime (openai-jsonl-v1)', function () 
   };
   const sentTo = (...to: string[]): number => w.sink.messages().filter((m) => m.to.some((r) => to.includes(r))).length;
   const resumeTurn = (sessionId: string) => waitForTurn(w.c, { sessionId, messageId: IMPORT_MESSAGE_ID, timeoutMs: 60_000 });
-  const closed = (t: WaitedTurn) =>
-    eventually(async () => {
-      const s = await turnStatus(w.c, t.workflowId);
-      return s.closed && s;
-    }, 'the turn ends', 60_000);
+  const closed = (t: { workflowId: string }) => turnClosed(w.c, t);
 
   it('no trailing calls (answered, or none): the transcript is imported, nothing runs, the next message sees it all', async () => {
     await worker();
@@ -204,10 +200,7 @@ describe('import a session from another runtime (openai-jsonl-v1)', function () 
     assert.equal(parked.state, 'recovery_required');
     const t = await cancelTurn(w.c, { sessionId });
     assert.equal(t.state, 'cancelled');
-    const s = await eventually(async () => {
-      const st = await sessionStatus(w.c, sessionId);
-      return st.turns[0]?.state === 'cancelled' && st;
-    }, 'the session records the cancelled turn');
+    const s = await sessionAfterCancel(w.c, sessionId);
     const res = s.transcript.find((m) => m.role === 'tool');
     assert.match(res?.role === 'tool' ? res.content : '', /^Error: outcome unknown: the turn was cancelled while this call \(execution owx-[0-9a-f]+\) was in flight; check before doing it again$/);
     fake.enqueue({ text: 'Understood.' });

@@ -1,10 +1,8 @@
 import { strict as assert } from 'node:assert';
-import { turnStatus } from '../client/session';
-import type { WaitedTurn } from '../client/session';
 import type { FakeModelServer } from './support/fakeModelServer';
 import { startFakeModelServer } from './support/fakeModelServer';
 import { runCli } from './support/processes';
-import { eventually, startTurn, uniq } from './support/scenario';
+import { startTurn, turnClosed, uniq } from './support/scenario';
 import { useWorld } from './support/world';
 
 // Real provider client code (the AI SDK) in a real worker process, against a local server that speaks
@@ -21,11 +19,7 @@ describe('model providers (AI SDK) against local servers speaking the OpenAI and
   afterEach(async () => fake?.close());
 
   const compatible = () => w.worker(`openai-compatible:fake-model@${fake.url}`);
-  const closed = (t: WaitedTurn) =>
-    eventually(async () => {
-      const s = await turnStatus(w.c, t.workflowId);
-      return s.closed && s;
-    }, 'the turn ends', 60_000);
+  const closed = (t: { workflowId: string }) => turnClosed(w.c, t);
 
   it('a tool call round-trips: JSON schema out, the call and its result back in, never an execution ID', async () => {
     await compatible();

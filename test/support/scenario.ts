@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { OpenWorkerClient } from '../../client/connection';
 import { connectClient } from '../../client/connection';
-import { sendMessage, waitForTurn } from '../../client/session';
+import { sendMessage, sessionStatus, turnStatus, waitForTurn } from '../../client/session';
 import type { WaitedTurn } from '../../client/session';
 import type { ToolCall } from '../../workflows/types';
 import { ROOT } from './processes';
@@ -46,3 +46,17 @@ export async function eventually<T>(fn: () => Promise<T | undefined | false>, wh
     await new Promise((r) => setTimeout(r, 200));
   }
 }
+
+/** Waits (bounded) until the turn's workflow has closed; its final status. */
+export const turnClosed = (c: OpenWorkerClient, t: { workflowId: string }) =>
+  eventually(async () => {
+    const s = await turnStatus(c, t.workflowId);
+    return s.closed && s;
+  }, 'the turn ends', 60_000);
+
+/** Waits (bounded) until the session records its first turn as cancelled; the session's status. */
+export const sessionAfterCancel = (c: OpenWorkerClient, sessionId: string) =>
+  eventually(async () => {
+    const st = await sessionStatus(c, sessionId);
+    return st.turns[0]?.state === 'cancelled' && st;
+  }, 'the session records the cancelled turn');
