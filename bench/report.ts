@@ -91,3 +91,57 @@ export function svgChart(cs: readonly Cell[], systems: readonly string[], title:
   const legend = systems.map((s, i) => `<text x="${10 + i * 130}" y="${H + 18}" font-size="11" fill="${colors[i % colors.length]}">■ ${s}</text>`).join('');
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${2 * W}" height="${H + 48}" font-family="sans-serif"><rect width="100%" height="100%" fill="white"/><text x="${W}" y="${H + 40}" text-anchor="middle" font-size="11">${title}</text>${panel('turnsPerSec', 'turns/s (higher is better)', 0)}${panel('p50', 'p50 turn latency, ms (lower is better)', W)}${legend}</svg>\n`;
 }
+
+// ---- Metrics 4–6 (bench/durability.ts) ----
+
+export type SpreadLike = { p50: number; p99: number; max: number; samples: number };
+const ms = (x: number): string => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '—');
+const sp = (s: SpreadLike): string => (s.samples ? `${ms(s.p50)} / ${ms(s.p99)} / ${ms(s.max)} (n=${s.samples})` : '—');
+
+export function durabilityMarkdown(
+  parked: { cache: string; parked: number; parkPerSec: number; rssMiB: number; approveToDispatchMs: SpreadLike }[] | undefined,
+  crash: { heartbeatTimeoutMs: number; toRecoveryMs: SpreadLike; viaDeadSticky: SpreadLike; viaLiveWorker: SpreadLike; kills: { detectMs: number }[]; turnsRunElsewhere: number; duplicates: number; effects: number } | undefined,
+  scale: { workers: number; sessions: number; seconds: number; turnsPerSecBefore: number; turnsPerSecAfter: number; stalled: { count: number; maxMs: number; p50Ms: number }; killedCall: { toRecoveryMs: number }; parkedByKill: { toRecoveryMs: number; effectApplied: boolean }[]; duplicates: number; effects: number }[],
+): string {
+  const out: string[] = [];
+  if (parked?.length) {
+    out.push(
+      '**Turns parked on approval**: worker RSS (/proc VmRSS) after parking; approve → dispatch is the approval signal\'s event to the dispatch update\'s acceptance (server timestamps), over turns approved one at a time (p50 / p99 / max ms).',
+      '',
+      '| worker cache | parked turns | parked per s | worker RSS MiB | approve → dispatch ms |',
+      '|---|---|---|---|---|',
+      ...parked.map((r) => `| ${r.cache} | ${r.parked.toLocaleString('en-US')} | ${Number.isFinite(r.parkPerSec) ? r.parkPerSec.toFixed(0) : '—'} | ${r.rssMiB.toFixed(0)} | ${sp(r.approveToDispatchMs)} |`),
+      '',
+    );
+  }
+  if (crash) {
+    out.push(
+      `**SIGKILL mid-tool → recovery_required** (heartbeat timeout ${crash.heartbeatTimeoutMs / 1000} s; the worker reports the instant after the tool's effect and is killed there; p50 / p99 / max ms from the kill to the upsert of recovery_required):`,
+      '',
+      '| measure | kill → recovery_required ms |',
+      '|---|---|',
+      `| all kills | ${sp(crash.toRecoveryMs)} |`,
+      `| the turn's next task waited on the dead worker's sticky queue | ${sp(crash.viaDeadSticky)} |`,
+      `| the turn's next task went to the live worker | ${sp(crash.viaLiveWorker)} |`,
+      `| kill → activity timed out (heartbeat) | ${sp({ ...spreadOf(crash.kills.map((k) => k.detectMs)) })} |`,
+      '',
+      `Effects: ${crash.effects} (one per kill, plus ${crash.turnsRunElsewhere} turns whose call ran on the other worker); **duplicates: ${crash.duplicates}**.`,
+      '',
+    );
+  }
+  if (scale.length) {
+    out.push(
+      '**Scale-out, one worker SIGKILLed mid-tool halfway through** (closed loop, one signal-approved protected call per turn):',
+      '',
+      '| workers | sessions | turns/s before | turns/s after | stalled turns (p50 / max ms) | parked by the kill (effect applied) | kill → recovery_required ms | duplicates |',
+      '|---|---|---|---|---|---|---|---|',
+      ...scale.map((r) => `| ${r.workers} → ${r.workers - 1} | ${r.sessions} | ${r.turnsPerSecBefore.toFixed(1)} | ${r.turnsPerSecAfter.toFixed(1)} | ${r.stalled.count} (${ms(r.stalled.p50Ms)} / ${ms(r.stalled.maxMs)}) | ${r.parkedByKill.length} (${r.parkedByKill.filter((p) => p.effectApplied).length}) | ${r.parkedByKill.map((p) => ms(p.toRecoveryMs)).join(', ')} | ${r.duplicates} of ${r.effects} effects |`),
+      '',
+      'A turn is parked by the kill when its call was on the killed worker between dispatch and result; the operator checks the effect log (applied → `recover succeeded`, else `recover retry`).',
+      '',
+    );
+  }
+  return out.join('\n');
+}
+
+export const spreadOf = (v: readonly number[]): SpreadLike => ({ p50: percentile(v, 50), p99: percentile(v, 99), max: maxOf(v), samples: v.length });

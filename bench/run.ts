@@ -1,5 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,8 +9,13 @@ import type { OpenWorkerClient } from '../client/connection';
 import { DYNAMIC_CONFIG, startDevServer } from '../dev/server';
 import { approveSignal } from '../workflows/definitions';
 import { runTurnInProcess } from './loop';
+import { crashToRecovery, parkedTurns, scaleOut } from './durability';
+import type { CrashResult, ParkedRow, ScaleOutResult } from './durability';
+import { eventMs, eventName } from './events';
+import { freePort, killHard, scrapeHistograms, startBenchWorker } from './procs';
+import type { BenchWorker } from './procs';
 import type { RunResult } from './report';
-import { cells, markdownTable, maxOf, percentile, svgChart } from './report';
+import { cells, durabilityMarkdown, markdownTable, maxOf, percentile, svgChart } from './report';
 import type { BenchTool } from './workload';
 import { benchMessage, benchModel, benchTools, callIdsFor } from './workload';
 
@@ -29,6 +33,10 @@ const CONFIG = QUICK
   ? { ns: [1, 8], seconds: 1.5, rounds: 1, workloads: [[0, 'noop'], [1, 'noop'], [3, 'noop'], [1, 'sleep50']] as [number, BenchTool][] }
   : { ns: [1, 8, 32], seconds: 5, rounds: 3, workloads: [[0, 'noop'], [1, 'noop'], [3, 'noop'], [1, 'sleep50'], [3, 'sleep50']] as [number, BenchTool][] };
 
+/** `--only main,parked,crash,scale`: which parts to run (default all). */
+const PARTS = new Set(process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1]!.split(',') : ['main', 'parked', 'crash', 'scale']);
+const WFT_METRICS = ['temporal_workflow_task_execution_latency', 'temporal_workflow_task_schedule_to_start_latency', 'temporal_workflow_task_replay_latency', 'temporal_activity_execution_latency'] as const;
+
 const SYSTEMS = ['B0 in-process', 'B2 naive Temporal', 'B3 ours (signal-approved)', 'B3 ours (auto-approved read)'] as const;
 type System = (typeof SYSTEMS)[number];
 
@@ -39,30 +47,17 @@ function cpuMs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * TICK_MS; // utime, stime
 }
 
-function startWorker(system: 'b2' | 'b3', taskQueue: string): Promise<ChildProcess> {
-  const proc = spawn(process.execPath, [join(__dirname, 'worker.js'), system, taskQueue], { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`bench worker ${system} did not start within 60 s`)), 60_000);
-    proc.stdout!.on('data', (d: Buffer) => {
-      if (d.toString().includes('BENCH_WORKER_READY')) {
-        clearTimeout(timer);
-        resolve(proc);
-      }
-    });
-    proc.once('exit', (code) => reject(new Error(`bench worker ${system} exited (${code})`)));
-  });
-}
-
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'openworker-bench-'));
   const server = await startDevServer({ port: 0, headless: true, dbFile: join(dir, 'temporal.db'), dynamicConfig: DYNAMIC });
   process.env.TEMPORAL_ADDRESS = server.address;
   process.env.OPENWORKER_PAYLOAD_STORE = join(dir, 'payloads');
-  const procs: ChildProcess[] = [];
+  const procs: BenchWorker[] = [];
   let c: OpenWorkerClient | undefined;
   try {
-    const b2 = await startWorker('b2', 'bench-b2');
-    const b3 = await startWorker('b3', 'bench-b3');
+    const metricsPorts = { b2: await freePort(), b3: await freePort() };
+    const b2 = await startBenchWorker({ system: 'b2', taskQueue: 'bench-b2', env: { BENCH_METRICS_PORT: String(metricsPorts.b2) } });
+    const b3 = await startBenchWorker({ system: 'b3', taskQueue: 'bench-b3', env: { BENCH_METRICS_PORT: String(metricsPorts.b3) } });
     procs.push(b2, b3);
     c = await connectClient({ address: server.address, taskQueue: 'bench-b3' });
     const model = benchModel();
@@ -81,46 +76,67 @@ async function main(): Promise<void> {
     };
     const pidOf = (s: System): number | undefined => (s === 'B2 naive Temporal' ? b2.pid : s.startsWith('B3') ? b3.pid : undefined);
 
-    // Warm up every path (bundles, caches, connections) before measuring.
-    for (const s of SYSTEMS) for (const [k, tool] of CONFIG.workloads) await turn(s, k, tool);
-
     const runs: RunResult[] = [];
     const samples = new Map<string, string[]>();
-    const total = CONFIG.rounds * CONFIG.workloads.length * CONFIG.ns.length;
-    let done = 0;
-    for (let round = 1; round <= CONFIG.rounds; round++) {
-      for (const [k, tool] of CONFIG.workloads) {
-        for (const n of CONFIG.ns) {
-          for (const system of SYSTEMS) {
-            if (system === 'B3 ours (auto-approved read)' && (k === 0 || tool !== 'noop')) continue;
-            const wpid = pidOf(system);
-            const cpu0 = { server: cpuMs(server.pid), worker: wpid ? cpuMs(wpid) : 0, driver: cpuMs(process.pid) };
-            const latencies: number[] = [];
-            const ids: string[] = [];
-            const t0 = Date.now();
-            const deadline = t0 + CONFIG.seconds * 1000;
-            await Promise.all(
-              Array.from({ length: n }, async () => {
-                while (Date.now() < deadline) {
-                  const s = performance.now();
-                  const id = await turn(system, k, tool);
-                  latencies.push(performance.now() - s);
-                  if (id) ids.push(id);
-                }
-              }),
-            );
-            const seconds = (Date.now() - t0) / 1000;
-            const turns = latencies.length;
-            const cpuPerTurn = {
-              server: (cpuMs(server.pid) - cpu0.server) / turns,
-              ...(wpid ? { worker: (cpuMs(wpid) - cpu0.worker) / turns } : {}),
-              driver: (cpuMs(process.pid) - cpu0.driver) / turns,
-            };
-            runs.push({ system, k, tool, n, round, turns, seconds, latencies, cpuPerTurn });
-            if (n === 1) samples.set(`${system}|${k}|${tool}`, [...(samples.get(`${system}|${k}|${tool}`) ?? []), ...ids]);
+    let workerTasks: Record<string, Record<string, { sum: number; count: number }>> = {};
+    if (PARTS.has('main')) {
+      const before = { b2: await scrapeHistograms(metricsPorts.b2, WFT_METRICS), b3: await scrapeHistograms(metricsPorts.b3, WFT_METRICS) };
+      // Warm up every path (bundles, caches, connections) before measuring.
+      for (const s of SYSTEMS) for (const [k, tool] of CONFIG.workloads) await turn(s, k, tool);
+
+      const total = CONFIG.rounds * CONFIG.workloads.length * CONFIG.ns.length;
+      let done = 0;
+      for (let round = 1; round <= CONFIG.rounds; round++) {
+        for (const [k, tool] of CONFIG.workloads) {
+          for (const n of CONFIG.ns) {
+            for (const system of SYSTEMS) {
+              if (system === 'B3 ours (auto-approved read)' && (k === 0 || tool !== 'noop')) continue;
+              const wpid = pidOf(system);
+              const cpu0 = { server: cpuMs(server.pid), worker: wpid ? cpuMs(wpid) : 0, driver: cpuMs(process.pid) };
+              const latencies: number[] = [];
+              const ids: string[] = [];
+              const t0 = Date.now();
+              const deadline = t0 + CONFIG.seconds * 1000;
+              await Promise.all(
+                Array.from({ length: n }, async () => {
+                  while (Date.now() < deadline) {
+                    const s = performance.now();
+                    const id = await turn(system, k, tool);
+                    latencies.push(performance.now() - s);
+                    if (id) ids.push(id);
+                  }
+                }),
+              );
+              const seconds = (Date.now() - t0) / 1000;
+              const turns = latencies.length;
+              const cpuPerTurn = {
+                server: (cpuMs(server.pid) - cpu0.server) / turns,
+                ...(wpid ? { worker: (cpuMs(wpid) - cpu0.worker) / turns } : {}),
+                driver: (cpuMs(process.pid) - cpu0.driver) / turns,
+              };
+              runs.push({ system, k, tool, n, round, turns, seconds, latencies, cpuPerTurn });
+              if (n === 1) samples.set(`${system}|${k}|${tool}`, [...(samples.get(`${system}|${k}|${tool}`) ?? []), ...ids]);
+            }
+            console.log(`bench: ${++done}/${total} k=${k} ${tool} N=${n} round ${round}`);
           }
-          console.log(`bench: ${++done}/${total} k=${k} ${tool} N=${n} round ${round}`);
         }
+      }
+
+      const after = { b2: await scrapeHistograms(metricsPorts.b2, WFT_METRICS), b3: await scrapeHistograms(metricsPorts.b3, WFT_METRICS) };
+      workerTasks = Object.fromEntries(
+        (['b2', 'b3'] as const).map((w) => [w, Object.fromEntries(WFT_METRICS.map((m) => [m, { sum: after[w][m]!.sum - before[w][m]!.sum, count: after[w][m]!.count - before[w][m]!.count }]))]),
+      );
+    }
+    await killHard(b2);
+    await killHard(b3);
+
+    // Metrics 4–6: parked turns, crash to recovery_required, scale-out with a worker lost.
+    const parked: ParkedRow[] | undefined = PARTS.has('parked') ? await parkedTurns(c, QUICK) : undefined;
+    const crash: CrashResult | undefined = PARTS.has('crash') ? await crashToRecovery(c, QUICK ? 3 : 20, join(dir, 'effects-crash.log')) : undefined;
+    const scale: ScaleOutResult[] = [];
+    if (PARTS.has('scale')) {
+      for (const workers of QUICK ? [2] : [2, 3]) {
+        scale.push(await scaleOut(c, { workers, sessions: QUICK ? 8 : 16, seconds: QUICK ? 12 : 30, effectsFile: join(dir, `effects-scale-${workers}.log`) }));
       }
     }
 
@@ -130,14 +146,14 @@ async function main(): Promise<void> {
     const env = fingerprint(server.cliPath);
     mkdirSync(OUT, { recursive: true });
     const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-    writeFileSync(join(OUT, `bench-${stamp}.json`), JSON.stringify({ env, config: { ...CONFIG, quick: QUICK, systems: SYSTEMS }, cells: cs, added, history, runs }, null, 2));
-    const md = report(env, cs, added, history);
+    writeFileSync(join(OUT, `bench-${stamp}.json`), JSON.stringify({ env, config: { ...CONFIG, quick: QUICK, systems: SYSTEMS, parts: [...PARTS] }, cells: cs, added, history, workerTasks, parked, crash, scale, runs }, null, 2));
+    const md = [report(env, cs, added, history, workerTasks), durabilityMarkdown(parked, crash, scale)].join('\n');
     writeFileSync(join(OUT, 'latest.md'), md);
-    writeFileSync(join(OUT, 'latest.svg'), svgChart(cs.filter((x) => x.k === 1 && x.tool === 'noop'), SYSTEMS, 'one tool call per turn (noop), closed loop, N concurrent sessions'));
+    if (runs.length) writeFileSync(join(OUT, 'latest.svg'), svgChart(cs.filter((x) => x.k === 1 && x.tool === 'noop'), SYSTEMS, 'one tool call per turn (noop), closed loop, N concurrent sessions'));
     console.log(md);
     console.log(`bench: results in ${OUT} (bench-${stamp}.json, latest.md, latest.svg)`);
   } finally {
-    for (const p of procs) p.kill('SIGKILL');
+    for (const p of procs) await killHard(p);
     await c?.close();
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -191,8 +207,8 @@ interface HistoryCost {
 
 async function historyCosts(c: OpenWorkerClient, samples: Map<string, string[]>): Promise<HistoryCost[]> {
   const out: HistoryCost[] = [];
-  const name = (e: temporal.api.history.v1.IHistoryEvent): string => String(temporal.api.enums.v1.EventType[e.eventType ?? 0]).replace('EVENT_TYPE_', '');
-  const ms = (e: temporal.api.history.v1.IHistoryEvent): number => Number(e.eventTime?.seconds ?? 0) * 1000 + Math.floor((e.eventTime?.nanos ?? 0) / 1e6);
+  const name = eventName;
+  const ms = eventMs;
   for (const [key, ids] of samples) {
     const [system, k, tool] = key.split('|');
     if (!system!.startsWith('B3') || !ids.length) continue;
@@ -239,7 +255,9 @@ function fingerprint(cliPath: string): Record<string, unknown> {
   };
 }
 
-function report(env: Record<string, unknown>, cs: ReturnType<typeof cells>, added: ReturnType<typeof addedLatency>, history: HistoryCost[]): string {
+type Histograms = Record<string, Record<string, { sum: number; count: number }>>;
+
+function report(env: Record<string, unknown>, cs: ReturnType<typeof cells>, added: ReturnType<typeof addedLatency>, history: HistoryCost[], tasks: Histograms): string {
   const f = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '—');
   return [
     `# openworker-temporal benchmark${QUICK ? ' (--quick)' : ''}`,
@@ -260,6 +278,15 @@ function report(env: Record<string, unknown>, cs: ReturnType<typeof cells>, adde
     '| workload | events/turn | bytes/turn | events per call | slowest hops (median ms between server event timestamps) |',
     '|---|---|---|---|---|',
     ...history.map((h) => `| ${h.workload} | ${f(h.eventsPerTurn)} | ${h.bytesPerTurn} | ${h.eventsPerCall ?? '—'} | ${h.hops.slice(0, 4).map((x) => `${x.hop} ${x.medianMs}`).join('; ')} |`),
+    '',
+    '**Inside the worker** (the SDK\'s own histograms, scraped from each worker\'s Prometheus endpoint over the whole matrix): mean ms per task.',
+    '',
+    '| worker | workflow tasks | execution | schedule-to-start | activity execution |',
+    '|---|---|---|---|---|',
+    ...Object.entries(tasks).map(([w, m]) => {
+      const mean = (name: string) => (m[name]?.count ? f(m[name]!.sum / m[name]!.count) : '—');
+      return `| ${w} | ${m.temporal_workflow_task_execution_latency?.count ?? 0} | ${mean('temporal_workflow_task_execution_latency')} | ${mean('temporal_workflow_task_schedule_to_start_latency')} | ${mean('temporal_activity_execution_latency')} |`;
+    }),
     '',
   ].join('\n');
 }

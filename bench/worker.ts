@@ -5,17 +5,30 @@ import { runTurnInProcess } from './loop';
 import { benchModel, benchTools } from './workload';
 
 // A benchmark worker process: `node dist/bench/worker.js <b2|b3> <taskQueue> [maxCachedWorkflows]`.
-// Prints BENCH_WORKER_READY once it polls.
+// Prints BENCH_WORKER_READY once it polls. BENCH_METRICS_PORT exposes the SDK's Prometheus metrics
+// (workflow task execution time inside the worker); BENCH_ARM_ON_USR2 arms fault points on SIGUSR2,
+// so a driver can crash a worker mid-run at a point the worker itself reports.
 
-Runtime.install({ logger: new DefaultLogger('WARN') });
+const metricsPort = process.env.BENCH_METRICS_PORT;
+Runtime.install({
+  logger: new DefaultLogger('WARN'),
+  // The SDK's default list includes SIGUSR2, which this process uses to arm a fault point.
+  shutdownSignals: ['SIGINT', 'SIGTERM'],
+  ...(metricsPort ? { telemetryOptions: { metrics: { prometheus: { bindAddress: `127.0.0.1:${metricsPort}` } } } } : {}),
+});
+
+const arm = process.env.BENCH_ARM_ON_USR2;
+if (arm) process.on('SIGUSR2', () => (process.env.OPENWORKER_FAULTS = arm));
 
 async function main(): Promise<void> {
   const [system, taskQueue, cache] = process.argv.slice(2);
   if ((system !== 'b2' && system !== 'b3') || !taskQueue) throw new Error('usage: worker.js <b2|b3> <taskQueue> [maxCachedWorkflows]');
   const maxCachedWorkflows = cache ? Number(cache) : undefined;
+  const identity = `bench-${system}-${process.pid}`;
+  const sticky = process.env.BENCH_STICKY_TIMEOUT;
   let worker: Worker;
   if (system === 'b3') {
-    ({ worker } = await createWorker({ taskQueue, model: benchModel(), tools: benchTools, builtins: false, identity: `bench-b3-${process.pid}`, ...(maxCachedWorkflows !== undefined ? { maxCachedWorkflows } : {}) }));
+    ({ worker } = await createWorker({ taskQueue, model: benchModel(), tools: benchTools, builtins: false, identity, ...(sticky ? { stickyQueueTimeout: sticky } : {}), ...(maxCachedWorkflows !== undefined ? { maxCachedWorkflows } : {}) }));
   } else {
     const registry = createRegistry(benchTools);
     const model = benchModel();
@@ -24,7 +37,7 @@ async function main(): Promise<void> {
       taskQueue,
       workflowsPath: require.resolve('./naiveWorkflow'),
       activities: { runTurnLoop: (message: string) => runTurnInProcess(model, registry, message) },
-      identity: `bench-b2-${process.pid}`,
+      identity,
       ...(maxCachedWorkflows !== undefined ? { maxCachedWorkflows } : {}),
     });
   }

@@ -1,3 +1,4 @@
+import { appendFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { ModelProvider } from '../activities/model';
 import { defineTool } from '../activities/tool';
@@ -8,7 +9,7 @@ import type { Tool } from '../activities/tool';
 /** The message that asks for a turn with `k` calls of `tool`. */
 export const benchMessage = (k: number, tool: BenchTool): string => `bench k=${k} tool=${tool}`;
 
-export const BENCH_TOOLS = ['noop', 'sleep50', 'noop_read'] as const;
+export const BENCH_TOOLS = ['noop', 'sleep50', 'noop_read', 'effect'] as const;
 export type BenchTool = (typeof BENCH_TOOLS)[number];
 
 /** The ids of the calls the model emits in the turn that starts at `assistantMessages` (unique per session). */
@@ -48,6 +49,20 @@ export const benchTools: Tool[] = [
     requiresApproval: true,
     execute: async ({ i }) => {
       await sleep(50);
+      return { ok: i };
+    },
+  }),
+  // The crash scenarios' tool: its effect is a line with the execution ID in the BENCH_EFFECTS file,
+  // so a duplicate is two lines. A short heartbeat timeout makes a lost worker visible in 2 s.
+  defineTool({
+    name: 'effect',
+    description: 'records its execution ID once per run (protected)',
+    input,
+    effect: 'external',
+    requiresApproval: true,
+    timeouts: { heartbeat: '2s' },
+    execute: async ({ i }, ctx) => {
+      if (process.env.BENCH_EFFECTS) appendFileSync(process.env.BENCH_EFFECTS, `${ctx.executionId}\n`);
       return { ok: i };
     },
   }),

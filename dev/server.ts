@@ -17,6 +17,9 @@ export const DYNAMIC_CONFIG: Record<string, unknown> = {
   'frontend.enableUpdateWorkflowExecution': true,
   // New search attributes must be queryable immediately, not after the cache refresh interval.
   'system.forceSearchAttributesCacheRefreshOnRead': true,
+  // A tool activity scheduled by a workflow task goes straight back to the worker that completed
+  // it, skipping a matching round trip (npm run bench: B3 p50 296 → 243 ms at N=1).
+  'system.enableActivityEagerExecution': true,
 };
 
 export interface DevServerOptions {

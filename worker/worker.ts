@@ -32,6 +32,8 @@ export interface WorkerConfig extends ConnectOptions {
   connection?: NativeConnection;
   /** Workflow executions kept in the worker's cache (the SDK's default when unset). */
   maxCachedWorkflows?: number;
+  /** How long a turn's next task waits for this worker (its sticky queue) before any worker may take it. Default 1 s. */
+  stickyQueueTimeout?: string | number;
 }
 
 export async function loadToolModule(path: string): Promise<Tool[]> {
@@ -109,9 +111,10 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{ worker:
     identity: config.identity ?? `openworker@${hostname()}:${process.pid}`,
     // A deploy must not turn running tool calls into unknown outcomes.
     shutdownGraceTime: config.shutdownGraceTime ?? '60s',
-    // After a crash, the turn's next task first waits on the dead worker's sticky queue; a short
-    // timeout gets a parked call to recovery_required soon after the heartbeat timeout.
-    stickyQueueScheduleToStartTimeout: '3s',
+    // After a crash, the turn's next task first waits on the dead worker's sticky queue (the server
+    // trusts a sticky poller seen in the last 10 s); 1 s gets a lost call to recovery_required
+    // within heartbeat + 2 s (npm run bench). A live worker starts its tasks in tens of ms.
+    stickyQueueScheduleToStartTimeout: config.stickyQueueTimeout ?? '1s',
     ...(config.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: config.maxCachedWorkflows } : {}),
   });
   return { worker, connection, taskQueue: cfg.taskQueue, tools: registry.names(), model: model.name };
