@@ -3,6 +3,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import type { OpenWorkerClient } from '../client/connection';
 import { recover } from '../client/decisions';
 import { approveSignal, turnWorkflowId } from '../workflows/definitions';
+import { DEFAULT_MAX_CACHED_WORKFLOWS } from '../worker/worker';
 import { executionIdFor } from '../workflows/identity';
 import type { HistoryEvent } from './events';
 import { eventMs, eventName, upsertedState } from './events';
@@ -83,7 +84,7 @@ export async function parkedTurns(c: OpenWorkerClient, quick: boolean): Promise<
   const taskQueue = 'bench-park';
   const sizes = quick ? [100, 300] : [1000, 10000];
   const largeCache = Math.ceil(sizes.at(-1)! * 1.2);
-  const small = { cache: quick ? 20 : 100, park: quick ? 200 : 1000 };
+  const small = { cache: quick ? 20 : DEFAULT_MAX_CACHED_WORKFLOWS, park: quick ? 200 : 1000 };
   const samples = quick ? 5 : 20;
   const rows: ParkedRow[] = [];
   let seq = 0;
@@ -143,7 +144,7 @@ export async function parkedTurns(c: OpenWorkerClient, quick: boolean): Promise<
   try {
     const { ids, perSec } = await park(small.park);
     const rss = rssMiB(smallWorker.pid);
-    rows.push({ cache: `small (${small.cache})`, parked: parkedTotal, parkPerSec: perSec, rssMiB: rss, approveToDispatchMs: await approveSample(ids) });
+    rows.push({ cache: `small (${small.cache}${small.cache === DEFAULT_MAX_CACHED_WORKFLOWS ? ', the default' : ''})`, parked: parkedTotal, parkPerSec: perSec, rssMiB: rss, approveToDispatchMs: await approveSample(ids) });
   } finally {
     await killHard(smallWorker);
   }

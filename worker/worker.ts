@@ -30,10 +30,23 @@ export interface WorkerConfig extends ConnectOptions {
   shutdownGraceTime?: string | number;
   identity?: string;
   connection?: NativeConnection;
-  /** Workflow executions kept in the worker's cache (the SDK's default when unset). */
+  /**
+   * Turns kept in the worker's cache. Default 250 (`OPENWORKER_MAX_CACHED_WORKFLOWS`): a parked turn
+   * costs ~0.3 MiB cached, and replaying an evicted one on approval costs no measurable latency.
+   */
   maxCachedWorkflows?: number;
   /** How long a turn's next task waits for this worker (its sticky queue) before any worker may take it. Default 1 s. */
   stickyQueueTimeout?: string | number;
+}
+
+export const DEFAULT_MAX_CACHED_WORKFLOWS = 250;
+
+function cacheFromEnv(): number {
+  const raw = process.env.OPENWORKER_MAX_CACHED_WORKFLOWS;
+  if (raw === undefined || raw === '') return DEFAULT_MAX_CACHED_WORKFLOWS;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`OPENWORKER_MAX_CACHED_WORKFLOWS must be a whole number (0 disables the cache), got '${raw}'`);
+  return n;
 }
 
 export async function loadToolModule(path: string): Promise<Tool[]> {
@@ -115,7 +128,7 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{ worker:
     // trusts a sticky poller seen in the last 10 s); 1 s gets a lost call to recovery_required
     // within heartbeat + 2 s (npm run bench). A live worker starts its tasks in tens of ms.
     stickyQueueScheduleToStartTimeout: config.stickyQueueTimeout ?? '1s',
-    ...(config.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: config.maxCachedWorkflows } : {}),
+    maxCachedWorkflows: config.maxCachedWorkflows ?? cacheFromEnv(),
   });
   return { worker, connection, taskQueue: cfg.taskQueue, tools: registry.names(), model: model.name };
 }
