@@ -25,7 +25,7 @@ export type * from './workflows/types';
 export { connectClient, resolveConnectConfig } from './client/connection';
 export type { OpenWorkerClient, ConnectOptions } from './client/connection';
 export { sendMessage, waitForTurn, turnStatus, sessionStatus, activeTurn, OpenWorkerError } from './client/session';
-export { approve, reject, recover } from './client/decisions';
+export { approve, approveAll, reject, recover } from './client/decisions';
 export { cancelTurn } from './client/cancel';
 export type { CancelledTurn } from './client/cancel';
 export { importSession } from './client/import';

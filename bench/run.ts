@@ -7,7 +7,7 @@ import { createRegistry } from '../activities/registry';
 import { connectClient } from '../client/connection';
 import type { OpenWorkerClient } from '../client/connection';
 import { DYNAMIC_CONFIG, startDevServer } from '../dev/server';
-import { approveSignal } from '../workflows/definitions';
+import { approveSignal, decisionsSignal } from '../workflows/definitions';
 import { runTurnInProcess } from './loop';
 import { crashToRecovery, parkedTurns, scaleOut } from './durability';
 import type { CrashResult, ParkedRow, ScaleOutResult } from './durability';
@@ -69,8 +69,11 @@ async function main(): Promise<void> {
       if (system === 'B0 in-process') return void (await runTurnInProcess(model, registry, message));
       if (system === 'B2 naive Temporal') return void (await c!.client.workflow.execute('naiveTurn', { taskQueue: 'bench-b2', workflowId: id, args: [message] }));
       const handle = await c!.client.workflow.start('agentTurn', { taskQueue: 'bench-b3', workflowId: id, args: [{ sessionId: id, turn: 1, history: [], message }] });
-      // The automatic approver: approvals sent at once wait in the turn for the calls they name.
-      if (system === 'B3 ours (signal-approved)') for (const toolCallId of callIdsFor(0, k)) await handle.signal(approveSignal, { toolCallId, by: 'bench' });
+      // The automatic approver: one signal per turn (a response's calls in one `decisions` signal),
+      // sent at once; approvals wait in the turn for the calls they name.
+      const ids = callIdsFor(0, k);
+      if (system === 'B3 ours (signal-approved)' && ids.length === 1) await handle.signal(approveSignal, { toolCallId: ids[0]!, by: 'bench' });
+      if (system === 'B3 ours (signal-approved)' && ids.length > 1) await handle.signal(decisionsSignal, { decisions: ids.map((toolCallId) => ({ kind: 'approve' as const, toolCallId, by: 'bench' })) });
       await handle.result();
       return id;
     };

@@ -5,7 +5,7 @@ import type { RecoveryDecision } from '../workflows/types';
 import type { OpenWorkerClient } from './connection';
 import { connectClient } from './connection';
 import { cancelTurn } from './cancel';
-import { approve, recover, reject } from './decisions';
+import { approve, approveAll, recover, reject } from './decisions';
 import { formatDecision, formatGrantChange, formatGrants, formatImport, formatInbox, formatSession, formatTurn } from './format';
 import { importSession } from './import';
 import { runChat } from './chat';
@@ -160,11 +160,18 @@ export function buildCli(): Command {
   const decisionOptions = (c: Command): Command =>
     c.option('--by <name>', 'who decides (default: $OPENWORKER_USER or $USER)').option('--turn <n>', 'the turn (default: the running one)', positiveInt('--turn'));
 
-  decisionOptions(program.command('approve <sessionId> <toolCallId>').description('approve a tool call'))
-    .option('--digest <argsDigest>', 'only approve if the arguments still have this digest')
-    .addOption(new Option('--always <scope>', 'also approve later calls of this tool in the session (session), or of this tool to this exact target (target)').choices(['session', 'target']))
-    .action(async (sessionId: string, toolCallId: string, opts, cmd: Command) => {
-      const t = { sessionId, toolCallId, by: opts.by, turn: opts.turn, argsDigest: opts.digest };
+  decisionOptions(program.command('approve <sessionId> <toolCallIds...>').description('approve tool calls; several calls go in one signal (one workflow task)'))
+    .option('--digest <argsDigest>', 'only approve if the arguments still have this digest (one call)')
+    .addOption(new Option('--always <scope>', 'also approve later calls of this tool in the session (session), or of this tool to this exact target (target); one call').choices(['session', 'target']))
+    .action(async (sessionId: string, toolCallIds: string[], opts, cmd: Command) => {
+      if (toolCallIds.length > 1) {
+        if (opts.digest || opts.always) throw new OpenWorkerError('--digest and --always take a single tool call; approve the others separately', 'bad_input');
+        const all = await withClient(cmd, (c) => approveAll(c, { sessionId, toolCallIds, by: opts.by, turn: opts.turn }));
+        print(cmd, all, all.map((d) => formatDecision('approve', d)).join('\n'));
+        if (all.some((d) => d.outcome === 'ignored')) process.exitCode = 3;
+        return;
+      }
+      const t = { sessionId, toolCallId: toolCallIds[0]!, by: opts.by, turn: opts.turn, argsDigest: opts.digest };
       const d: DecisionOutcome & { grant?: GrantOutcome } = await withClient(cmd, (c) =>
         opts.always ? approveAlways(c, { ...t, always: opts.always as 'session' | 'target' }) : approve(c, t),
       );

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { approveSignal, recoverSignal, rejectSignal, turnStatusQuery, turnWorkflowId } from '../workflows/definitions';
+import { MAX_BATCH } from '../workflows/decisions';
+import { approveSignal, decisionsSignal, recoverSignal, rejectSignal, turnStatusQuery, turnWorkflowId } from '../workflows/definitions';
 import { executionIdFor } from '../workflows/identity';
 import type { DecisionKind, DecisionRecord, RecoveryDecision } from '../workflows/types';
 import type { OpenWorkerClient } from './connection';
@@ -29,9 +30,22 @@ const RECOVERY: readonly RecoveryDecision[] = ['retry', 'succeeded', 'failed'];
 
 export const defaultApprover = (): string => process.env.OPENWORKER_USER ?? process.env.USER ?? 'cli';
 
+interface OneDecision {
+  kind: DecisionKind;
+  toolCallId: string;
+  extra: Record<string, unknown>;
+}
+
 async function send(c: OpenWorkerClient, kind: DecisionKind, target: DecisionTarget, extra: Record<string, unknown>): Promise<DecisionOutcome> {
-  const sessionId = checkSessionId(target.sessionId);
+  checkSessionId(target.sessionId);
   if (!target.toolCallId) throw new OpenWorkerError('a tool call id is required (see `openworker-temporal inbox`)', 'bad_input');
+  const [one] = await sendAll(c, target, [{ kind, toolCallId: target.toolCallId, extra }]);
+  return one!;
+}
+
+/** One signal for one decision (its own signal name), or one `decisions` signal for several. */
+async function sendAll(c: OpenWorkerClient, target: Omit<DecisionTarget, 'toolCallId'>, items: OneDecision[]): Promise<DecisionOutcome[]> {
+  const sessionId = checkSessionId(target.sessionId);
   let turn: number;
   if (target.turn !== undefined) {
     if (!Number.isInteger(target.turn) || target.turn < 1) throw new OpenWorkerError(`--turn must be a positive integer, got ${target.turn}`, 'bad_input');
@@ -43,30 +57,37 @@ async function send(c: OpenWorkerClient, kind: DecisionKind, target: DecisionTar
   }
   const workflowId = turnWorkflowId(sessionId, turn);
   const handle = c.client.workflow.getHandle(workflowId);
-  const decisionId = randomUUID();
-  const binding = await bindTo(c, handle, kind, { sessionId, turn, toolCallId: target.toolCallId, workflowId });
-  const payload = { toolCallId: target.toolCallId, by: target.by ?? defaultApprover(), decisionId, ...binding, ...extra };
-  const def = kind === 'approve' ? approveSignal : kind === 'reject' ? rejectSignal : recoverSignal;
+  const by = target.by ?? defaultApprover();
+  const bindings = await bindTo(c, handle, items.map((i) => ({ kind: i.kind, sessionId, turn, toolCallId: i.toolCallId, workflowId })));
+  const payloads = items.map((item, i) => ({ toolCallId: item.toolCallId, by, decisionId: randomUUID(), ...bindings[i], ...item.extra }));
+  const what = items.length === 1 ? items[0]!.kind : `${items.length} decisions`;
   try {
-    await handle.signal(def as typeof approveSignal, payload as never);
+    if (items.length === 1) {
+      const def = items[0]!.kind === 'approve' ? approveSignal : items[0]!.kind === 'reject' ? rejectSignal : recoverSignal;
+      await handle.signal(def as typeof approveSignal, payloads[0] as never);
+    } else {
+      await handle.signal(decisionsSignal, { decisions: payloads.map((p, i) => ({ kind: items[i]!.kind, ...p })) as never });
+    }
   } catch (err) {
-    throw new OpenWorkerError(`could not deliver ${kind} to ${workflowId}: ${(err as Error).message}`, 'not_found');
+    throw new OpenWorkerError(`could not deliver ${what} to ${workflowId}: ${(err as Error).message}`, 'not_found');
   }
-  const base = { sessionId, toolCallId: target.toolCallId, workflowId, decisionId };
+  const outcomes: DecisionOutcome[] = payloads.map((p) => ({ sessionId, toolCallId: p.toolCallId, workflowId, decisionId: p.decisionId, outcome: 'delivered' }));
   const until = Date.now() + (target.waitMs ?? 10_000);
   // The turn records every decision, applied or ignored, so the sender learns which it was.
-  while (Date.now() < until) {
-    let record: DecisionRecord | undefined;
+  while (Date.now() < until && outcomes.some((o) => o.outcome === 'delivered')) {
+    let records: DecisionRecord[];
     try {
-      const status = await c.client.withDeadline(Math.min(until, Date.now() + 3000), () => handle.query(turnStatusQuery));
-      record = status.decisions.find((d) => d.decisionId === decisionId);
+      records = (await c.client.withDeadline(Math.min(until, Date.now() + 3000), () => handle.query(turnStatusQuery))).decisions;
     } catch {
       break; // no worker: the signal waits in history and is applied when one starts
     }
-    if (record) return { ...base, outcome: record.outcome, ...(record.why ? { why: record.why } : {}) };
-    await new Promise((r) => setTimeout(r, 150));
+    for (const o of outcomes) {
+      const record = records.find((d) => d.decisionId === o.decisionId);
+      if (record) Object.assign(o, { outcome: record.outcome, ...(record.why ? { why: record.why } : {}) });
+    }
+    if (outcomes.some((o) => o.outcome === 'delivered')) await new Promise((r) => setTimeout(r, 150));
   }
-  return { ...base, outcome: 'delivered' };
+  return outcomes;
 }
 
 /**
@@ -77,32 +98,33 @@ async function send(c: OpenWorkerClient, kind: DecisionKind, target: DecisionTar
 async function bindTo(
   c: OpenWorkerClient,
   handle: ReturnType<OpenWorkerClient['client']['workflow']['getHandle']>,
-  kind: DecisionKind,
-  call: { sessionId: string; turn: number; toolCallId: string; workflowId: string },
-): Promise<Record<string, unknown>> {
+  calls: { kind: DecisionKind; sessionId: string; turn: number; toolCallId: string; workflowId: string }[],
+): Promise<Record<string, unknown>[]> {
   let status;
   try {
     status = await c.client.withDeadline(Date.now() + 3000, () => handle.query(turnStatusQuery));
   } catch {
-    return { executionId: executionIdFor(call.sessionId, call.turn, call.toolCallId) };
+    return calls.map((call) => ({ executionId: executionIdFor(call.sessionId, call.turn, call.toolCallId) }));
   }
-  const entry = status.ledger.find((e) => e.toolCallId === call.toolCallId);
-  if (!entry) {
-    const pending = status.ledger.filter((e) => e.state === 'awaiting_approval' || e.state === 'recovery_required').map((e) => e.toolCallId);
-    throw new OpenWorkerError(
-      `no tool call '${call.toolCallId}' in ${call.workflowId}${pending.length ? `; waiting there: ${pending.join(', ')}` : ''} (see 'openworker-temporal inbox')`,
-      'not_found',
-    );
-  }
-  if (kind === 'recover' && entry.state !== 'recovery_required') {
-    throw new OpenWorkerError(`call '${call.toolCallId}' is ${entry.state}, not recovery_required: a recovery decision answers a parked call (see 'openworker-temporal inbox')`, 'bad_input');
-  }
-  return {
-    executionId: entry.executionId,
-    ...(kind === 'approve' ? { argsDigest: entry.argsDigest } : {}),
-    ...(kind === 'recover' && entry.runs > 0 ? { run: entry.runs } : {}),
-    ...(kind === 'recover' ? { park: entry.events.filter((e) => e.type === 'recovery_required').length } : {}),
-  };
+  return calls.map(({ kind, toolCallId, workflowId }) => {
+    const entry = status.ledger.find((e) => e.toolCallId === toolCallId);
+    if (!entry) {
+      const pending = status.ledger.filter((e) => e.state === 'awaiting_approval' || e.state === 'recovery_required').map((e) => e.toolCallId);
+      throw new OpenWorkerError(
+        `no tool call '${toolCallId}' in ${workflowId}${pending.length ? `; waiting there: ${pending.join(', ')}` : ''} (see 'openworker-temporal inbox')`,
+        'not_found',
+      );
+    }
+    if (kind === 'recover' && entry.state !== 'recovery_required') {
+      throw new OpenWorkerError(`call '${toolCallId}' is ${entry.state}, not recovery_required: a recovery decision answers a parked call (see 'openworker-temporal inbox')`, 'bad_input');
+    }
+    return {
+      executionId: entry.executionId,
+      ...(kind === 'approve' ? { argsDigest: entry.argsDigest } : {}),
+      ...(kind === 'recover' && entry.runs > 0 ? { run: entry.runs } : {}),
+      ...(kind === 'recover' ? { park: entry.events.filter((e) => e.type === 'recovery_required').length } : {}),
+    };
+  });
 }
 
 export const approve = (c: OpenWorkerClient, t: DecisionTarget & { argsDigest?: string }): Promise<DecisionOutcome> =>
@@ -110,6 +132,17 @@ export const approve = (c: OpenWorkerClient, t: DecisionTarget & { argsDigest?: 
 
 export const reject = (c: OpenWorkerClient, t: DecisionTarget & { reason?: string }): Promise<DecisionOutcome> =>
   send(c, 'reject', t, t.reason ? { reason: t.reason } : {});
+
+/**
+ * Approves several calls of one turn with one signal (one history event, one workflow task), e.g.
+ * every call of a model response. Each is bound and judged as if approved alone.
+ */
+export function approveAll(c: OpenWorkerClient, t: Omit<DecisionTarget, 'toolCallId'> & { toolCallIds: string[] }): Promise<DecisionOutcome[]> {
+  const ids = [...new Set(t.toolCallIds)];
+  if (!ids.length) throw new OpenWorkerError('name at least one tool call to approve (see `openworker-temporal inbox`)', 'bad_input');
+  if (ids.length > MAX_BATCH) throw new OpenWorkerError(`at most ${MAX_BATCH} calls in one approval, got ${ids.length}`, 'bad_input');
+  return sendAll(c, t, ids.map((toolCallId) => ({ kind: 'approve', toolCallId, extra: {} })));
+}
 
 export function recover(c: OpenWorkerClient, t: DecisionTarget & { decision: RecoveryDecision; result?: unknown; reason?: string }): Promise<DecisionOutcome> {
   if (!RECOVERY.includes(t.decision)) throw new OpenWorkerError(`--decision must be one of ${RECOVERY.join(', ')}, got '${t.decision}'`, 'bad_input');

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { approve, recover, reject } from '../client/decisions';
 import { turnStatus } from '../client/session';
 import { messageIdFor } from '../activities/tools/sendEmail';
-import { approveSignal, dispatchUpdate, recoverSignal, turnWorkflowId } from '../workflows/definitions';
+import { approveSignal, decisionsSignal, dispatchUpdate, recoverSignal, turnWorkflowId } from '../workflows/definitions';
 import { runCli } from './support/processes';
 import { useWorld } from './support/world';
 import { eventually, scripted, startTurn, uniq } from './support/scenario';
@@ -67,6 +67,37 @@ describe('turns end to end', function () {
     assert.equal(events.length, 16, events.join(' '));
     await recordHistory(parked.workflowId, 'turn-approved-send-email');
     await recordHistory(`session-${sessionId}`, 'session-one-turn');
+  });
+
+  it('approves every call of a response with one signal: one event, one workflow task, each email once', async () => {
+    const sessionId = uniq('batch');
+    const to = ['ann@example.com', 'bob@example.com', 'cy@example.com'];
+    await worker(scripted([{ text: 'Sending three.', toolCalls: to.map((addr, i) => email(`c${i + 1}`, addr)) }, { text: 'Sent all three.' }]));
+    const parked = await startTurn(w.c, sessionId, 'tell the team we launch monday');
+    assert.deepEqual(parked.ledger.map((e) => e.state), ['awaiting_approval', 'awaiting_approval', 'awaiting_approval']);
+    // A malformed batch from any client is recorded and changes nothing.
+    await w.c.client.workflow.getHandle(parked.workflowId).signal(decisionsSignal, { decisions: 'all' } as never);
+    const res = await runCli(['approve', sessionId, 'c1', 'c2', 'c3', '--by', 'alice', '--task-queue', w.taskQueue]);
+    assert.equal(res.code, 0, res.stderr);
+    assert.deepEqual(res.stdout.trim().split('\n').map((l) => l.replace(/ \(.*$/, '')), ['approve c1: applied', 'approve c2: applied', 'approve c3: applied']);
+    const done = await eventually(async () => {
+      const s = await turnStatus(w.c, parked.workflowId);
+      return s.closed && s;
+    }, 'turn completes');
+    assert.equal(done.state, 'completed');
+    assert.deepEqual(done.ledger.map((e) => [e.state, e.approvedBy]), to.map(() => ['succeeded', 'alice']));
+    for (const e of done.ledger) assert.equal(w.sink.deliveries(messageIdFor(e.executionId)), 1);
+    assert.equal(done.decisions[0]!.kind, 'decisions');
+    assert.match(done.decisions[0]!.why!, /malformed decisions/);
+    const history = await w.c.client.workflow.getHandle(parked.workflowId).fetchHistory();
+    const signals = history.events!.filter((ev) => ev.workflowExecutionSignaledEventAttributes?.signalName === 'decisions');
+    assert.equal(signals.length, 2, 'the malformed batch and the approval: one signal each');
+    // From the approval to the task that processes the last result: at most 38 events for three
+    // calls (12.7 per call; 16 for a call approved alone). Results may share tasks, so not exact.
+    const spans = await Promise.all(done.ledger.map((e) => eventsForCall(w.c, parked.workflowId, e.executionId, true)));
+    const total = Math.max(...spans.map((s) => s.length));
+    assert.ok(total <= 38, `three calls approved at once cost ${total} events: ${spans.at(-1)!.join(' ')}`);
+    await recordHistory(parked.workflowId, 'turn-approve-batch');
   });
 
   it('reject: nothing is sent and the model is told who rejected it', async () => {

@@ -65,6 +65,30 @@ export function parseDecision(kind: DecisionKind, raw: unknown): Parsed {
   }
 }
 
+/** At most this many decisions in one `decisions` signal (one model response's calls, with room). */
+export const MAX_BATCH = 100;
+const KINDS: readonly DecisionKind[] = ['approve', 'reject', 'recover'];
+
+export type Batch = { ok: true; items: { kind: DecisionKind; payload: unknown }[] } | { ok: false; why: string };
+
+/**
+ * Splits a `decisions` signal, `{ decisions: [{ kind, ...payload }] }`, into single decisions, each
+ * then parsed and judged exactly as its own signal would be. One signal means one history event
+ * and one workflow task for all the calls of a response.
+ */
+export function splitDecisions(raw: unknown): Batch {
+  const list = raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>).decisions : undefined;
+  if (!Array.isArray(list) || list.length === 0) return { ok: false, why: 'malformed decisions: expected { decisions: [{ kind, toolCallId, by, … }] } with at least one decision' };
+  if (list.length > MAX_BATCH) return { ok: false, why: `malformed decisions: ${list.length} decisions in one signal; at most ${MAX_BATCH}` };
+  const items: { kind: DecisionKind; payload: unknown }[] = [];
+  for (const [i, d] of list.entries()) {
+    const kind = d && typeof d === 'object' ? (d as Record<string, unknown>).kind : undefined;
+    if (!KINDS.includes(kind as DecisionKind)) return { ok: false, why: `malformed decisions: item ${i + 1} has kind ${JSON.stringify(kind) ?? 'undefined'}; use one of ${KINDS.join(', ')}` };
+    items.push({ kind: kind as DecisionKind, payload: d });
+  }
+  return { ok: true, items };
+}
+
 export type Verdict = { apply: true } | { apply: false; why: string };
 
 /**

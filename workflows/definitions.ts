@@ -3,6 +3,7 @@ import type { Sinks } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type {
   ApproveSignal,
+  DecisionsSignal,
   DispatchAnswer,
   DispatchRequest,
   Grant,
@@ -19,6 +20,8 @@ import type {
 export const approveSignal = defineSignal<[ApproveSignal]>('approve');
 export const rejectSignal = defineSignal<[RejectSignal]>('reject');
 export const recoverSignal = defineSignal<[RecoverSignal]>('recover');
+/** Several decisions in one signal, e.g. every call of a model response: one event, one workflow task. */
+export const decisionsSignal = defineSignal<[DecisionsSignal]>('decisions');
 export const turnStatusQuery = defineQuery<TurnStatus>('status');
 
 /** Internal: the execute activity asks its turn for permission to call the tool adapter. */

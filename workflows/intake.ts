@@ -1,5 +1,5 @@
 import type { Decision } from './decisions';
-import { judgeDecision, parseDecision } from './decisions';
+import { judgeDecision, parseDecision, splitDecisions } from './decisions';
 import type { LedgerInput } from './ledger';
 import type { CallState, DecisionKind, DecisionRecord, LedgerEntry, RecoverSignal } from './types';
 
@@ -54,23 +54,35 @@ export function createDecisionIntake(deps: IntakeDeps) {
     for (const w of waiting) judge(w.d, w.at);
   };
 
+  /** The signal handler: never throws, whatever the payload. */
+  const decide = (kind: DecisionKind, raw: unknown): void => {
+    const at = now();
+    const parsed = parseDecision(kind, raw);
+    if (!parsed.ok) {
+      const { why, toolCallId, by, decisionId } = parsed;
+      decisions.push({ at, kind, ...(toolCallId ? { toolCallId } : {}), ...(by ? { by } : {}), ...(decisionId ? { decisionId } : {}), outcome: 'ignored', why });
+      publish();
+      return;
+    }
+    const d = parsed.decision;
+    const entry = ledger.get(d.payload.toolCallId);
+    if (!entry && modelPending) waitingForCall.push({ d, at });
+    else if (entry && d.kind === 'recover' && IN_FLIGHT.includes(entry.state)) {
+      waitingForSettle.set(entry.toolCallId, [...(waitingForSettle.get(entry.toolCallId) ?? []), { d, at }]);
+    } else judge(d, at);
+  };
+
   return {
-    /** The signal handler: never throws, whatever the payload. */
-    decide(kind: DecisionKind, raw: unknown): void {
-      const at = now();
-      const parsed = parseDecision(kind, raw);
-      if (!parsed.ok) {
-        const { why, toolCallId, by, decisionId } = parsed;
-        decisions.push({ at, kind, ...(toolCallId ? { toolCallId } : {}), ...(by ? { by } : {}), ...(decisionId ? { decisionId } : {}), outcome: 'ignored', why });
-        publish();
+    decide,
+    /** The `decisions` signal: each item as if it came alone, in order; a malformed batch is recorded once. */
+    decideMany(raw: unknown): void {
+      const batch = splitDecisions(raw);
+      if (batch.ok) {
+        for (const item of batch.items) decide(item.kind, item.payload);
         return;
       }
-      const d = parsed.decision;
-      const entry = ledger.get(d.payload.toolCallId);
-      if (!entry && modelPending) waitingForCall.push({ d, at });
-      else if (entry && d.kind === 'recover' && IN_FLIGHT.includes(entry.state)) {
-        waitingForSettle.set(entry.toolCallId, [...(waitingForSettle.get(entry.toolCallId) ?? []), { d, at }]);
-      } else judge(d, at);
+      decisions.push({ at: now(), kind: 'decisions', outcome: 'ignored', why: batch.why });
+      publish();
     },
     modelPending(pending: boolean): void {
       modelPending = pending;

@@ -20,7 +20,7 @@ import { createShields } from './shields';
 import { activeGrants, grantFor, grantsUpdate } from './grants';
 import { createDecisionIntake } from './intake';
 import type { FaultSinks } from './definitions';
-import { approveSignal, dispatchUpdate, grantsSignal, recoverSignal, rejectSignal, turnStatusQuery, OpenWorkerState, DEFAULT_MAX_ITERATIONS, NOT_STARTED, UNKNOWN_FINAL } from './definitions';
+import { approveSignal, decisionsSignal, dispatchUpdate, grantsSignal, recoverSignal, rejectSignal, turnStatusQuery, OpenWorkerState, DEFAULT_MAX_ITERATIONS, NOT_STARTED, UNKNOWN_FINAL } from './definitions';
 import { NOT_APPLIED_TYPES, classifyToolFailure, messageOf } from './failures';
 import { executionIdFor } from './identity';
 import { importedEntry } from './imported';
@@ -137,6 +137,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
 
   setHandler(approveSignal, (p) => decide('approve', p), { description: 'Approve a tool call: { toolCallId, by, argsDigest?, decisionId? }' });
   setHandler(rejectSignal, (p) => decide('reject', p), { description: 'Reject a tool call: { toolCallId, by, reason?, decisionId? }' });
+  setHandler(decisionsSignal, (p) => intake.decideMany(p), { description: 'Several decisions at once: { decisions: [{ kind: approve|reject|recover, toolCallId, by, … }] }' });
   setHandler(recoverSignal, (p) => decide('recover', p), {
     description: 'Resolve a recovery_required call: { toolCallId, decision: retry|succeeded|failed, result?, reason?, by }',
   });

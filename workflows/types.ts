@@ -137,10 +137,17 @@ export interface RecoverSignal extends DecisionBinding {
 
 export type DecisionKind = 'approve' | 'reject' | 'recover';
 
+export type BatchedDecision = ({ kind: 'approve' } & ApproveSignal) | ({ kind: 'reject' } & RejectSignal) | ({ kind: 'recover' } & RecoverSignal);
+
+export interface DecisionsSignal {
+  decisions: BatchedDecision[];
+}
+
 /** Every decision a turn received, applied or not. */
 export interface DecisionRecord {
   at: string;
-  kind: DecisionKind;
+  /** `decisions`: a batch signal that was malformed as a whole. */
+  kind: DecisionKind | 'decisions';
   toolCallId?: string;
   by?: string;
   decisionId?: string;

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import type { Decision } from '../../workflows/decisions';
-import { judgeDecision, parseDecision } from '../../workflows/decisions';
+import { judgeDecision, parseDecision, splitDecisions } from '../../workflows/decisions';
 import type { DecisionKind, LedgerEntry } from '../../workflows/types';
 import { entryIn } from './helpers';
 
@@ -155,6 +155,35 @@ describe('decisions: judgeDecision', () => {
       const verdict = judgeDecision(c.entry, c.decision, c.pending);
       assert.equal(verdict.apply, c.apply, JSON.stringify(verdict));
       if (!verdict.apply && c.why) assert.match(verdict.why, c.why);
+    });
+  }
+});
+
+describe('decisions: splitDecisions (the batch signal)', () => {
+  const cases: { name: string; raw: unknown; ok?: number; why?: RegExp }[] = [
+    { name: 'two approvals', raw: { decisions: [{ kind: 'approve', ...base }, { kind: 'approve', ...base, toolCallId: 'call_2' }] }, ok: 2 },
+    { name: 'mixed kinds', raw: { decisions: [{ kind: 'approve', ...base }, { kind: 'reject', ...base, toolCallId: 'call_2' }, { kind: 'recover', ...base, decision: 'retry' }] }, ok: 3 },
+    { name: 'an item whose payload is bad still splits (it is judged alone)', raw: { decisions: [{ kind: 'approve' }] }, ok: 1 },
+    { name: 'null', raw: null, why: /expected \{ decisions/ },
+    { name: 'an array', raw: [{ kind: 'approve', ...base }], why: /expected \{ decisions/ },
+    { name: 'decisions not an array', raw: { decisions: 'approve all' }, why: /expected \{ decisions/ },
+    { name: 'empty list', raw: { decisions: [] }, why: /at least one/ },
+    { name: 'too many', raw: { decisions: Array.from({ length: 101 }, (_, i) => ({ kind: 'approve', ...base, toolCallId: `c${i}` })) }, why: /101 decisions in one signal; at most 100/ },
+    { name: 'unknown kind', raw: { decisions: [{ kind: 'approve', ...base }, { kind: 'execute', ...base }] }, why: /item 2 has kind "execute"/ },
+    { name: 'missing kind', raw: { decisions: [{ ...base }] }, why: /item 1 has kind undefined/ },
+    { name: 'item not an object', raw: { decisions: ['approve'] }, why: /item 1 has kind undefined/ },
+    { name: 'prototype key as kind', raw: { decisions: [{ kind: '__proto__', ...base }] }, why: /item 1 has kind "__proto__"/ },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const out = splitDecisions(c.raw);
+      if (c.ok !== undefined) {
+        assert.ok(out.ok, JSON.stringify(out));
+        assert.equal(out.items.length, c.ok);
+      } else {
+        assert.ok(!out.ok);
+        assert.match(out.why, c.why!);
+      }
     });
   }
 });
