@@ -41,8 +41,7 @@ export interface WorkerConfig extends ConnectOptions {
 
 export const DEFAULT_MAX_CACHED_WORKFLOWS = 250;
 
-function cacheFromEnv(): number {
-  const raw = process.env.OPENWORKER_MAX_CACHED_WORKFLOWS;
+export function cacheFromEnv(raw = process.env.OPENWORKER_MAX_CACHED_WORKFLOWS): number {
   if (raw === undefined || raw === '') return DEFAULT_MAX_CACHED_WORKFLOWS;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0) throw new Error(`OPENWORKER_MAX_CACHED_WORKFLOWS must be a whole number (0 disables the cache), got '${raw}'`);

@@ -1,5 +1,6 @@
 import { strict as assert } from 'node:assert';
-import { cells, markdownTable, maxOf, percentile, svgChart } from '../../bench/report';
+import { cells, durabilityMarkdown, markdownTable, maxOf, percentile, svgChart } from '../../bench/report';
+import { cacheFromEnv } from '../../worker/worker';
 import type { RunResult } from '../../bench/report';
 import { benchModel, callIdsFor } from '../../bench/workload';
 
@@ -42,4 +43,39 @@ describe('bench: statistics and report (pure)', () => {
     assert.deepEqual(second, { text: 'done', toolCalls: [] });
     assert.deepEqual((await gen([{ role: 'user', content: 'bench k=0 tool=noop' }])).toolCalls, []);
   });
+});
+
+describe('bench: the durability tables (pure)', () => {
+  const s = (p50: number, n = 3) => ({ p50, p99: p50 + 10, max: p50 + 20, samples: n });
+  it('renders parked, crash and scale-out rows with their duplicates', () => {
+    const md = durabilityMarkdown(
+      [{ cache: 'small (250, the default)', parked: 10_000, parkPerSec: 17, rssMiB: 240.4, approveToDispatchMs: s(50) }],
+      { heartbeatTimeoutMs: 2000, toRecoveryMs: s(3600), viaDeadSticky: s(3600), viaLiveWorker: s(NaN, 0), kills: [{ detectMs: 2500 }], turnsRunElsewhere: 4, duplicates: 0, effects: 7 },
+      [{ workers: 3, sessions: 16, seconds: 30, turnsPerSecBefore: 8.25, turnsPerSecAfter: 8.1, stalled: { count: 2, maxMs: 1500, p50Ms: 1400 }, killedCall: { toRecoveryMs: 3700 }, parkedByKill: [{ toRecoveryMs: 3700, effectApplied: true }], duplicates: 0, effects: 200 }],
+    );
+    assert.match(md, /\| small \(250, the default\) \| 10,000 \| 17 \| 240 \| 50 \/ 60 \/ 70 \(n=3\) \|/);
+    assert.match(md, /\| all kills \| 3,600 \/ 3,610 \/ 3,620 \(n=3\) \|/);
+    assert.match(md, /\| the turn's next task went to the live worker \| — \|/);
+    assert.match(md, /\*\*duplicates: 0\*\*/);
+    assert.match(md, /\| 3 → 2 \| 16 \| 8\.3 \| 8\.1 \| 2 \(1,400 \/ 1,500\) \| 1 \(1\) \| 3,700 \| 0 of 200 effects \|/);
+  });
+  it('leaves out what did not run', () => assert.equal(durabilityMarkdown(undefined, undefined, []), ''));
+});
+
+describe('worker: OPENWORKER_MAX_CACHED_WORKFLOWS', () => {
+  const cases: [string | undefined, number | RegExp][] = [
+    [undefined, 250],
+    ['', 250],
+    ['0', 0],
+    ['5000', 5000],
+    ['-1', /must be a whole number \(0 disables the cache\), got '-1'/],
+    ['lots', /got 'lots'/],
+    ['2.5', /got '2\.5'/],
+  ];
+  for (const [raw, want] of cases) {
+    it(`${JSON.stringify(raw)} → ${want}`, () => {
+      if (typeof want === 'number') assert.equal(cacheFromEnv(raw), want);
+      else assert.throws(() => cacheFromEnv(raw), want);
+    });
+  }
 });
