@@ -83,7 +83,8 @@ export function createActivities({ registry, model }: ActivityDeps): TurnActivit
   return {
     async callModel(input: ModelActivityInput): Promise<ModelStep> {
       const ctx = Context.current();
-      const beat = setInterval(() => ctx.heartbeat(), 10_000);
+      // Beats well inside the turn's 10 s heartbeat timeout, so a model call on a lost worker is retried within seconds.
+      const beat = setInterval(() => ctx.heartbeat(), 2_000);
       try {
         const response = await model.generate(
           { sessionId: input.sessionId, turn: input.turn, iteration: input.iteration, messages: input.messages, tools: registry.descriptors() },

@@ -46,9 +46,11 @@ import type {
 } from './types';
 
 // The model may be slow; retry transient failures, never a ModelError (bad request, script exhausted).
+// The activity heartbeats every 2 s: a model call on a worker that died is retried after 10 s
+// (npm run bench saw 61 s stalls in scale-out with a 1-minute heartbeat timeout).
 const { callModel } = proxyActivities<TurnActivities>({
   startToCloseTimeout: '5 minutes',
-  heartbeatTimeout: '1 minute',
+  heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 5, nonRetryableErrorTypes: ['ModelError'] },
 });
 
