@@ -74,9 +74,12 @@ export function svgChart(cs: readonly Cell[], systems: readonly string[], title:
   const colors = ['#222', '#d62728', '#1f77b4', '#2ca02c', '#9467bd', '#ff7f0e'];
   const ns = [...new Set(cs.map((c) => c.n))].sort((a, b) => a - b);
   const panel = (metric: 'turnsPerSec' | 'p50', label: string, x0: number): string => {
-    const max = Math.max(1e-9, ...cs.map((c) => c[metric]).filter(Number.isFinite)) * 1.1;
+    // Log scale: B0 and the Temporal systems differ by three to four orders of magnitude.
+    const values = cs.map((c) => c[metric]).filter((v) => Number.isFinite(v) && v > 0);
+    const lo = 10 ** Math.floor(Math.log10(Math.max(0.1, Math.min(...values, 1))));
+    const hi = 10 ** Math.ceil(Math.log10(Math.max(lo * 10, ...values)));
     const px = (n: number): number => x0 + pad.l + (ns.length > 1 ? (ns.indexOf(n) / (ns.length - 1)) * (W - pad.l - pad.r) : 0);
-    const py = (v: number): number => pad.t + (1 - v / max) * (H - pad.t - pad.b);
+    const py = (v: number): number => pad.t + (1 - (Math.log10(Math.max(v, lo)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * (H - pad.t - pad.b);
     const lines = systems.map((s, i) => {
       const pts = cs.filter((c) => c.system === s && Number.isFinite(c[metric])).sort((a, b) => a.n - b.n);
       if (!pts.length) return '';
@@ -84,12 +87,13 @@ export function svgChart(cs: readonly Cell[], systems: readonly string[], title:
       const dots = pts.map((c) => `<circle cx="${px(c.n).toFixed(1)}" cy="${py(c[metric]).toFixed(1)}" r="3" fill="${colors[i % colors.length]}"/>`).join('');
       return `<polyline fill="none" stroke="${colors[i % colors.length]}" stroke-width="2" points="${d}"/>${dots}`;
     });
-    const ticks = [0, 0.25, 0.5, 0.75, 1].map((t) => `<text x="${x0 + pad.l - 6}" y="${py(max * t) + 4}" text-anchor="end" font-size="10">${(max * t).toFixed(max * t >= 10 ? 0 : 1)}</text><line x1="${x0 + pad.l}" x2="${x0 + W - pad.r}" y1="${py(max * t)}" y2="${py(max * t)}" stroke="#eee"/>`);
+    const decades = Array.from({ length: Math.round(Math.log10(hi / lo)) + 1 }, (_, i) => lo * 10 ** i);
+    const ticks = decades.map((t) => `<text x="${x0 + pad.l - 6}" y="${py(t) + 4}" text-anchor="end" font-size="10">${t >= 1 ? t.toLocaleString('en-US') : t}</text><line x1="${x0 + pad.l}" x2="${x0 + W - pad.r}" y1="${py(t)}" y2="${py(t)}" stroke="#eee"/>`);
     const xt = ns.map((n) => `<text x="${px(n)}" y="${H - pad.b + 16}" text-anchor="middle" font-size="10">N=${n}</text>`);
     return `<g>${ticks.join('')}${xt.join('')}<text x="${x0 + W / 2}" y="16" text-anchor="middle" font-size="12">${label}</text>${lines.join('')}</g>`;
   };
-  const legend = systems.map((s, i) => `<text x="${10 + i * 130}" y="${H + 18}" font-size="11" fill="${colors[i % colors.length]}">■ ${s}</text>`).join('');
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${2 * W}" height="${H + 48}" font-family="sans-serif"><rect width="100%" height="100%" fill="white"/><text x="${W}" y="${H + 40}" text-anchor="middle" font-size="11">${title}</text>${panel('turnsPerSec', 'turns/s (higher is better)', 0)}${panel('p50', 'p50 turn latency, ms (lower is better)', W)}${legend}</svg>\n`;
+  const legend = systems.map((s, i) => `<text x="${10 + i * 205}" y="${H + 18}" font-size="11" fill="${colors[i % colors.length]}">■ ${s}</text>`).join('');
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${2 * W}" height="${H + 48}" font-family="sans-serif"><rect width="100%" height="100%" fill="white"/><text x="${W}" y="${H + 40}" text-anchor="middle" font-size="11">${title}</text>${panel('turnsPerSec', 'turns/s, log scale (higher is better)', 0)}${panel('p50', 'p50 turn latency, ms, log scale (lower is better)', W)}${legend}</svg>\n`;
 }
 
 // ---- Metrics 4–6 (bench/durability.ts) ----
