@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { PayloadCodec } from '@temporalio/common';
-import { claimCheckCodec } from './largePayloads';
+import { combinedCodec, defaultPayloadCodecs } from './encryption';
 
 /**
  * A codec endpoint for the Temporal Web UI (`temporal server start-dev --ui-codec-endpoint`): the
@@ -27,7 +27,7 @@ export interface CodecServer {
 }
 
 export async function startCodecServer(opts: { port?: number; codec?: PayloadCodec; allowOrigin?: string } = {}): Promise<CodecServer> {
-  const codec = opts.codec ?? claimCheckCodec();
+  const codec = opts.codec ?? combinedCodec(defaultPayloadCodecs());
   const server = http.createServer((req, res) => {
     // The UI sends credentials and its own headers (x-namespace, authorization…): a wildcard origin
     // is refused with credentials, so a loopback origin (the dev server's UI) is echoed back.

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { randomBytes } from 'node:crypto';
 import { strict as assert } from 'node:assert';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -7,6 +8,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import type { CodecServer } from '../../client/codecServer';
 import { startCodecServer } from '../../client/codecServer';
 import { claimCheckCodec, directoryStore } from '../../client/largePayloads';
+import { combinedCodec, encryptionCodec, keyringFromList } from '../../client/encryption';
 
 // The Web UI's codec endpoint: a claim-check reference in, the stored payload out.
 
@@ -37,6 +39,29 @@ describe('codec endpoint for the Web UI', () => {
     const out = (await res.json()) as { payloads: { metadata: Record<string, string>; data: string }[] };
     const back = out.payloads.map((p) => defaultPayloadConverter.fromPayload({ metadata: Object.fromEntries(Object.entries(p.metadata).map(([k, v]) => [k, new Uint8Array(Buffer.from(v, 'base64'))])), data: new Uint8Array(Buffer.from(p.data, 'base64')) }));
     assert.deepEqual(back, [{ transcript: 'y'.repeat(4096) }, 'hi']);
+  });
+
+  it('with encryption keys: /decode opens sealed payloads (claim-checked or not), /encode seals them', async () => {
+    const ring = keyringFromList(`k1=${randomBytes(32).toString('base64')}`);
+    const both = combinedCodec([encryptionCodec(ring), codec()]);
+    const keyed = await startCodecServer({ codec: both });
+    try {
+      const sealed = await both.encode([defaultPayloadConverter.toPayload({ transcript: 'z'.repeat(4096) }), defaultPayloadConverter.toPayload('secret note')]);
+      const wire = (ps: typeof sealed) => ({ payloads: ps.map((p) => ({ metadata: Object.fromEntries(Object.entries(p.metadata!).map(([k, v]) => [k, b64(v)])), data: b64(p.data) })) });
+      assert.ok(!JSON.stringify(wire(sealed)).includes(Buffer.from('secret note').toString('base64')));
+      const post = async (op: string, body: unknown) => {
+        const res = await fetch(`${keyed.url}/${op}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        assert.equal(res.status, 200);
+        return ((await res.json()) as { payloads: { metadata: Record<string, string>; data: string }[] }).payloads.map((p) => ({ metadata: Object.fromEntries(Object.entries(p.metadata).map(([k, v]) => [k, new Uint8Array(Buffer.from(v, 'base64'))])), data: new Uint8Array(Buffer.from(p.data, 'base64')) }));
+      };
+      const opened = await post('decode', wire(sealed));
+      assert.deepEqual(opened.map((p) => defaultPayloadConverter.fromPayload(p)), [{ transcript: 'z'.repeat(4096) }, 'secret note']);
+      const resealed = await post('encode', wire(opened));
+      assert.equal(Buffer.from(resealed[1]!.metadata['encryption-key-id']!).toString(), 'k1');
+      assert.deepEqual(defaultPayloadConverter.fromPayload((await both.decode(resealed))[1]!), 'secret note');
+    } finally {
+      await keyed.close();
+    }
   });
 
   it('answers the browser preflight, and a bad body with 400 and a reason', async () => {
