@@ -1,5 +1,6 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createRegistry } from '../activities/registry';
+import { defaultPayloadCodecs } from '../client/encryption';
 import { createWorker } from '../worker/worker';
 import { runTurnInProcess } from './loop';
 import { benchModel, benchTools } from './workload';
@@ -38,6 +39,8 @@ async function main(): Promise<void> {
       workflowsPath: require.resolve('./naiveWorkflow'),
       activities: { runTurnLoop: (message: string) => runTurnInProcess(model, registry, message) },
       identity,
+      // The same payload codecs as ours (encryption when keys are set), so a variant compares like with like.
+      dataConverter: { payloadCodecs: defaultPayloadCodecs() },
       ...(maxCachedWorkflows !== undefined ? { maxCachedWorkflows } : {}),
     });
   }
