@@ -9,7 +9,7 @@ import type { HistoryEvent } from './events';
 import { eventMs, eventName, upsertedState } from './events';
 import type { BenchWorker, WorkerSpec } from './procs';
 import { killHard, rssMiB, startBenchWorker } from './procs';
-import type { SpreadLike } from './report';
+import type { Spread } from './report';
 import { maxOf, percentile, spreadOf } from './report';
 import type { BenchTool } from './workload';
 import { benchMessage, callIdsFor } from './workload';
@@ -23,8 +23,6 @@ const CALL = callIdsFor(0, 1)[0]!;
 const AFTER_EXECUTE = 'tool.after_execute';
 const ARMED = `${AFTER_EXECUTE}@effect`;
 
-export type Spread = SpreadLike;
-const spread = spreadOf;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -120,14 +118,14 @@ export async function parkedTurns(c: OpenWorkerClient, quick: boolean): Promise<
       const dispatched = evs.find((e) => eventName(e) === 'WORKFLOW_EXECUTION_UPDATE_ACCEPTED');
       if (signalled && dispatched) out.push(eventMs(dispatched) - eventMs(signalled));
     }
-    return spread(out);
+    return spreadOf(out);
   };
 
   // Room for every parked turn in the heap, so the large cache measures memory, not an OOM.
   const large = await startBenchWorker({ system: 'b3', taskQueue, maxCachedWorkflows: largeCache, env: { NODE_OPTIONS: '--max-old-space-size=12288' } });
   const parkedIds: string[] = [];
   try {
-    rows.push({ cache: `large (${largeCache})`, parked: 0, parkPerSec: NaN, rssMiB: rssMiB(large.pid), approveToDispatchMs: spread([]) });
+    rows.push({ cache: `large (${largeCache})`, parked: 0, parkPerSec: NaN, rssMiB: rssMiB(large.pid), approveToDispatchMs: spreadOf([]) });
     for (const size of sizes) {
       const { ids, perSec } = await park(size - parkedIds.length);
       parkedIds.push(...ids);
@@ -232,9 +230,9 @@ export async function crashToRecovery(c: OpenWorkerClient, kills: number, effect
   return {
     heartbeatTimeoutMs: 2000,
     kills: rows,
-    toRecoveryMs: spread(rows.map((r) => r.toRecoveryMs)),
-    viaDeadSticky: spread(rows.filter((r) => r.viaDeadSticky).map((r) => r.toRecoveryMs)),
-    viaLiveWorker: spread(rows.filter((r) => !r.viaDeadSticky).map((r) => r.toRecoveryMs)),
+    toRecoveryMs: spreadOf(rows.map((r) => r.toRecoveryMs)),
+    viaDeadSticky: spreadOf(rows.filter((r) => r.viaDeadSticky).map((r) => r.toRecoveryMs)),
+    viaLiveWorker: spreadOf(rows.filter((r) => !r.viaDeadSticky).map((r) => r.toRecoveryMs)),
     turnsRunElsewhere: elsewhere,
     duplicates: duplicateEffects(effectsFile),
     effects,
@@ -346,7 +344,7 @@ export async function scaleOut(c: OpenWorkerClient, opts: { workers: number; ses
       stalled: { count: stalled.length, maxMs: stalled.length ? maxOf(stalled) : 0, p50Ms: stalled.length ? percentile(stalled, 50) : 0 },
       killedCall: { toRecoveryMs: killed?.toRecoveryMs ?? NaN },
       parkedByKill,
-      latencyBeforeMs: spread(before.map((d) => d.end - d.start)),
+      latencyBeforeMs: spreadOf(before.map((d) => d.end - d.start)),
       duplicates: duplicateEffects(opts.effectsFile),
       effects,
     };

@@ -1,5 +1,7 @@
 // Pure helpers of the benchmark: statistics, the markdown table, the SVG chart.
 
+import type { CrashResult, ParkedRow, ScaleOutResult } from './durability';
+
 export interface RunResult {
   system: string;
   k: number;
@@ -98,14 +100,14 @@ export function svgChart(cs: readonly Cell[], systems: readonly string[], title:
 
 // ---- Metrics 4–6 (bench/durability.ts) ----
 
-export type SpreadLike = { p50: number; p99: number; max: number; samples: number };
+export type Spread = { p50: number; p99: number; max: number; samples: number };
 const ms = (x: number): string => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '—');
-const sp = (s: SpreadLike): string => (s.samples ? `${ms(s.p50)} / ${ms(s.p99)} / ${ms(s.max)} (n=${s.samples})` : '—');
+const sp = (s: Spread): string => (s.samples ? `${ms(s.p50)} / ${ms(s.p99)} / ${ms(s.max)} (n=${s.samples})` : '—');
 
 export function durabilityMarkdown(
-  parked: { cache: string; parked: number; parkPerSec: number; rssMiB: number; approveToDispatchMs: SpreadLike }[] | undefined,
-  crash: { heartbeatTimeoutMs: number; toRecoveryMs: SpreadLike; viaDeadSticky: SpreadLike; viaLiveWorker: SpreadLike; kills: { detectMs: number }[]; turnsRunElsewhere: number; duplicates: number; effects: number } | undefined,
-  scale: { workers: number; sessions: number; seconds: number; turnsPerSecBefore: number; turnsPerSecAfter: number; stalled: { count: number; maxMs: number; p50Ms: number }; killedCall: { toRecoveryMs: number }; parkedByKill: { toRecoveryMs: number; effectApplied: boolean }[]; duplicates: number; effects: number }[],
+  parked: ParkedRow[] | undefined,
+  crash: CrashResult | undefined,
+  scale: ScaleOutResult[],
 ): string {
   const out: string[] = [];
   if (parked?.length) {
@@ -148,4 +150,4 @@ export function durabilityMarkdown(
   return out.join('\n');
 }
 
-export const spreadOf = (v: readonly number[]): SpreadLike => ({ p50: percentile(v, 50), p99: percentile(v, 99), max: maxOf(v), samples: v.length });
+export const spreadOf = (v: readonly number[]): Spread => ({ p50: percentile(v, 50), p99: percentile(v, 99), max: maxOf(v), samples: v.length });

@@ -210,8 +210,6 @@ interface HistoryCost {
 
 async function historyCosts(c: OpenWorkerClient, samples: Map<string, string[]>): Promise<HistoryCost[]> {
   const out: HistoryCost[] = [];
-  const name = eventName;
-  const ms = eventMs;
   for (const [key, ids] of samples) {
     const [system, k, tool] = key.split('|');
     if (!system!.startsWith('B3') || !ids.length) continue;
@@ -225,8 +223,8 @@ async function historyCosts(c: OpenWorkerClient, samples: Map<string, string[]>)
       events += evs.length;
       bytes += temporal.api.history.v1.History.encode(h).finish().length;
       for (let i = 1; i < evs.length; i++) {
-        const hop = `${name(evs[i - 1]!)} → ${name(evs[i]!)}`;
-        hops.set(hop, [...(hops.get(hop) ?? []), ms(evs[i]!) - ms(evs[i - 1]!)]);
+        const hop = `${eventName(evs[i - 1]!)} → ${eventName(evs[i]!)}`;
+        hops.set(hop, [...(hops.get(hop) ?? []), eventMs(evs[i]!) - eventMs(evs[i - 1]!)]);
       }
     }
     out.push({

@@ -127,13 +127,10 @@ export function encryptionCodec(ring: Keyring): PayloadCodec {
 }
 
 /** The codecs every client and worker uses, in encode order: encryption (when keys are set), then claim-check. */
-export function payloadCodecsFromEnv(claimCheck: PayloadCodec, env: NodeJS.ProcessEnv = process.env): PayloadCodec[] {
+export function defaultPayloadCodecs(env: NodeJS.ProcessEnv = process.env): PayloadCodec[] {
   const ring = keyringFromEnv(env);
-  return ring ? [encryptionCodec(ring), claimCheck] : [claimCheck];
+  return ring ? [encryptionCodec(ring), claimCheckCodec()] : [claimCheckCodec()];
 }
-
-/** The codecs of this process: encryption per the environment, then the claim-check store. */
-export const defaultPayloadCodecs = (env: NodeJS.ProcessEnv = process.env): PayloadCodec[] => payloadCodecsFromEnv(claimCheckCodec(), env);
 
 /** Several codecs as one (the codec endpoint's shape): encode in order, decode in reverse. */
 export function combinedCodec(codecs: readonly PayloadCodec[]): PayloadCodec {

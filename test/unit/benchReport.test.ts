@@ -51,8 +51,8 @@ describe('bench: the durability tables (pure)', () => {
   it('renders parked, crash and scale-out rows with their duplicates', () => {
     const md = durabilityMarkdown(
       [{ cache: 'small (250, the default)', parked: 10_000, parkPerSec: 17, rssMiB: 240.4, approveToDispatchMs: s(50) }],
-      { heartbeatTimeoutMs: 2000, toRecoveryMs: s(3600), viaDeadSticky: s(3600), viaLiveWorker: s(NaN, 0), kills: [{ detectMs: 2500 }], turnsRunElsewhere: 4, duplicates: 0, effects: 7 },
-      [{ workers: 3, sessions: 16, seconds: 30, turnsPerSecBefore: 8.25, turnsPerSecAfter: 8.1, stalled: { count: 2, maxMs: 1500, p50Ms: 1400 }, killedCall: { toRecoveryMs: 3700 }, parkedByKill: [{ toRecoveryMs: 3700, effectApplied: true }], duplicates: 0, effects: 200 }],
+      { heartbeatTimeoutMs: 2000, toRecoveryMs: s(3600), viaDeadSticky: s(3600), viaLiveWorker: s(NaN, 0), kills: [{ detectMs: 2500, toRecoveryMs: 3600, stickyWaitMs: 1000, viaDeadSticky: true }], turnsRunElsewhere: 4, duplicates: 0, effects: 7 },
+      [{ workers: 3, sessions: 16, seconds: 30, turnsPerSecBefore: 8.25, turnsPerSecAfter: 8.1, stalled: { count: 2, maxMs: 1500, p50Ms: 1400 }, killedCall: { toRecoveryMs: 3700 }, parkedByKill: [{ sessionId: 's1', toRecoveryMs: 3700, effectApplied: true }], duplicates: 0, effects: 200, latencyBeforeMs: s(500) }],
     );
     assert.match(md, /\| small \(250, the default\) \| 10,000 \| 17 \| 240 \| 50 \/ 60 \/ 70 \(n=3\) \|/);
     assert.match(md, /\| all kills \| 3,600 \/ 3,610 \/ 3,620 \(n=3\) \|/);
