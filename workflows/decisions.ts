@@ -1,4 +1,4 @@
-import type { ApproveSignal, DecisionKind, LedgerEntry, RecoverSignal, RecoveryDecision, RejectSignal } from './types';
+import type { ApproveSignal, DecisionKind, DecisionSignature, LedgerEntry, RecoverSignal, RecoveryDecision, RejectSignal } from './types';
 
 // Whether an approve / reject / recover signal takes effect. Pure; a decision that does not take
 // effect changes nothing and is recorded with the reason.
@@ -36,7 +36,16 @@ export function parseDecision(kind: DecisionKind, raw: unknown): Parsed {
   }
   const executionId = str(p.executionId, MAX_ID);
   if (p.executionId !== undefined && !executionId) return bad('executionId must be a non-empty string');
-  const common = { toolCallId, by, ...(decisionId ? { decisionId } : {}), ...(executionId ? { executionId } : {}) };
+  let signature: DecisionSignature | undefined;
+  if (p.signature !== undefined) {
+    const sig = p.signature as Record<string, unknown> | null;
+    const keyId = str(sig?.keyId, MAX_ID);
+    const signedAt = str(sig?.signedAt, 40);
+    const value = str(sig?.value, MAX_ID);
+    if (!sig || typeof sig !== 'object' || !keyId || !signedAt || !value) return bad('signature must be { keyId, signedAt, value } strings (openworker-temporal signs it for you)');
+    signature = { keyId, signedAt, value };
+  }
+  const common = { toolCallId, by, ...(decisionId ? { decisionId } : {}), ...(executionId ? { executionId } : {}), ...(signature ? { signature } : {}) };
   const reason = typeof p.reason === 'string' && p.reason ? { reason: p.reason } : {};
   switch (kind) {
     case 'approve':

@@ -40,7 +40,8 @@ export function importedEntry(call: PlannedCall, imported: ImportedCall, executi
   }
   const base = newEntry(call, executionId, 0, at);
   const readOnly = call.spec?.effect === 'read';
-  if (disposition === 'awaiting_approval' || readOnly) return { entry: { ...base, events: [event, ...base.events] } };
+  // An approval from the old runtime is unsigned: where the policy wants signatures, ask again.
+  if (disposition === 'awaiting_approval' || readOnly || (disposition === 'run' && base.approval?.signed)) return { entry: { ...base, events: [event, ...base.events] } };
   // Both remaining cases were approved before the import (or may have been): no approval is asked again.
   const entry: LedgerEntry = { ...base, state: 'running', events: [event] };
   if (by) entry.approvedBy = by;

@@ -1,6 +1,7 @@
 import type { Decision } from './decisions';
 import { judgeDecision, parseDecision, splitDecisions } from './decisions';
 import type { LedgerInput } from './ledger';
+import { authorizeDecision } from './signatures';
 import type { CallState, DecisionKind, DecisionRecord, LedgerEntry, RecoverSignal } from './types';
 
 /** Call states with an activity outstanding: their next state comes from an activity result. */
@@ -32,19 +33,33 @@ export function createDecisionIntake(deps: IntakeDeps) {
   const waitingForCall: { d: Decision; at: string }[] = [];
   const waitingForSettle = new Map<string, { d: Decision; at: string }[]>();
 
+  // Signatures accepted in this turn: each authorises one decision.
+  const usedSignatures = new Set<string>();
+
   const judge = (d: Decision, at: string): void => {
     const { toolCallId, by, decisionId } = d.payload;
-    const verdict = judgeDecision(ledger.get(toolCallId), d, recoveries.has(toolCallId));
-    decisions.push({ at, kind: d.kind, toolCallId, by, ...(decisionId ? { decisionId } : {}), ...(verdict.apply ? { outcome: 'applied' } : { outcome: 'ignored', why: verdict.why }) });
-    if (!verdict.apply) {
-      publish();
+    const entry = ledger.get(toolCallId);
+    const verdict = judgeDecision(entry, d, recoveries.has(toolCallId));
+    const auth =
+      verdict.apply && entry
+        ? authorizeDecision(entry.approval, entry, { kind: d.kind, ...d.payload }, Date.parse(at), usedSignatures)
+        : undefined;
+    const why = !verdict.apply ? verdict.why : auth && !auth.ok ? auth.why : undefined;
+    const signer = auth?.ok ? auth.signer : undefined;
+    decisions.push({ at, kind: d.kind, toolCallId, by, ...(decisionId ? { decisionId } : {}), ...(why === undefined ? { outcome: 'applied' } : { outcome: 'ignored', why }), ...(signer ? { signedBy: signer.keyId } : {}) });
+    if (why !== undefined) {
+      // A decision refused for its signature or the policy is part of the call's story.
+      if (auth && !auth.ok) record(toolCallId, { type: 'decision_refused', kind: d.kind, by, why });
+      else publish();
       return;
     }
-    if (d.kind === 'approve') record(toolCallId, { type: 'approved', by });
+    if (signer && d.payload.signature) usedSignatures.add(d.payload.signature.value);
+    const signed = signer ? { signed: { keyId: signer.keyId, signedAt: signer.signedAt } } : {};
+    if (d.kind === 'approve') record(toolCallId, { type: 'approved', by, ...signed });
     else if (d.kind === 'reject') record(toolCallId, { type: 'rejected', by, ...(d.payload.reason ? { reason: d.payload.reason } : {}) });
     else {
       recoveries.set(toolCallId, d.payload);
-      record(toolCallId, { type: 'recovery_decided', decision: d.payload.decision, by, ...(d.payload.reason ? { reason: d.payload.reason } : {}) });
+      record(toolCallId, { type: 'recovery_decided', decision: d.payload.decision, by, ...(d.payload.reason ? { reason: d.payload.reason } : {}), ...signed });
     }
   };
 

@@ -4,7 +4,7 @@ import { TERMINAL_CALL_STATES } from './types';
 // The ledger state machine, pure: the turn workflow feeds it events and stores what it returns.
 
 export type LedgerInput =
-  | { type: 'approved'; by: string; grant?: string }
+  | { type: 'approved'; by: string; grant?: string; signed?: SignedBy }
   | { type: 'rejected'; by: string; reason?: string }
   | { type: 'scheduled'; activityId: string }
   | { type: 'dispatched'; activityId: string; attempt: number }
@@ -15,7 +15,11 @@ export type LedgerInput =
   | { type: 'reconciling'; activityId: string }
   | { type: 'reconciled'; answer: 'applied' | 'not_applied' | 'unknown'; reason?: string }
   | { type: 'recovery_required'; reason: string }
-  | { type: 'recovery_decided'; decision: RecoveryDecision; by: string; reason?: string };
+  | { type: 'recovery_decided'; decision: RecoveryDecision; by: string; reason?: string; signed?: SignedBy }
+  /** A decision, or a standing approval, that the approval policy or a signature check refused. */
+  | { type: 'decision_refused'; kind: 'approve' | 'reject' | 'recover' | 'grant'; by?: string; why: string };
+
+type SignedBy = { keyId: string; signedAt: string };
 
 type From = readonly CallState[];
 
@@ -34,6 +38,7 @@ export const TRANSITIONS: Record<LedgerInput['type'], { from: From; to: CallStat
   reconciled: { from: ['reconciling'], to: 'same' },
   recovery_required: { from: ['running', 'dispatched', 'reconciling'], to: 'recovery_required' },
   recovery_decided: { from: ['recovery_required'], to: 'same' },
+  decision_refused: { from: ['invalid', 'awaiting_approval', 'rejected', 'running', 'dispatched', 'reconciling', 'succeeded', 'failed', 'recovery_required'], to: 'same' },
 };
 
 export class LedgerTransitionError extends Error {
@@ -54,6 +59,7 @@ export function newEntry(call: PlannedCall, executionId: string, iteration: numb
     argsDigest: call.argsDigest,
     arguments: call.arguments,
     ...(call.spec ? { effect: call.spec.effect, recovery: call.spec.recovery } : {}),
+    ...(call.approval ? { approval: call.approval } : {}),
     iteration,
     state,
     attempts: 0,
@@ -79,6 +85,7 @@ export function applyLedger(entry: LedgerEntry, input: LedgerInput, at: string):
     case 'approved':
       next.approvedBy = input.by;
       if (input.grant) next.grantId = input.grant;
+      if (input.signed) next.signedApproval = input.signed;
       break;
     case 'rejected':
       next.rejectedBy = input.by;
@@ -106,6 +113,8 @@ export function applyLedger(entry: LedgerEntry, input: LedgerInput, at: string):
     case 'recovery_decided':
       next.recoveryDecision = input.decision;
       next.recoveredBy = input.by;
+      if (input.signed) next.signedRecovery = input.signed;
+      else delete next.signedRecovery;
       break;
     default:
       break;

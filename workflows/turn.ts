@@ -168,7 +168,9 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     for (const id of ids) {
       const e = ledger.get(id)!;
       const g = e.state === 'awaiting_approval' ? grantFor(grants, e) : undefined;
-      if (g) record(id, { type: 'approved', by: g.by, grant: g.id });
+      // A grant is an unsigned claim: where the policy wants signatures, the call waits for one.
+      if (g && e.approval?.signed) record(id, { type: 'decision_refused', kind: 'grant', by: g.by, why: `grant ${g.id} not used: the approval policy needs a signed approval for each call` });
+      else if (g) record(id, { type: 'approved', by: g.by, grant: g.id });
     }
     callsPending = false;
     if (heldGrants) [grants, heldGrants] = [heldGrants, undefined];

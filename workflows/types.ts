@@ -39,6 +39,43 @@ export interface PlannedCall {
   target?: string;
   /** Why this call cannot run (unknown tool, arguments failing the schema). */
   invalid?: string;
+  /** Who may approve it, when the worker has approver keys (see workflows/signatures.ts). */
+  approval?: ApprovalRequirement;
+}
+
+/** An approver's Ed25519 public key, as the worker was configured with it. */
+export interface ApproverKey {
+  name: string;
+  /** `ed25519:<16 hex>`, from the key itself. */
+  keyId: string;
+  /** The raw 32-byte key, base64. */
+  publicKey: string;
+}
+
+/**
+ * The approvers the worker attached to a call when it planned it. It is recorded with the model
+ * response, so a replay verifies against the same keys whatever the worker's configuration is now.
+ */
+export interface ApprovalRequirement {
+  /** A policy is configured: approve and recover decisions count only when signed by `allowed`. */
+  signed: boolean;
+  /** Every approver key the worker knows: a signature by any of them is checked. */
+  approvers: ApproverKey[];
+  /** Names the policy allows to approve this call (every approver when there is no policy). */
+  allowed: string[];
+  /** The policy rule that matched, for the audit. */
+  rule?: string;
+  /** A signature older than this when it arrives is expired. */
+  maxAgeMs: number;
+}
+
+/** An approver's signature on a decision (see signedMessage in workflows/signatures.ts). */
+export interface DecisionSignature {
+  keyId: string;
+  /** ISO time of signing; covered by the signature. */
+  signedAt: string;
+  /** The Ed25519 signature, base64. */
+  value: string;
 }
 
 export interface ModelStep {
@@ -89,6 +126,11 @@ export interface LedgerEntry {
   approvedBy?: string;
   /** The standing approval that approved this call, when one did. */
   grantId?: string;
+  /** Who may approve, when the worker has approver keys. */
+  approval?: ApprovalRequirement;
+  /** The verified signature on the approval (or on the last recovery decision). */
+  signedApproval?: { keyId: string; signedAt: string };
+  signedRecovery?: { keyId: string; signedAt: string };
   rejectedBy?: string;
   recoveryDecision?: RecoveryDecision;
   recoveredBy?: string;
@@ -109,6 +151,8 @@ interface DecisionBinding {
   executionId?: string;
   /** Optional client-chosen id, so the sender can find its decision in the ledger. */
   decisionId?: string;
+  /** An approver's signature; required for approve and recover when the worker has a policy. */
+  signature?: DecisionSignature;
 }
 
 export interface ApproveSignal extends DecisionBinding {
@@ -153,6 +197,8 @@ export interface DecisionRecord {
   decisionId?: string;
   outcome: 'applied' | 'ignored';
   why?: string;
+  /** The key whose valid signature the decision carried. */
+  signedBy?: string;
 }
 
 /** Sent by the execute activity before it calls the tool; the turn answers whether it may proceed. */

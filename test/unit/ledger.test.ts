@@ -20,6 +20,7 @@ const INPUTS: { [K in LedgerInput['type']]: Extract<LedgerInput, { type: K }> } 
   reconciled: { type: 'reconciled', answer: 'unknown', reason: 'nope' },
   recovery_required: { type: 'recovery_required', reason: 'unknown outcome' },
   recovery_decided: { type: 'recovery_decided', decision: 'retry', by: 'carol', reason: 'checked' },
+  decision_refused: { type: 'decision_refused', kind: 'approve', by: 'mallory', why: 'unsigned' },
 };
 
 describe('ledger: TRANSITIONS table (every input × every state)', () => {
