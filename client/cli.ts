@@ -15,6 +15,8 @@ import type { DecisionOutcome } from './decisions';
 import { inbox, showSession } from './inspect';
 import { OpenWorkerError, sendMessage, waitForTurn } from './session';
 import { runDev, runServer, runWorker } from './processes';
+import type { ApproverKeyPair } from './keys';
+import { createApproverKey, keysDir, listApproverKeys, signingKey } from './keys';
 
 interface Globals {
   json?: boolean;
@@ -84,6 +86,7 @@ export function buildCli(): Command {
     .option('--model <spec>', `${MODEL_SPECS.join(' | ')} (default: $OPENWORKER_MODEL, else a provider with a key set, else demo)`, defaultModelSpec())
     .option('--no-builtins', 'do not register the built-in tools (send_email)')
     .option('--shutdown-grace <duration>', 'how long SIGINT/SIGTERM waits for running tool calls', '60s')
+    .option('--approvers <file>', "approvers' public keys and policy (default: $OPENWORKER_APPROVERS); see README, Security")
     .action(async (opts, cmd) => runWorker({ ...globals(cmd), ...opts }));
 
   program
@@ -158,7 +161,13 @@ export function buildCli(): Command {
     );
 
   const decisionOptions = (c: Command): Command =>
-    c.option('--by <name>', 'who decides (default: $OPENWORKER_USER or $USER)').option('--turn <n>', 'the turn (default: the running one)', positiveInt('--turn'));
+    c
+      .option('--by <name>', 'who decides (default: the signing key\'s name, else $OPENWORKER_USER or $USER)')
+      .option('--turn <n>', 'the turn (default: the running one)', positiveInt('--turn'))
+      .option('--key <name>', 'sign with this approver key (default: $OPENWORKER_APPROVER_KEY, else the only key in the keys directory)')
+      .option('--no-sign', 'send the decision unsigned');
+  // The key a decision is signed with, or none.
+  const keyOf = (opts: { key?: string; sign?: boolean }): ApproverKeyPair | undefined => (opts.sign === false ? undefined : signingKey(opts.key));
 
   decisionOptions(program.command('approve <sessionId> <toolCallIds...>').description('approve tool calls; several calls go in one signal (one workflow task)'))
     .option('--digest <argsDigest>', 'only approve if the arguments still have this digest (one call)')
@@ -166,12 +175,12 @@ export function buildCli(): Command {
     .action(async (sessionId: string, toolCallIds: string[], opts, cmd: Command) => {
       if (toolCallIds.length > 1) {
         if (opts.digest || opts.always) throw new OpenWorkerError('--digest and --always take a single tool call; approve the others separately', 'bad_input');
-        const all = await withClient(cmd, (c) => approveAll(c, { sessionId, toolCallIds, by: opts.by, turn: opts.turn }));
+        const all = await withClient(cmd, (c) => approveAll(c, { sessionId, toolCallIds, by: opts.by, turn: opts.turn, key: keyOf(opts) }));
         print(cmd, all, all.map((d) => formatDecision('approve', d)).join('\n'));
         if (all.some((d) => d.outcome === 'ignored')) process.exitCode = 3;
         return;
       }
-      const t = { sessionId, toolCallId: toolCallIds[0]!, by: opts.by, turn: opts.turn, argsDigest: opts.digest };
+      const t = { sessionId, toolCallId: toolCallIds[0]!, by: opts.by, turn: opts.turn, argsDigest: opts.digest, key: keyOf(opts) };
       const d: DecisionOutcome & { grant?: GrantOutcome } = await withClient(cmd, (c) =>
         opts.always ? approveAlways(c, { ...t, always: opts.always as 'session' | 'target' }) : approve(c, t),
       );
@@ -215,7 +224,7 @@ export function buildCli(): Command {
   decisionOptions(program.command('reject <sessionId> <toolCallId>').description('reject a tool call; the model is told it was not executed'))
     .option('--reason <text>', 'why (the model sees it)')
     .action(async (sessionId: string, toolCallId: string, opts, cmd: Command) =>
-      decided(cmd, 'reject', await withClient(cmd, (c) => reject(c, { sessionId, toolCallId, by: opts.by, turn: opts.turn, reason: opts.reason }))),
+      decided(cmd, 'reject', await withClient(cmd, (c) => reject(c, { sessionId, toolCallId, by: opts.by, turn: opts.turn, reason: opts.reason, key: keyOf(opts) }))),
     );
 
   decisionOptions(program.command('recover <sessionId> <toolCallId>').description('resolve a call in recovery_required'))
@@ -227,7 +236,7 @@ export function buildCli(): Command {
         cmd,
         'recover',
         await withClient(cmd, (c) =>
-          recover(c, { sessionId, toolCallId, by: opts.by, turn: opts.turn, decision: opts.decision as RecoveryDecision, result: opts.result, reason: opts.reason }),
+          recover(c, { sessionId, toolCallId, by: opts.by, turn: opts.turn, decision: opts.decision as RecoveryDecision, result: opts.result, reason: opts.reason, key: keyOf(opts) }),
         ),
       ),
     );
@@ -243,6 +252,23 @@ export function buildCli(): Command {
         print(cmd, t, t.settled ? formatTurn(t) : `cancel requested for turn ${t.turn} of session ${sessionId}; it finishes cancelling when a worker runs`);
       }),
     );
+
+  const keys = program.command('keys').description("approver keys (Ed25519) for signed decisions; the private halves stay in $OPENWORKER_KEYS_DIR (default ~/.openworker/keys)");
+  keys
+    .command('create <name>')
+    .description("make a key pair for approver <name>; add the printed public key to the worker's approvers file")
+    .action((name: string, _opts, cmd: Command) => {
+      const k = createApproverKey(name);
+      const { privateKey: _secret, ...shown } = k;
+      print(cmd, shown, `created approver key ${k.name} (${k.keyId}) in ${keysDir()}\nfor the worker's approvers file:  "${k.name}": "${k.publicKey}"`);
+    });
+  keys
+    .command('list')
+    .description('the approver keys in the keys directory (public halves)')
+    .action((_opts, cmd: Command) => {
+      const list = listApproverKeys().map(({ privateKey: _secret, ...k }) => k);
+      print(cmd, list, list.length ? list.map((k) => `${k.name.padEnd(16)} ${k.keyId}  ${k.publicKey}`).join('\n') : `no approver keys in ${keysDir()} (openworker-temporal keys create <name>)`);
+    });
 
   program
     .command('show <sessionId>')

@@ -2,7 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { MAX_BATCH } from '../workflows/decisions';
 import { approveSignal, decisionsSignal, recoverSignal, rejectSignal, turnStatusQuery, turnWorkflowId } from '../workflows/definitions';
 import { executionIdFor } from '../workflows/identity';
-import type { DecisionKind, DecisionRecord, RecoveryDecision } from '../workflows/types';
+import { resultDigestOf } from '../workflows/signatures';
+import type { DecisionKind, DecisionRecord, DecisionSignature, RecoveryDecision } from '../workflows/types';
+import type { ApproverKeyPair } from './keys';
+import { signDecision } from './keys';
 import type { OpenWorkerClient } from './connection';
 import { activeTurn, checkSessionId, OpenWorkerError } from './session';
 
@@ -14,6 +17,8 @@ export interface DecisionTarget {
   by?: string;
   /** How long to wait for the turn to confirm; 0 = only deliver the signal. Default 10 s. */
   waitMs?: number;
+  /** Sign the decision with this approver key (see client/keys.ts); `by` is then the key's name. */
+  key?: ApproverKeyPair;
 }
 
 export interface DecisionOutcome {
@@ -57,9 +62,15 @@ async function sendAll(c: OpenWorkerClient, target: Omit<DecisionTarget, 'toolCa
   }
   const workflowId = turnWorkflowId(sessionId, turn);
   const handle = c.client.workflow.getHandle(workflowId);
-  const by = target.by ?? defaultApprover();
+  const key = target.key;
+  if (key && target.by && target.by !== key.name) throw new OpenWorkerError(`--by ${target.by} does not match the signing key '${key.name}': a signed decision is sent as its key's name`, 'bad_input');
+  const by = key?.name ?? target.by ?? defaultApprover();
   const bindings = await bindTo(c, handle, items.map((i) => ({ kind: i.kind, sessionId, turn, toolCallId: i.toolCallId, workflowId })));
-  const payloads = items.map((item, i) => ({ toolCallId: item.toolCallId, by, decisionId: randomUUID(), ...bindings[i], ...item.extra }));
+  const payloads = items.map((item, i) => {
+    const { argsDigest, ...binding } = bindings[i]!;
+    const payload = { toolCallId: item.toolCallId, by, decisionId: randomUUID(), ...binding, ...(item.kind === 'approve' && argsDigest ? { argsDigest } : {}), ...item.extra };
+    return key ? { ...payload, signature: signFor(key, item, { ...binding, argsDigest }, workflowId) } : payload;
+  });
   const what = items.length === 1 ? items[0]!.kind : `${items.length} decisions`;
   try {
     if (items.length === 1) {
@@ -90,6 +101,29 @@ async function sendAll(c: OpenWorkerClient, target: Omit<DecisionTarget, 'toolCa
   return outcomes;
 }
 
+interface Binding {
+  executionId: string;
+  /** Known when the turn answered; sent with approve, signed with every kind. */
+  argsDigest?: string;
+  run?: number;
+  park?: number;
+}
+
+/** The signature over what the turn will check: the call, its arguments, the decision and (recover) the park and result. */
+function signFor(key: ApproverKeyPair, item: OneDecision, { executionId, argsDigest, park }: Binding, workflowId: string): DecisionSignature {
+  if (!argsDigest) {
+    throw new OpenWorkerError(`cannot sign: ${workflowId} did not answer (is a worker running?), and a signature covers the call's arguments, which only the turn knows; start a worker and decide again`, 'not_found');
+  }
+  const x = item.extra;
+  return signDecision(key, {
+    executionId,
+    argsDigest,
+    decision: item.kind === 'recover' ? `recover:${String(x.decision)}` : item.kind,
+    ...(item.kind === 'recover' && park !== undefined ? { park } : {}),
+    ...(item.kind === 'recover' ? { resultDigest: resultDigestOf(x.result) } : {}),
+  });
+}
+
 /**
  * Binds the decision to the call as the ledger shows it now (its execution ID; for approve its
  * arguments' digest; for recover its run), so it cannot land on another call or a later failure.
@@ -99,7 +133,7 @@ async function bindTo(
   c: OpenWorkerClient,
   handle: ReturnType<OpenWorkerClient['client']['workflow']['getHandle']>,
   calls: { kind: DecisionKind; sessionId: string; turn: number; toolCallId: string; workflowId: string }[],
-): Promise<Record<string, unknown>[]> {
+): Promise<Binding[]> {
   let status;
   try {
     status = await c.client.withDeadline(Date.now() + 3000, () => handle.query(turnStatusQuery));
@@ -120,7 +154,7 @@ async function bindTo(
     }
     return {
       executionId: entry.executionId,
-      ...(kind === 'approve' ? { argsDigest: entry.argsDigest } : {}),
+      argsDigest: entry.argsDigest,
       ...(kind === 'recover' && entry.runs > 0 ? { run: entry.runs } : {}),
       ...(kind === 'recover' ? { park: entry.events.filter((e) => e.type === 'recovery_required').length } : {}),
     };

@@ -60,12 +60,18 @@ export function formatSession(v: SessionView): string {
   lines.push('executions:');
   if (!v.executions.length) lines.push('  (none)');
   for (const e of v.executions) {
-    const who = e.approvedBy ? `approved by ${e.approvedBy}${e.grantId ? ` (grant ${e.grantId})` : ''}` : e.rejectedBy ? `rejected by ${e.rejectedBy}` : '';
-    const rec = e.recoveryDecision ? `, recovery ${e.recoveryDecision} by ${e.recoveredBy}` : '';
-    lines.push(`  turn ${e.turn} ${e.toolCallId}  ${e.tool}  ${e.state}  attempts ${e.attempts}  ${e.executionId}  ${who}${rec}`);
+    const who = e.approvedBy ? `approved by ${e.approvedBy}${e.grantId ? ` (grant ${e.grantId})` : e.approvedBy === 'auto' ? '' : signedNote(e.signedApproval)}` : e.rejectedBy ? `rejected by ${e.rejectedBy}` : '';
+    const rec = e.recoveryDecision ? `, recovery ${e.recoveryDecision} by ${e.recoveredBy}${signedNote(e.signedRecovery)}` : '';
+    const refused = e.events.filter((ev) => ev.type === 'decision_refused');
+    const last = refused.at(-1);
+    const note = last ? `\n    ${refused.length} decision${refused.length > 1 ? 's' : ''} refused; last: ${short(String(last.why), 200)}` : '';
+    lines.push(`  turn ${e.turn} ${e.toolCallId}  ${e.tool}  ${e.state}  attempts ${e.attempts}  ${e.executionId}  ${who}${rec}${note}`);
   }
   return lines.join('\n');
 }
+
+/** Whether a person's decision carried a verified signature. */
+const signedNote = (signed: { keyId: string } | undefined): string => (signed ? ` (signed, key ${signed.keyId})` : ' (unsigned)');
 
 export function formatInbox(items: InboxItem[]): string {
   if (!items.length) return 'inbox is empty: nothing awaits approval or recovery';

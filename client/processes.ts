@@ -47,11 +47,12 @@ export interface RunWorkerOptions {
   model: string;
   builtins: boolean;
   shutdownGrace: string;
+  approvers?: string;
 }
 
 export async function runWorker(opts: RunWorkerOptions): Promise<void> {
   installRuntime();
-  const { worker, connection, taskQueue, tools, model } = await createWorker({
+  const { worker, connection, taskQueue, tools, model, approvers } = await createWorker({
     address: opts.address,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
@@ -59,9 +60,11 @@ export async function runWorker(opts: RunWorkerOptions): Promise<void> {
     model: opts.model,
     builtins: opts.builtins,
     shutdownGraceTime: opts.shutdownGrace,
+    ...(opts.approvers ? { approvers: opts.approvers } : {}),
   });
+  const signing = approvers ? `, approvers ${[...new Set(approvers.approvers.map((a) => a.name))].join(', ')} (${approvers.policy ? `policy of ${approvers.policy.length} rules: signed approvals only` : 'no policy: signatures checked when present'})` : '';
   // Tests and scripts wait for this line before they send work.
-  console.log(`worker ready: task queue ${taskQueue}, model ${model}, tools ${tools.join(', ') || '(none)'}`);
+  console.log(`worker ready: task queue ${taskQueue}, model ${model}, tools ${tools.join(', ') || '(none)'}${signing}`);
   try {
     await worker.run(); // returns after SIGINT/SIGTERM once running tool calls finish (shutdown grace)
   } finally {

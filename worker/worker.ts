@@ -10,6 +10,8 @@ import { defaultPayloadCodecs } from '../client/encryption';
 import type { ModelProvider } from '../activities/model';
 import { loadModel } from '../activities/models';
 import { createRegistry } from '../activities/registry';
+import type { ApproversConfig } from '../activities/approvers';
+import { approversFromEnv, loadApprovers, withApprovals } from '../activities/approvers';
 import type { Tool } from '../activities/tool';
 import { isTool } from '../activities/tool';
 import { builtinTools } from '../activities/tools';
@@ -37,6 +39,8 @@ export interface WorkerConfig extends ConnectOptions {
   maxCachedWorkflows?: number;
   /** How long a turn's next task waits for this worker (its sticky queue) before any worker may take it. Default 1 s. */
   stickyQueueTimeout?: string | number;
+  /** Approvers' public keys and policy, or the path of an approvers file. Default: $OPENWORKER_APPROVERS. */
+  approvers?: ApproversConfig | string;
 }
 
 export const DEFAULT_MAX_CACHED_WORKFLOWS = 250;
@@ -86,9 +90,12 @@ export function workflowSource(): { workflowBundle: { codePath: string } } | { w
 }
 
 /** Creates (but does not run) a worker for the turn and session workflows and their activities. */
-export async function createWorker(config: WorkerConfig = {}): Promise<{ worker: Worker; connection: NativeConnection; taskQueue: string; tools: string[]; model: string }> {
+export async function createWorker(
+  config: WorkerConfig = {},
+): Promise<{ worker: Worker; connection: NativeConnection; taskQueue: string; tools: string[]; model: string; approvers?: ApproversConfig }> {
   const cfg = resolveConnectConfig(config);
-  const registry = createRegistry(await resolveTools(config));
+  const approvers = typeof config.approvers === 'string' ? loadApprovers(config.approvers) : (config.approvers ?? approversFromEnv());
+  const registry = withApprovals(createRegistry(await resolveTools(config)), approvers);
   const model = typeof config.model === 'object' ? config.model : loadModel(config.model ?? 'demo');
   const connectOpts = {
     address: cfg.address,
@@ -130,5 +137,5 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{ worker:
     stickyQueueScheduleToStartTimeout: config.stickyQueueTimeout ?? '1s',
     maxCachedWorkflows: config.maxCachedWorkflows ?? cacheFromEnv(),
   });
-  return { worker, connection, taskQueue: cfg.taskQueue, tools: registry.names(), model: model.name };
+  return { worker, connection, taskQueue: cfg.taskQueue, tools: registry.names(), model: model.name, ...(approvers ? { approvers } : {}) };
 }
