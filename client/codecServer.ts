@@ -1,3 +1,4 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { PayloadCodec } from '@temporalio/common';
@@ -22,12 +23,38 @@ const MAX_BODY = 64 * 1024 * 1024;
 const LOOPBACK_ORIGIN = /^https?:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/;
 
 export interface CodecServer {
+  /** The bare endpoint: with a token, callers send `Authorization: Bearer <token>`. */
   url: string;
+  /**
+   * What to give the Web UI (`--ui-codec-endpoint`): `url/<token>` with a token, else `url`. The UI
+   * posts to `<endpoint>/decode` and sends an Authorization header only with an OAuth login over
+   * https, so the token rides in the path (the codec protocol routes on the last segment).
+   */
+  uiEndpoint: string;
   close(): Promise<void>;
 }
 
-export async function startCodecServer(opts: { port?: number; codec?: PayloadCodec; allowOrigin?: string } = {}): Promise<CodecServer> {
+const TOKEN_CHARS = /^[A-Za-z0-9._~-]{16,256}$/;
+
+/** A token for one start: 32 random bytes, URL-safe. */
+export const newCodecToken = (): string => randomBytes(32).toString('base64url');
+
+/** OPENWORKER_CODEC_TOKEN, else a fresh token. */
+export function codecTokenFromEnv(env: NodeJS.ProcessEnv = process.env): string {
+  const t = env.OPENWORKER_CODEC_TOKEN?.trim();
+  if (!t) return newCodecToken();
+  if (!TOKEN_CHARS.test(t)) throw new Error("OPENWORKER_CODEC_TOKEN must be 16-256 letters, digits, '.', '_', '~' or '-' (it goes into a URL path)");
+  return t;
+}
+
+// Hashing first gives equal-length inputs, so timingSafeEqual compares without leaking the length.
+const digest = (s: string) => createHash('sha256').update(s).digest();
+const sameToken = (given: string, token: Buffer) => timingSafeEqual(digest(given), token);
+
+export async function startCodecServer(opts: { port?: number; codec?: PayloadCodec; allowOrigin?: string; token?: string } = {}): Promise<CodecServer> {
   const codec = opts.codec ?? combinedCodec(defaultPayloadCodecs());
+  if (opts.token !== undefined && !TOKEN_CHARS.test(opts.token)) throw new Error("codec endpoint token must be 16-256 letters, digits, '.', '_', '~' or '-'");
+  const token = opts.token === undefined ? undefined : digest(opts.token);
   const server = http.createServer((req, res) => {
     // The UI sends credentials and its own headers (x-namespace, authorization…): a wildcard origin
     // is refused with credentials, so a loopback origin (the dev server's UI) is echoed back.
@@ -36,17 +63,26 @@ export async function startCodecServer(opts: { port?: number; codec?: PayloadCod
     const cors: Record<string, string> = {
       ...(allowed ? { 'access-control-allow-origin': allowed, 'access-control-allow-credentials': 'true', vary: 'origin' } : {}),
       'access-control-allow-methods': 'POST, OPTIONS',
-      'access-control-allow-headers': String(req.headers['access-control-request-headers'] ?? 'content-type, x-namespace'),
+      'access-control-allow-headers': String(req.headers['access-control-request-headers'] ?? 'content-type, x-namespace, authorization'),
     };
+    // Preflights carry no credentials by design: they stay open, and only grant what is asked.
     if (req.method === 'OPTIONS') return void res.writeHead(204, cors).end();
-    // The UI adds query parameters (/decode?preserveStorageRefs=true): route on the path alone.
-    const path = new URL(req.url ?? '/', 'http://codec').pathname.replace(/\/+$/, '');
-    const op = req.method === 'POST' ? (path === '/decode' ? 'decode' : path === '/encode' ? 'encode' : undefined) : undefined;
+    // The UI adds query parameters (/decode?preserveStorageRefs=true): route on the path alone;
+    // anything before /decode or /encode is the path token (see uiEndpoint).
+    const route = /^(?:\/([^/]*))?\/(decode|encode)$/.exec(new URL(req.url ?? '/', 'http://codec').pathname.replace(/\/+$/, ''));
+    const op = req.method === 'POST' && route ? (route[2] as 'decode' | 'encode') : undefined;
     if (!op) return void res.writeHead(404, { ...cors, 'content-type': 'application/json' }).end('{"error":"POST /decode or /encode"}');
-    const refuse = (status: number, error: string) => void res.writeHead(status, { ...cors, 'content-type': 'application/json' }).end(JSON.stringify({ error }));
+    const refuse = (status: number, error: string, headers: Record<string, string> = {}) =>
+      void res.writeHead(status, { ...cors, ...headers, 'content-type': 'application/json' }).end(JSON.stringify({ error }));
     // A page elsewhere can send a "simple" POST without a preflight, and DNS rebinding can aim one
     // here: only JSON, to a loopback Host, of bounded size.
     if (!LOOPBACK_HOST.test(String(req.headers.host ?? ''))) return refuse(403, 'the codec endpoint answers on loopback hosts only');
+    const prefix = route![1];
+    if (token) {
+      const bearer = /^Bearer\s+(\S+)\s*$/i.exec(String(req.headers.authorization ?? ''))?.[1];
+      const ok = (bearer !== undefined && sameToken(bearer, token)) || (prefix !== undefined && sameToken(prefix, token));
+      if (!ok) return refuse(401, 'the codec endpoint needs its token: Authorization: Bearer <token>, or <endpoint>/<token>/decode', { 'www-authenticate': 'Bearer' });
+    } else if (prefix !== undefined) return void res.writeHead(404, { ...cors, 'content-type': 'application/json' }).end('{"error":"POST /decode or /encode"}');
     if (!/^application\/json\b/i.test(String(req.headers['content-type'] ?? ''))) return refuse(415, 'send application/json');
     let raw = '';
     let size = 0;
@@ -78,8 +114,10 @@ export async function startCodecServer(opts: { port?: number; codec?: PayloadCod
     server.listen(opts.port ?? 0, '127.0.0.1', () => resolve());
   });
   const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
+    uiEndpoint: opts.token === undefined ? url : `${url}/${opts.token}`,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
@@ -88,6 +88,28 @@ export function keyringFromEnv(env: NodeJS.ProcessEnv = process.env): Keyring | 
 
 export const defaultKeyFile = (): string => path.join(stateDir(), 'encryption-keys.json');
 
+/**
+ * `dev` encrypts by default: when no keys are configured and encryption is not off, it writes a
+ * fresh key to `.openworker/encryption-keys.json` (0600) once; the loader above then gives the same
+ * key to the worker, the CLI and the codec endpoint. Returns the file it created, else undefined.
+ */
+export function ensureLocalKeyFile(env: NodeJS.ProcessEnv = process.env, now = new Date()): string | undefined {
+  if (env.OPENWORKER_ENCRYPTION?.trim().toLowerCase() === 'off') return undefined;
+  if (env.OPENWORKER_ENCRYPTION_KEYS?.trim() || env.OPENWORKER_ENCRYPTION_KEY_FILE?.trim()) return undefined;
+  const file = defaultKeyFile();
+  if (existsSync(file)) return undefined;
+  const id = `local-${now.toISOString().slice(0, 10).replaceAll('-', '')}`;
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  try {
+    // 'wx': two `dev`s starting at once must not each write a different key.
+    writeFileSync(file, `${JSON.stringify({ active: id, keys: { [id]: randomBytes(32).toString('base64') } }, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return undefined;
+    throw err;
+  }
+  return file;
+}
+
 export function encryptionCodec(ring: Keyring): PayloadCodec {
   const sealWith = ring.keys.get(ring.active)!;
   return {
@@ -126,10 +148,29 @@ export function encryptionCodec(ring: Keyring): PayloadCodec {
   };
 }
 
+/**
+ * Without keys, a sealed payload would otherwise fail deep in the payload converter ("unknown
+ * encoding"): say which key it needs and where keys come from.
+ */
+export function noKeysCodec(): PayloadCodec {
+  return {
+    encode: async (payloads) => payloads,
+    async decode(payloads) {
+      for (const p of payloads) {
+        if (p.metadata?.encoding && decoder.decode(p.metadata.encoding) === ENCRYPTED_ENCODING) {
+          const id = p.metadata[KEY_ID] ? decoder.decode(p.metadata[KEY_ID]).slice(0, 64) : '';
+          throw new Error(`payload encrypted with key '${id}', and this process has no keys: run where \`dev\` ran (it reads ${defaultKeyFile()}) or set OPENWORKER_ENCRYPTION_KEY_FILE or OPENWORKER_ENCRYPTION_KEYS`);
+        }
+      }
+      return payloads;
+    },
+  };
+}
+
 /** The codecs every client and worker uses, in encode order: encryption (when keys are set), then claim-check. */
 export function defaultPayloadCodecs(env: NodeJS.ProcessEnv = process.env): PayloadCodec[] {
   const ring = keyringFromEnv(env);
-  return ring ? [encryptionCodec(ring), claimCheckCodec()] : [claimCheckCodec()];
+  return [ring ? encryptionCodec(ring) : noKeysCodec(), claimCheckCodec()];
 }
 
 /** Several codecs as one (the codec endpoint's shape): encode in order, decode in reverse. */

@@ -5,7 +5,9 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import type { LogLevel } from '@temporalio/worker';
 import { startMailSink } from '../dev/mailSink';
 import { startDevServer, stateDir } from '../dev/server';
-import { startCodecServer } from './codecServer';
+import type { CodecServer } from './codecServer';
+import { codecTokenFromEnv, startCodecServer } from './codecServer';
+import { ensureLocalKeyFile } from './encryption';
 import { createWorker } from '../worker/worker';
 import { connectClient } from './connection';
 import { formatTurn } from './format';
@@ -29,11 +31,25 @@ function untilSignal(): Promise<NodeJS.Signals> {
   });
 }
 
+/** The Web UI's codec endpoint, behind a token from OPENWORKER_CODEC_TOKEN or fresh for this start. */
+async function startUiCodec(): Promise<{ codec: CodecServer; token: string }> {
+  const token = codecTokenFromEnv();
+  return { codec: await startCodecServer({ token }), token };
+}
+
+const codecHelp = (c: { codec: CodecServer; token: string }) =>
+  `Codec endpoint ${c.codec.url} (decrypts payloads for the Web UI, which is given ${c.codec.uiEndpoint}); other clients send 'Authorization: Bearer ${c.token}'. Set OPENWORKER_CODEC_TOKEN to keep the token across restarts.`;
+
 export async function runServer(opts: { db?: string; port: number; uiPort?: number; headless?: boolean; json?: boolean }): Promise<void> {
-  const codec = opts.headless ? undefined : await startCodecServer();
-  const server = await startDevServer({ dbFile: opts.db, port: opts.port, uiPort: opts.uiPort, headless: opts.headless, ...(codec ? { codecEndpoint: codec.url } : {}) });
-  const info = { address: server.address, uiUrl: server.uiUrl, dbFile: server.dbFile, logFile: server.logFile, cli: server.cliPath };
-  console.log(opts.json ? JSON.stringify(info) : `Temporal dev server on ${server.address}${server.uiUrl ? `, Web UI ${server.uiUrl}` : ''}\n  data: ${server.dbFile}\n  log:  ${server.logFile}\nPress Ctrl-C to stop.`);
+  const ui = opts.headless ? undefined : await startUiCodec();
+  const codec = ui?.codec;
+  const server = await startDevServer({ dbFile: opts.db, port: opts.port, uiPort: opts.uiPort, headless: opts.headless, ...(codec ? { codecEndpoint: codec.uiEndpoint } : {}) });
+  const info = { address: server.address, uiUrl: server.uiUrl, dbFile: server.dbFile, logFile: server.logFile, cli: server.cliPath, ...(ui ? { codecEndpoint: ui.codec.url, codecToken: ui.token } : {}) };
+  console.log(
+    opts.json
+      ? JSON.stringify(info)
+      : `Temporal dev server on ${server.address}${server.uiUrl ? `, Web UI ${server.uiUrl}` : ''}\n  data: ${server.dbFile}\n  log:  ${server.logFile}${ui ? `\n${codecHelp(ui)}` : ''}\nPress Ctrl-C to stop.`,
+  );
   await Promise.race([untilSignal(), server.exited]);
   await server.stop();
   await codec?.close();
@@ -90,10 +106,14 @@ const BIN = path.join(__dirname, '..', '..', 'bin', 'openworker-temporal.js');
  */
 export async function runDev(opts: DevOptions): Promise<void> {
   const dir = stateDir();
+  // Before anything reads keys: the codec endpoint, the worker child and the demo client load this file.
+  const generated = ensureLocalKeyFile();
+  if (generated) console.log(`Generated a payload encryption key in ${generated} (mode 0600): every client, worker and CLI run from here uses it; copy it to share, or set OPENWORKER_ENCRYPTION=off.`);
   console.log('Starting the Temporal dev server…');
-  // The Web UI shows long transcripts (stored outside history) through this codec endpoint.
-  const codec = opts.headless ? undefined : await startCodecServer();
-  const server = await startDevServer({ dbFile: opts.db, port: opts.port, headless: opts.headless, ...(codec ? { codecEndpoint: codec.url } : {}) });
+  // The Web UI decrypts payloads and shows long transcripts (stored outside history) through this codec endpoint.
+  const ui = opts.headless ? undefined : await startUiCodec();
+  const codec = ui?.codec;
+  const server = await startDevServer({ dbFile: opts.db, port: opts.port, headless: opts.headless, ...(codec ? { codecEndpoint: codec.uiEndpoint } : {}) });
   const sink = await startMailSink({ file: path.join(dir, 'mail.json') });
   // send_email reads its settings from the environment: point it at the local sink unless the
   // user configured a real SMTP server.
@@ -136,6 +156,7 @@ export async function runDev(opts: DevOptions): Promise<void> {
   await firstReady;
   console.log(`Temporal ${server.address}${server.uiUrl ? `   Web UI ${server.uiUrl}` : ''}`);
   console.log(`Mail sink smtp://127.0.0.1:${sink.smtpPort} (lookup ${sink.lookupUrl}); send_email recovery policy: ${opts.recovery}`);
+  if (ui) console.log(codecHelp(ui));
   if (opts.demo) await demo(server.address).catch((err) => console.error(`demo: ${(err as Error).message}`));
   console.log('\nPress Ctrl-C to stop (state is kept in .openworker/).');
   await Promise.race([untilSignal(), server.exited]);

@@ -70,8 +70,14 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Where local state lives: the checkout, or the caller's cwd when installed under node_modules. */
+/**
+ * Where local state lives: OPENWORKER_STATE_DIR, else the checkout, or the caller's cwd when
+ * installed under node_modules. (Tests point it at a temporary directory, so a key file that `dev`
+ * generated in the checkout does not leak into them.)
+ */
 export function stateDir(): string {
+  const override = process.env.OPENWORKER_STATE_DIR?.trim();
+  if (override) return path.resolve(override);
   const root = packageRoot();
   return path.join(root.split(path.sep).includes('node_modules') ? process.cwd() : root, '.openworker');
 }

@@ -1,9 +1,8 @@
 import { strict as assert } from 'node:assert';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { approve } from '../client/decisions';
 import { connectClient } from '../client/connection';
 import type { OpenWorkerClient } from '../client/connection';
@@ -11,16 +10,13 @@ import { startCodecServer } from '../client/codecServer';
 import { turnStatus } from '../client/session';
 import { startDevServer } from '../dev/server';
 import type { DevServer } from '../dev/server';
+import { launchBrowser, pageText as text, requireChromium, shot } from './support/browser';
 import { eventually, scripted, startTurn, uniq } from './support/scenario';
-import { ARTIFACTS } from './support/tmux';
 import { useWorld } from './support/world';
 
 // The Temporal Web UI, as an operator uses it, in headless Chromium: find the parked turn by the
 // OpenWorkerState search attribute, open it, read the execution ID and the ledger there, and follow
 // the session to its child turns. Screenshots land in test-artifacts/ (and the README).
-
-const CHROMIUM = [process.env.OPENWORKER_CHROMIUM, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => p && existsSync(p));
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-dev-shm-usage'];
 
 describe('Temporal Web UI (headless Chromium)', function () {
   this.timeout(240_000);
@@ -32,16 +28,11 @@ describe('Temporal Web UI (headless Chromium)', function () {
   let dir: string;
 
   before(async function () {
-    if (!CHROMIUM) {
-      console.log('      (skipped: no chromium found; .ci/run installs it, or set OPENWORKER_CHROMIUM)');
-      if (process.env.CI) throw new Error('CI must have chromium: .ci/run installs it');
-      return this.skip();
-    }
+    requireChromium(this);
     dir = mkdtempSync(join(tmpdir(), 'openworker-webui-'));
     codec = await startCodecServer();
     server = await startDevServer({ port: 0, dbFile: join(dir, 'temporal.db'), codecEndpoint: codec.url });
-    // launch() gives the browser a fresh temporary profile (user-data dir) of its own.
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+    browser = await launchBrowser();
   });
   after(async () => {
     await browser?.close();
@@ -50,22 +41,6 @@ describe('Temporal Web UI (headless Chromium)', function () {
     await codec?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
-
-  const shot = async (page: Page, name: string): Promise<void> => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
-  };
-  const text = async (page: Page, pattern: RegExp, what: string): Promise<string> => {
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      // The UI renders markdown (summary, current details) in sandboxed frames: read them all.
-      const texts = await Promise.all(page.frames().map((f) => f.locator('body').innerText({ timeout: 2000 }).catch(() => '')));
-      const body = texts.join('\n');
-      if (pattern.test(body)) return body;
-      if (Date.now() > deadline) throw new Error(`${what}: ${pattern} not on the page ${page.url()}; it shows:\n${body.slice(0, 3000)}`);
-      await page.waitForTimeout(250);
-    }
-  };
 
   it('filter by OpenWorkerState, open the parked turn: execution ID, tool and target, ledger, session ↔ turn', async () => {
     c = await connectClient({ address: server!.address, taskQueue: w.taskQueue });

@@ -28,6 +28,9 @@ export const mochaHooks = {
     process.env.TEMPORAL_NAMESPACE = 'default';
     // Large payloads of this run (and of every worker it spawns) go here, not into the checkout.
     process.env.OPENWORKER_PAYLOAD_STORE = join(dir, 'payloads');
+    // Local state too: a key file that `dev` generated in the checkout must not encrypt the tests'
+    // payloads, and no test may write one there. (Set after the server: a downloaded CLI stays cached.)
+    process.env.OPENWORKER_STATE_DIR = join(dir, 'state');
   },
   async afterEach(this: Mocha.Context): Promise<void> {
     this.timeout(30_000);

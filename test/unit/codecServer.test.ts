@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { CodecServer } from '../../client/codecServer';
-import { startCodecServer } from '../../client/codecServer';
+import { codecTokenFromEnv, newCodecToken, startCodecServer } from '../../client/codecServer';
 import { claimCheckCodec, directoryStore } from '../../client/largePayloads';
 import { combinedCodec, encryptionCodec, keyringFromList } from '../../client/encryption';
 
@@ -90,5 +90,76 @@ describe('codec endpoint for the Web UI', () => {
     const traversal = await fetch(`${server.url}/decode`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payloads: [ref] }) });
     assert.equal(traversal.status, 400);
     assert.match(((await traversal.json()) as { error: string }).error, /not a payload reference/);
+  });
+
+  describe('with a token', () => {
+    const token = newCodecToken();
+    let guarded: CodecServer;
+    beforeEach(async () => {
+      guarded = await startCodecServer({ codec: codec(), token });
+    });
+    afterEach(() => guarded.close());
+    const body = JSON.stringify({ payloads: [{ metadata: { encoding: b64(new TextEncoder().encode('json/plain')) }, data: b64(new TextEncoder().encode('"hi"')) }] });
+
+    const cases: { name: string; path: string; auth?: string; status: number }[] = [
+      { name: 'no token', path: '/decode', status: 401 },
+      { name: 'the bearer token', path: '/decode', auth: `Bearer ${token}`, status: 200 },
+      { name: 'the bearer token, scheme in lower case', path: '/encode', auth: `bearer ${token}`, status: 200 },
+      { name: 'a wrong bearer token of the same length', path: '/decode', auth: `Bearer ${newCodecToken()}`, status: 401 },
+      { name: 'a prefix of the token', path: '/decode', auth: `Bearer ${token.slice(0, -1)}`, status: 401 },
+      { name: 'the token with something appended', path: '/decode', auth: `Bearer ${token}x`, status: 401 },
+      { name: 'the token as Basic credentials', path: '/decode', auth: `Basic ${token}`, status: 401 },
+      { name: 'an empty bearer', path: '/decode', auth: 'Bearer ', status: 401 },
+      { name: 'the token as the path prefix (what the Web UI is given)', path: `/${token}/decode?preserveStorageRefs=true`, status: 200 },
+      { name: 'the token as the path prefix, /encode', path: `/${token}/encode`, status: 200 },
+      { name: 'a wrong path prefix', path: `/${newCodecToken()}/decode`, status: 401 },
+      { name: 'an empty path prefix (parsed as a host: not served)', path: '//decode', status: 404 },
+      { name: 'the token in the query only', path: `/decode?token=${token}`, status: 401 },
+      { name: 'a wrong path prefix with the bearer token', path: `/nope/decode`, auth: `Bearer ${token}`, status: 200 },
+      { name: 'the token nested deeper', path: `/x/${token}/decode`, status: 404 },
+    ];
+    for (const c of cases) {
+      it(`${c.name} → ${c.status}`, async () => {
+        const res = await fetch(`${guarded.url}${c.path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...(c.auth !== undefined ? { authorization: c.auth } : {}) }, body });
+        assert.equal(res.status, c.status);
+        const json = (await res.json()) as { error?: string; payloads?: unknown[] };
+        if (c.status === 401) {
+          assert.equal(res.headers.get('www-authenticate'), 'Bearer');
+          assert.match(json.error!, /^the codec endpoint needs its token: [^\n]+$/, 'one line');
+          assert.ok(!JSON.stringify(json).includes(token), 'the refusal does not echo the token');
+        }
+        if (c.status === 200) assert.equal(json.payloads?.length, 1);
+      });
+    }
+
+    it('the preflight stays open and allows the authorization header; a 401 still carries CORS for the UI', async () => {
+      const pre = await fetch(`${guarded.url}/decode`, { method: 'OPTIONS', headers: { origin: 'http://localhost:8233', 'access-control-request-headers': 'authorization,content-type,x-namespace' } });
+      assert.equal(pre.status, 204);
+      assert.match(pre.headers.get('access-control-allow-headers')!, /authorization/);
+      const bare = await fetch(`${guarded.url}/decode`, { method: 'OPTIONS' });
+      assert.match(bare.headers.get('access-control-allow-headers')!, /authorization/, 'the default list names it too');
+      const denied = await fetch(`${guarded.url}/decode`, { method: 'POST', headers: { origin: 'http://localhost:8233', 'content-type': 'application/json' }, body });
+      assert.equal(denied.status, 401);
+      assert.equal(denied.headers.get('access-control-allow-origin'), 'http://localhost:8233');
+    });
+
+    it('uiEndpoint carries the token in its path; without a token it is the bare url and a path prefix is unknown', async () => {
+      assert.equal(guarded.uiEndpoint, `${guarded.url}/${token}`);
+      assert.equal(server.uiEndpoint, server.url);
+      const res = await fetch(`${server.url}/${token}/decode`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      assert.equal(res.status, 404);
+    });
+  });
+
+  it('tokens: fresh ones differ and are URL-safe; OPENWORKER_CODEC_TOKEN is taken, or refused in one line', async () => {
+    const a = newCodecToken();
+    assert.match(a, /^[A-Za-z0-9_-]{43}$/);
+    assert.notEqual(a, newCodecToken());
+    assert.equal(codecTokenFromEnv({ OPENWORKER_CODEC_TOKEN: ' my-fixed-token-1234 ' }), 'my-fixed-token-1234');
+    assert.match(codecTokenFromEnv({}), /^[A-Za-z0-9_-]{43}$/);
+    for (const bad of ['short', 'has/slash-in-it-0123', 'has space in it 0123', 'x'.repeat(257)]) {
+      assert.throws(() => codecTokenFromEnv({ OPENWORKER_CODEC_TOKEN: bad }), /^Error: OPENWORKER_CODEC_TOKEN must be 16-256 [^\n]+$/);
+    }
+    await assert.rejects(startCodecServer({ codec: codec(), token: 'a/b' }), /token must be 16-256/);
   });
 });

@@ -1,10 +1,10 @@
 import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { ENCRYPTED_ENCODING, combinedCodec, encryptionCodec, keyringFromEnv, keyringFromFile, keyringFromList } from '../../client/encryption';
+import { ENCRYPTED_ENCODING, combinedCodec, defaultKeyFile, defaultPayloadCodecs, encryptionCodec, ensureLocalKeyFile, keyringFromEnv, keyringFromFile, keyringFromList } from '../../client/encryption';
 import { claimCheckCodec, directoryStore } from '../../client/largePayloads';
 
 const b64 = () => randomBytes(32).toString('base64');
@@ -131,4 +131,53 @@ describe('encryption: where the keys come from', () => {
       else assert.throws(() => keyringFromEnv(env), want);
     });
   }
+});
+
+describe('encryption: the local key `dev` generates', () => {
+  let dir: string;
+  const saved = process.env.OPENWORKER_STATE_DIR;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'ow-state-'));
+    process.env.OPENWORKER_STATE_DIR = join(dir, '.openworker');
+  });
+  afterEach(() => {
+    if (saved === undefined) delete process.env.OPENWORKER_STATE_DIR;
+    else process.env.OPENWORKER_STATE_DIR = saved;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const configured: [string, NodeJS.ProcessEnv][] = [
+    ['OPENWORKER_ENCRYPTION=off', { OPENWORKER_ENCRYPTION: 'OFF' }],
+    ['keys in the environment', { OPENWORKER_ENCRYPTION_KEYS: `a=${b64()}` }],
+    ['a key file named', { OPENWORKER_ENCRYPTION_KEY_FILE: '/etc/openworker/keys.json' }],
+  ];
+  for (const [name, env] of configured) {
+    it(`none with ${name}`, () => {
+      assert.equal(ensureLocalKeyFile(env), undefined);
+      assert.ok(!existsSync(defaultKeyFile()));
+    });
+  }
+
+  it('otherwise once: 0600, {active, keys}, id local-<date>, 32 bytes; every later process loads it', async () => {
+    const file = ensureLocalKeyFile({}, new Date('2025-03-04T12:00:00Z'));
+    assert.equal(file, join(dir, '.openworker', 'encryption-keys.json'));
+    assert.equal(statSync(file!).mode & 0o777, 0o600);
+    const body = readFileSync(file!, 'utf8');
+    const ring = keyringFromEnv({});
+    assert.equal(ring?.active, 'local-20250304');
+    assert.equal(ring?.keys.get('local-20250304')?.length, 32);
+    assert.equal(ensureLocalKeyFile({}), undefined, 'an existing key is never replaced');
+    assert.equal(readFileSync(file!, 'utf8'), body);
+    // OPENWORKER_ENCRYPTION=on is satisfied by the local file.
+    assert.equal(keyringFromEnv({ OPENWORKER_ENCRYPTION: 'on' })?.active, 'local-20250304');
+  });
+
+  it('a process without keys names the key a sealed payload needs, in one line', async () => {
+    const [sealed] = await encryptionCodec(keyringFromList(`k7=${b64()}`)).encode([payload()]);
+    const [, claim] = defaultPayloadCodecs({});
+    assert.ok(claim, 'claim-check stays');
+    await assert.rejects(defaultPayloadCodecs({})[0]!.decode([sealed!]), /^Error: payload encrypted with key 'k7', and this process has no keys: run where `dev` ran \(it reads .*encryption-keys\.json\) or set OPENWORKER_ENCRYPTION_KEY_FILE or OPENWORKER_ENCRYPTION_KEYS$/);
+    const plain = payload();
+    assert.deepEqual(await defaultPayloadCodecs({})[0]!.decode([plain]), [plain], 'plain payloads pass');
+  });
 });

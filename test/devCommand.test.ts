@@ -1,0 +1,93 @@
+import { strict as assert } from 'node:assert';
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { freePort } from '../dev/server';
+import { turnWorkflowId } from '../workflows/definitions';
+import { CLI, ROOT, exited, runCli } from './support/processes';
+import { eventually } from './support/scenario';
+
+// `openworker-temporal dev` (what `npm start` runs) on a machine with no keys configured: it
+// generates the local key once, the worker, the demo client and a later CLI process share it,
+// history holds ciphertext, and the Web UI's codec endpoint wants the token it prints.
+
+describe('dev: encryption on by default, codec endpoint behind a token', function () {
+  this.timeout(180_000);
+  let dir: string;
+  let dev: ChildProcess | undefined;
+  let out = '';
+
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'openworker-dev-'));
+  });
+  after(async () => {
+    if (dev && dev.exitCode === null && dev.signalCode === null) {
+      dev.kill('SIGINT');
+      const timer = setTimeout(() => dev?.kill('SIGKILL'), 30_000);
+      await exited(dev);
+      clearTimeout(timer);
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** This process's environment without any key or token settings, with state under `state`. */
+  const envFor = (state: string, address: string): Record<string, string> => {
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !/^OPENWORKER_(ENCRYPTION|CODEC_TOKEN)/.test(k)) env[k] = v;
+    return { ...env, OPENWORKER_STATE_DIR: state, TEMPORAL_ADDRESS: address, OPENWORKER_MODEL: 'demo' };
+  };
+
+  it('generates the key once (0600), shares it with worker and CLI, seals history, and prints the token the endpoint wants', async () => {
+    const state = join(dir, 'state');
+    const port = await freePort();
+    const address = `127.0.0.1:${port}`;
+    const env = envFor(state, address);
+    dev = spawn(process.execPath, [CLI, 'dev', '--port', String(port), '--db', join(dir, 'temporal.db'), '--model', 'demo'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    dev.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+    dev.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
+    await eventually(async () => out.includes('Press Ctrl-C to stop') || (dev!.exitCode !== null && assert.fail(`dev exited:\n${out}`)), 'dev is up', 120_000);
+
+    const keyFile = join(state, 'encryption-keys.json');
+    assert.ok(out.includes(`Generated a payload encryption key in ${keyFile} (mode 0600)`), out);
+    assert.equal(statSync(keyFile).mode & 0o777, 0o600);
+    assert.match(Object.keys((JSON.parse(readFileSync(keyFile, 'utf8')) as { keys: object }).keys)[0]!, /^local-\d{8}$/);
+
+    // The codec endpoint: refused without the token, answered with the printed one.
+    const m = /Codec endpoint (http:\/\/127\.0\.0\.1:\d+) \(.*given (\S+)\); other clients send 'Authorization: Bearer ([^']+)'/.exec(out);
+    assert.ok(m, `the codec line:\n${out}`);
+    const [, url, uiEndpoint, token] = m;
+    assert.equal(uiEndpoint, `${url}/${token}`);
+    const post = (path: string, headers: Record<string, string> = {}) => fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: '{"payloads":[]}' });
+    assert.equal((await post('/decode')).status, 401);
+    assert.equal((await post('/decode', { authorization: `Bearer ${token}` })).status, 200);
+    assert.equal((await post(`/${token}/decode`)).status, 200);
+
+    // The demo turn (sent by dev's own client, run by its worker child) is sealed in history.
+    const connection = await Connection.connect({ address });
+    try {
+      const raw = new Client({ connection });
+      const history = await raw.workflow.getHandle(turnWorkflowId('demo', 1)).fetchHistory();
+      const bytes = Buffer.from(temporal.api.history.v1.History.encode(history).finish()).toString('latin1');
+      assert.ok(!bytes.includes('bob@example.com'), 'the demo recipient is in the server history');
+      assert.ok(bytes.includes('binary/openworker-encrypted'));
+    } finally {
+      await connection.close();
+    }
+
+    // A CLI process with the same state dir reads it; one without the key says which key it lacks.
+    const shown = await runCli(['inbox', '--session', 'demo'], { env });
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(shown.stdout, /bob@example\.com/);
+    const keyless = await runCli(['show', 'demo'], { env: envFor(join(dir, 'elsewhere'), address) });
+    assert.notEqual(keyless.code, 0, `${keyless.stdout}\n${keyless.stderr}`);
+    assert.match(keyless.stderr, /payload encrypted with key 'local-\d{8}', and this process has no keys/);
+
+    dev.kill('SIGINT');
+    await exited(dev);
+    assert.match(out, /Stopped\./);
+  });
+});
