@@ -10,6 +10,8 @@ import { defaultPayloadCodecs } from '../client/encryption';
 import type { ModelProvider } from '../activities/model';
 import { loadModel } from '../activities/models';
 import { createRegistry } from '../activities/registry';
+import type { Limits } from '../activities/limits';
+import { limitsFromEnv } from '../activities/limits';
 import type { Tool } from '../activities/tool';
 import { isTool } from '../activities/tool';
 import { builtinTools } from '../activities/tools';
@@ -26,6 +28,8 @@ export interface WorkerConfig extends ConnectOptions {
   builtins?: boolean;
   /** A `--model` spec or a provider. Default 'demo'. */
   model?: string | ModelProvider;
+  /** Size limits on model output and tool results; each defaults to its OPENWORKER_MAX_* variable, else DEFAULT_LIMITS. */
+  limits?: Partial<Limits>;
   /** How long a shutdown waits for running tool calls before cancelling them. Default 60 s. */
   shutdownGraceTime?: string | number;
   identity?: string;
@@ -88,7 +92,8 @@ export function workflowSource(): { workflowBundle: { codePath: string } } | { w
 /** Creates (but does not run) a worker for the turn and session workflows and their activities. */
 export async function createWorker(config: WorkerConfig = {}): Promise<{ worker: Worker; connection: NativeConnection; taskQueue: string; tools: string[]; model: string }> {
   const cfg = resolveConnectConfig(config);
-  const registry = createRegistry(await resolveTools(config));
+  const limits: Limits = { ...limitsFromEnv(process.env), ...config.limits };
+  const registry = createRegistry(await resolveTools(config), { maxArgsBytes: limits.maxArgsBytes });
   const model = typeof config.model === 'object' ? config.model : loadModel(config.model ?? 'demo');
   const connectOpts = {
     address: cfg.address,
@@ -116,7 +121,7 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{ worker:
     namespace: cfg.namespace,
     taskQueue: cfg.taskQueue,
     ...workflowSource(),
-    activities: createActivities({ registry, model }),
+    activities: createActivities({ registry, model, limits }),
     sinks: faultSinks(),
     // Payloads are encrypted when keys are configured; long transcripts stay out of history (stored
     // by hash, history keeps a reference).
