@@ -9,6 +9,9 @@
  */
 export const MAX_MESSAGE_BYTES = 32 * 1024;
 
+/** Marks histories recorded with the byte limit; older ones replay with the old rule. */
+export const MESSAGE_LIMIT_PATCH = 'message-limit-v1';
+
 /** Before the byte limit (`message-limit-v1`), the session dropped messages over 100 000 characters. */
 export const LEGACY_MAX_MESSAGE_CHARS = 100_000;
 
@@ -49,6 +52,11 @@ export function messageProblem(text: unknown, maxBytes = MAX_MESSAGE_BYTES): str
   const bytes = utf8Bytes(text);
   if (bytes > maxBytes) return `the message is ${bytes} bytes; the limit is ${maxBytes} bytes: shorten it, or attach large content through a tool`;
   return undefined;
+}
+
+/** Why a turn's starting message is too large, or undefined. */
+export function oversizedMessage(text: string): string | undefined {
+  return typeof text === 'string' && utf8Bytes(text) > MAX_MESSAGE_BYTES ? messageProblem(text) : undefined;
 }
 
 /**
