@@ -1,5 +1,9 @@
 import { strict as assert } from 'node:assert';
+import { Worker } from '@temporalio/worker';
+import { faultSinks } from '../activities/faults';
 import { approve } from '../client/decisions';
+import { defaultPayloadCodecs } from '../client/encryption';
+import { workflowSource } from '../worker/worker';
 import { OpenWorkerError, sendMessage, sessionStatus, turnStatus, waitForTurn } from '../client/session';
 import { messageSignal, sessionWorkflowId } from '../workflows/definitions';
 import type { TurnResult } from '../workflows/types';
@@ -116,5 +120,11 @@ describe('size limits end to end', function () {
     assert.equal(r.state, 'failed');
     assert.equal(r.error, 'the message is 40000 bytes; the limit is 32768 bytes: shorten it, or attach large content through a tool; the model was not called');
     assert.deepEqual(r.messages, []);
+    // Both new paths (behind message-limit-v1) replay: the session's refusal and the raw turn's.
+    for (const id of [sessionWorkflowId(sessionId), handle.workflowId]) {
+      const history = await w.c.client.workflow.getHandle(id).fetchHistory();
+      assert.equal(history.events!.filter((e) => e.markerRecordedEventAttributes).length, 1, `${id} has one patch marker`);
+      await Worker.runReplayHistory({ ...workflowSource(), sinks: faultSinks(), dataConverter: { payloadCodecs: defaultPayloadCodecs() } }, history, id);
+    }
   });
 });
