@@ -15,6 +15,8 @@ import type {
   TurnActivities,
 } from '../workflows/types';
 import { faultPoint } from './faults';
+import type { Limits } from './limits';
+import { DEFAULT_LIMITS, capResult, capText, capToolCalls } from './limits';
 import type { ModelProvider } from './model';
 import { ModelError } from './model';
 import type { ToolRegistry } from './registry';
@@ -22,9 +24,6 @@ import { describeIssues } from './registry';
 import type { ToolContext } from './tool';
 import type { Tool } from './tool';
 import { ToolFailure, UnknownOutcome } from './tool';
-
-/** Results larger than this reach the model (and history) as a preview. */
-export const MAX_RESULT_BYTES = 256 * 1024;
 
 /** Why the external system may no longer remember this call's key, or undefined while it must. */
 function windowPassed(tool: Tool, input: ToolActivityInput, info: Context['info']): string | undefined {
@@ -40,13 +39,6 @@ function checkIdempotencyWindow(tool: Tool, input: ToolActivityInput, info: Cont
   const retry = input.attemptBase > 0 || info.attempt > 1;
   const passed = retry ? windowPassed(tool, input, info) : undefined;
   if (passed) throw new UnknownOutcome(`not retried: ${passed}`);
-}
-
-function capResult(result: unknown): unknown {
-  const value = result === undefined ? null : result;
-  const json = JSON.stringify(value) ?? 'null';
-  if (json.length <= MAX_RESULT_BYTES) return value;
-  return { truncated: true, bytes: json.length, preview: json.slice(0, 4096) };
 }
 
 /**
@@ -76,10 +68,14 @@ async function recordDispatch(ctx: Context, executionId: string, attempt: number
 export interface ActivityDeps {
   registry: ToolRegistry;
   model: ModelProvider;
+  /** Default: DEFAULT_LIMITS (the worker passes limitsFromEnv). Arguments are checked by the registry. */
+  limits?: Partial<Limits>;
 }
 
 /** The activities a worker registers; the turn workflow schedules them by these names. */
-export function createActivities({ registry, model }: ActivityDeps): TurnActivities {
+export function createActivities({ registry, model, limits: given }: ActivityDeps): TurnActivities {
+  const limits: Limits = { ...DEFAULT_LIMITS, ...given };
+  const resultLimit = (tool: Tool | undefined): number => tool?.maxResultBytes ?? limits.maxResultBytes;
   return {
     async callModel(input: ModelActivityInput): Promise<ModelStep> {
       const ctx = Context.current();
@@ -93,7 +89,11 @@ export function createActivities({ registry, model }: ActivityDeps): TurnActivit
         if (!response || typeof response.text !== 'string' || !Array.isArray(response.toolCalls)) {
           throw new ModelError(`model ${model.name} returned a malformed response (expected { text, toolCalls[] })`);
         }
-        return { text: response.text, calls: registry.plan(response.toolCalls) };
+        // Enforced here, in the activity, so the turn's history keeps its shape: a bounded step.
+        const { kept, overflow } = capToolCalls(response.toolCalls, limits.maxToolCalls);
+        const calls = registry.plan(overflow ? [...kept, overflow.call] : kept);
+        if (overflow) calls[kept.length] = { ...calls[kept.length]!, invalid: overflow.reason };
+        return { text: capText(response.text, limits.maxModelTextBytes), calls };
       } catch (err) {
         if (!(err instanceof ModelError)) throw err;
         if (!err.retryable) throw ApplicationFailure.nonRetryable(err.message, 'ModelError', { kind: err.kind });
@@ -149,7 +149,7 @@ export function createActivities({ registry, model }: ActivityDeps): TurnActivit
           signal,
           heartbeat: (details?: unknown) => ctx.heartbeat({ attempt, phase, details }),
         };
-        const result = capResult(await tool.execute(parsed.data, toolCtx));
+        const result = capResult(await tool.execute(parsed.data, toolCtx), resultLimit(tool));
         await faultPoint('tool.after_execute', tool.name, input.executionId);
         return { result, attempt };
       } catch (err) {
@@ -182,7 +182,7 @@ export function createActivities({ registry, model }: ActivityDeps): TurnActivit
       });
       switch (answer?.status) {
         case 'applied':
-          return { status: 'applied', result: answer.result === undefined ? null : answer.result };
+          return { status: 'applied', result: capResult(answer.result, resultLimit(tool)) };
         case 'not_applied': {
           // "Never heard of this key" proves nothing once the system may have forgotten it.
           const forgotten = windowPassed(tool, input, ctx.info);

@@ -5,6 +5,7 @@ import { argsDigest } from '../workflows/identity';
 import type { ToolDescriptor } from './model';
 import type { Tool } from './tool';
 import { isTool } from './tool';
+import { DEFAULT_LIMITS, argsProblem, boundedCallFields, jsonBytes, omittedArgs } from './limits';
 
 const DEFAULT_START_TO_CLOSE = '2 minutes';
 const DEFAULT_HEARTBEAT = '5 seconds';
@@ -30,12 +31,19 @@ export function specOf(tool: Tool): ToolSpec {
   };
 }
 
-/** One line naming every field that failed. */
+const ISSUES_SHOWN = 10;
+
+/** One line naming the fields that failed (the first ten: an array of bad items must not make a huge error). */
 export function describeIssues(error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }): string {
-  return error.issues.map((i) => `${i.path.map(String).join('.') || '(input)'}: ${i.message}`).join('; ');
+  const shown = error.issues.slice(0, ISSUES_SHOWN).map((i) => `${i.path.map(String).join('.').slice(0, 200) || '(input)'}: ${i.message.slice(0, 200)}`);
+  const more = error.issues.length - shown.length;
+  return shown.join('; ') + (more > 0 ? `; and ${more} more` : '');
 }
 
-export function createRegistry(tools: readonly Tool[]): ToolRegistry {
+/** `maxArgsBytes`: the limit for tools that set none (a tool's own `maxArgsBytes` wins). */
+export function createRegistry(tools: readonly Tool[], options: { maxArgsBytes?: number } = {}): ToolRegistry {
+  const defaultMaxArgs = options.maxArgsBytes ?? DEFAULT_LIMITS.maxArgsBytes;
+  // A Map, not an object: a model naming `__proto__` or `toString` finds no tool.
   const byName = new Map<string, Tool>();
   for (const tool of tools) {
     if (!isTool(tool)) throw new TypeError(`not a tool: ${JSON.stringify(tool)?.slice(0, 80)}; build tools with defineTool()`);
@@ -46,8 +54,7 @@ export function createRegistry(tools: readonly Tool[]): ToolRegistry {
   const descriptors = [...byName.values()].map((t) => ({ name: t.name, description: t.description, inputSchema: jsonSchemaOf(t) }));
 
   const planOne = (call: ToolCall, index: number): PlannedCall => {
-    const toolCallId = typeof call?.id === 'string' && call.id ? call.id : `call_missing_${index}`;
-    const name = typeof call?.name === 'string' ? call.name : String(call?.name);
+    const { toolCallId, name } = boundedCallFields(call, index);
     let args: unknown = call?.arguments ?? {};
     let invalid: string | undefined;
     if (typeof args === 'string') {
@@ -57,9 +64,14 @@ export function createRegistry(tools: readonly Tool[]): ToolRegistry {
         invalid = `arguments for '${name}' are not valid JSON`;
       }
     }
+    const tool = byName.get(name);
+    // Oversized arguments are refused before anything else, and not kept: the ledger and the
+    // transcript hold a placeholder; the digest still identifies what the model sent.
+    const bytes = jsonBytes(args) ?? 0;
+    const tooLarge = argsProblem(name, bytes, tool?.maxArgsBytes ?? defaultMaxArgs);
+    if (tooLarge) return { toolCallId, name, arguments: omittedArgs(bytes), argsDigest: argsDigest(args), ...(tool ? { spec: specOf(tool) } : {}), invalid: tooLarge };
     const base = { toolCallId, name, arguments: args, argsDigest: argsDigest(args) };
     if (invalid) return { ...base, invalid };
-    const tool = byName.get(name);
     if (!tool) return { ...base, invalid: `unknown tool '${name}'; available tools: ${[...byName.keys()].join(', ') || '(none)'}` };
     const parsed = tool.input.safeParse(args);
     if (!parsed.success) return { ...base, spec: specOf(tool), invalid: `invalid arguments for '${name}': ${describeIssues(parsed.error)}` };

@@ -59,6 +59,10 @@ export interface ToolConfig<S extends Schema, R> {
    * this after the first attempt is refused (the key may be forgotten, so a retry could apply twice).
    */
   idempotencyWindow?: Duration;
+  /** Arguments (canonical JSON) larger than this make the call invalid. Default 64 KiB or `OPENWORKER_MAX_ARGS_BYTES`. */
+  maxArgsBytes?: number;
+  /** A result (JSON) larger than this is kept as a marked preview. Default 256 KiB or `OPENWORKER_MAX_RESULT_BYTES`. */
+  maxResultBytes?: number;
   execute: (input: z.infer<S>, ctx: ToolContext) => Promise<R> | R;
   reconcile?: (input: z.infer<S>, ctx: ToolContext) => Promise<ReconcileAnswer<R>> | ReconcileAnswer<R>;
   timeouts?: ToolTimeouts;
@@ -119,6 +123,10 @@ export function defineTool<S extends Schema, R>(config: ToolConfig<S, R>): Tool<
   }
   const maxAttempts = config.maxAttempts ?? (effect === 'read' ? 3 : 5);
   if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new TypeError(`${where}: maxAttempts must be a positive integer`);
+  for (const key of ['maxArgsBytes', 'maxResultBytes'] as const) {
+    const v = config[key];
+    if (v !== undefined && (!Number.isSafeInteger(v) || v < 1)) throw new TypeError(`${where}: ${key} must be a positive whole number of bytes`);
+  }
   return Object.freeze({
     ...config,
     effect,

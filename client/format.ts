@@ -55,6 +55,7 @@ export function formatSession(v: SessionView): string {
     } else lines.push(`  tool ${m.name} [${m.toolCallId}]: ${short(m.content, 160)}`);
   }
   if (v.pending.length) lines.push(`  queued: ${v.pending.map((p) => short(p.text, 60)).join(' | ')}`);
+  for (const r of v.refused ?? []) lines.push(`  refused message${r.messageId ? ` ${r.messageId}` : ''} at ${r.at}: ${r.reason}`);
   lines.push('turns:');
   for (const t of v.turns) lines.push(`  ${t.n}  ${t.state}  ${t.workflowId}${t.error ? `  (${t.error})` : ''}`);
   lines.push('executions:');

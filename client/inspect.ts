@@ -1,4 +1,4 @@
-import type { ImportInfo, LedgerEntry, Message, TurnState } from '../workflows/types';
+import type { ImportInfo, LedgerEntry, Message, RefusedMessage, TurnState } from '../workflows/types';
 import type { OpenWorkerClient } from './connection';
 import { queryWithDeadline, sessionStatus, turnStatus } from './session';
 
@@ -15,6 +15,8 @@ export interface SessionView {
   executions: ExecutionView[];
   transcript: Message[];
   pending: { text: string; messageId: string }[];
+  /** Message signals the session refused, with why. */
+  refused?: RefusedMessage[];
 }
 
 /** The transcript, every turn with its state, and every tool call's ledger entry. */
@@ -35,7 +37,7 @@ export async function showSession(c: OpenWorkerClient, sessionId: string): Promi
     }
     turns.push({ n: t.n, workflowId: t.workflowId, state, ...(error ? { error } : {}) });
   }
-  return { sessionId: s.sessionId, ...(s.imported ? { imported: s.imported } : {}), turns, executions, transcript: s.transcript, pending: s.pending };
+  return { sessionId: s.sessionId, ...(s.imported ? { imported: s.imported } : {}), turns, executions, transcript: s.transcript, pending: s.pending, ...(s.refused?.length ? { refused: s.refused } : {}) };
 }
 
 export interface InboxItem {

@@ -3,6 +3,7 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@te
 import type { WorkflowHandle } from '@temporalio/client';
 import { messageSignal, sessionStatusQuery, sessionWorkflowId, turnStatusQuery, OpenWorkerSession } from '../workflows/definitions';
 import type { SessionStatus, TurnResult, TurnState, TurnStatus } from '../workflows/types';
+import { messageProblem } from '../workflows/limits';
 import type { OpenWorkerClient } from './connection';
 import { liveWorkers, noWorkerMessage } from './workers';
 
@@ -65,8 +66,9 @@ export interface SendMessageResult {
 /** Queues a message in the session, starting the session workflow if needed. Works while no worker runs. */
 export async function sendMessage(c: OpenWorkerClient, input: { sessionId: string; text: string; messageId?: string }): Promise<SendMessageResult> {
   const sessionId = checkSessionId(input.sessionId);
-  if (typeof input.text !== 'string' || !input.text.trim()) throw new OpenWorkerError('the message is empty; say what the agent should do', 'bad_input');
-  if (input.text.length > 100_000) throw new OpenWorkerError(`the message has ${input.text.length} characters; the limit is 100000`, 'bad_input');
+  // The session would refuse it too (and record why); saying so here loses no time.
+  const problem = messageProblem(input.text);
+  if (problem) throw new OpenWorkerError(`${problem}; nothing was sent`, 'bad_input');
   const messageId = input.messageId ?? randomUUID();
   const workflowId = sessionWorkflowId(sessionId);
   try {
@@ -165,6 +167,8 @@ export async function waitForTurn(c: OpenWorkerClient, input: { sessionId: strin
         throw err;
       });
       workflowId = s?.turns.find((t) => t.messageId === input.messageId)?.workflowId;
+      const refused = workflowId ? undefined : s?.refused?.find((r) => r.messageId === input.messageId);
+      if (refused) throw new OpenWorkerError(`session '${input.sessionId}' refused message ${input.messageId}: ${refused.reason}`, 'bad_input');
     }
     if (workflowId) {
       // The session lists a turn a moment before the server has started its workflow.

@@ -48,6 +48,7 @@ describe('CLI errors (one line, what to do, no hanging)', function () {
       [['recover', sessionId, 'c1', '--decision', 'retry', ...q], 2, /^error: call 'c1' is awaiting_approval, not recovery_required: a recovery decision answers a parked call \(see 'openworker-temporal inbox'\)$/],
       [['recover', sessionId, 'c1', '--decision', 'maybe', ...q], 1, /argument 'maybe' is invalid. Allowed choices are retry, succeeded, failed/],
       [['turn', 'bad id!', 'hi', ...q], 2, /^error: invalid session id 'bad id!': use 1-100 letters/],
+      [['turn', uniq('big'), 'x'.repeat(40_000), ...q], 2, /^error: the message is 40000 bytes; the limit is 32768 bytes: shorten it, or attach large content through a tool; nothing was sent$/],
     ];
     for (const [args, code, pattern] of cases) {
       const r = await runCli(args);

@@ -12,6 +12,8 @@ import { loadModel } from '../activities/models';
 import { createRegistry } from '../activities/registry';
 import type { ApproversConfig } from '../activities/approvers';
 import { approversFromEnv, loadApprovers, withApprovals } from '../activities/approvers';
+import type { Limits } from '../activities/limits';
+import { limitsFromEnv } from '../activities/limits';
 import type { Tool } from '../activities/tool';
 import { isTool } from '../activities/tool';
 import { builtinTools } from '../activities/tools';
@@ -28,6 +30,8 @@ export interface WorkerConfig extends ConnectOptions {
   builtins?: boolean;
   /** A `--model` spec or a provider. Default 'demo'. */
   model?: string | ModelProvider;
+  /** Size limits on model output and tool results; each defaults to its OPENWORKER_MAX_* variable, else DEFAULT_LIMITS. */
+  limits?: Partial<Limits>;
   /** How long a shutdown waits for running tool calls before cancelling them. Default 60 s. */
   shutdownGraceTime?: string | number;
   identity?: string;
@@ -95,7 +99,8 @@ export async function createWorker(
 ): Promise<{ worker: Worker; connection: NativeConnection; taskQueue: string; tools: string[]; model: string; approvers?: ApproversConfig }> {
   const cfg = resolveConnectConfig(config);
   const approvers = typeof config.approvers === 'string' ? loadApprovers(config.approvers) : (config.approvers ?? approversFromEnv());
-  const registry = withApprovals(createRegistry(await resolveTools(config)), approvers);
+  const limits: Limits = { ...limitsFromEnv(process.env), ...config.limits };
+  const registry = withApprovals(createRegistry(await resolveTools(config), { maxArgsBytes: limits.maxArgsBytes }), approvers);
   const model = typeof config.model === 'object' ? config.model : loadModel(config.model ?? 'demo');
   const connectOpts = {
     address: cfg.address,
@@ -123,7 +128,7 @@ export async function createWorker(
     namespace: cfg.namespace,
     taskQueue: cfg.taskQueue,
     ...workflowSource(),
-    activities: createActivities({ registry, model }),
+    activities: createActivities({ registry, model, limits }),
     sinks: faultSinks(),
     // Payloads are encrypted when keys are configured; long transcripts stay out of history (stored
     // by hash, history keeps a reference).

@@ -5,6 +5,7 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
+  patched,
   startChild,
   setHandler,
   uuid4,
@@ -14,10 +15,11 @@ import { IMPORT_MESSAGE_ID, grantSignal, grantsSignal, messageSignal, revokeSign
 import { agentTurn } from './turn';
 import { closeUnpaired, unpairedToolCalls } from './transcript';
 import { activeGrants, addGrant, revokeGrant } from './grants';
-import type { Grant, ImportInfo, ImportedCall, Message, QueuedMessage, SessionInput, SessionStatus, TurnSummary } from './types';
+import { MESSAGE_LIMIT_PATCH, sessionMessageProblem } from './limits';
+import type { Grant, ImportInfo, ImportedCall, Message, QueuedMessage, RefusedMessage, SessionInput, SessionStatus, TurnSummary } from './types';
 
-const MAX_MESSAGE_CHARS = 100_000;
 const SEEN_IDS_KEPT = 1000;
+const REFUSED_KEPT = 20;
 /** Turns per run before continue-as-new, even if the server has not suggested it yet. */
 const TURNS_PER_RUN = 100;
 
@@ -35,6 +37,7 @@ export async function session(input: SessionInput): Promise<void> {
   const importedInfo: ImportInfo | undefined = input.imported && (({ resume: _resume, ...info }) => info)(input.imported);
   let turnsThisRun = 0;
   let grants: Grant[] = [...(input.grants ?? [])];
+  const refused: RefusedMessage[] = [...(input.refused ?? [])];
 
   // Grants apply to calls created after them, so the running turn hears of every change, as a
   // versioned list (signals to another workflow may arrive out of order).
@@ -69,20 +72,36 @@ export async function session(input: SessionInput): Promise<void> {
   setHandler(
     messageSignal,
     (raw) => {
-      // Any Temporal client can send this; a bad payload is dropped, never allowed to wedge the session.
-      if (!raw || typeof raw.text !== 'string' || !raw.text.trim() || raw.text.length > MAX_MESSAGE_CHARS) return;
-      const messageId = typeof raw.messageId === 'string' && raw.messageId ? raw.messageId.slice(0, 200) : `auto-${uuid4()}`;
+      // Any Temporal client can send this; a bad payload is refused and recorded (the status shows
+      // why), never allowed to wedge the session.
+      const given = typeof raw?.messageId === 'string' && raw.messageId ? raw.messageId.slice(0, 200) : undefined;
+      const problem = raw && typeof raw === 'object' ? sessionMessageProblem(raw.text, () => patched(MESSAGE_LIMIT_PATCH)) : 'expected { text, messageId? }';
+      if (problem) {
+        refused.push({ at: new Date().toISOString(), ...(given ? { messageId: given } : {}), reason: problem });
+        if (refused.length > REFUSED_KEPT) refused.splice(0, refused.length - REFUSED_KEPT);
+        return;
+      }
+      const messageId = given ?? `auto-${uuid4()}`;
       // A client that retries a send must not create a second turn.
       if (seen.includes(messageId)) return;
       seen.push(messageId);
       if (seen.length > SEEN_IDS_KEPT) seen.splice(0, seen.length - SEEN_IDS_KEPT);
-      pending.push({ text: raw.text, messageId });
+      pending.push({ text: raw.text as string, messageId });
     },
     { description: 'Queue a user message: { text, messageId? }' },
   );
   setHandler(
     sessionStatusQuery,
-    (): SessionStatus => ({ sessionId: input.sessionId, ...(importedInfo ? { imported: importedInfo } : {}), grants, transcript, turns, pending, ...(activeTurn ? { activeTurn } : {}) }),
+    (): SessionStatus => ({
+      sessionId: input.sessionId,
+      ...(importedInfo ? { imported: importedInfo } : {}),
+      grants,
+      transcript,
+      turns,
+      pending,
+      ...(activeTurn ? { activeTurn } : {}),
+      ...(refused.length ? { refused } : {}),
+    }),
     { description: 'Transcript, turns and queued messages' },
   );
 
@@ -149,7 +168,16 @@ export async function session(input: SessionInput): Promise<void> {
     await condition(() => pending.length > 0 || workflowInfo().continueAsNewSuggested);
     if (workflowInfo().continueAsNewSuggested || turnsThisRun >= (input.turnsPerRun ?? TURNS_PER_RUN)) {
       await condition(allHandlersFinished);
-      return continueAsNew<typeof session>({ ...input, ...(importedInfo ? { imported: importedInfo } : {}), ...(grants.length ? { grants } : {}), transcript, turns, pending, seenMessageIds: seen });
+      return continueAsNew<typeof session>({
+        ...input,
+        ...(importedInfo ? { imported: importedInfo } : {}),
+        ...(grants.length ? { grants } : {}),
+        ...(refused.length ? { refused } : {}),
+        transcript,
+        turns,
+        pending,
+        seenMessageIds: seen,
+      });
     }
     await runTurn({ msg: pending.shift()! });
   }

@@ -25,6 +25,7 @@ import { NOT_APPLIED_TYPES, classifyToolFailure, messageOf } from './failures';
 import { executionIdFor } from './identity';
 import { importedEntry } from './imported';
 import { assignCallIds } from './plan';
+import { MESSAGE_LIMIT_PATCH, oversizedMessage } from './limits';
 import { toolResultMessage, unpairedToolCalls } from './transcript';
 import { renderDetails } from './details';
 import type {
@@ -73,6 +74,7 @@ const PATCHES = {
   workflowRetryGuard: 'workflow-retry-guard-v1',
   cancelSettlesCalls: 'cancel-settles-in-flight-calls-v1',
   grantsAfterResponse: 'grants-after-pending-response-v1',
+  messageLimit: MESSAGE_LIMIT_PATCH,
 } as const;
 
 const { openworkerFaults } = proxySinks<FaultSinks>();
@@ -403,6 +405,13 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   upsertSearchAttributes([{ key: OpenWorkerState, value: 'running' }]);
   published = 'running';
   try {
+    // Only a raw client can start a turn with an oversized message (the session refuses them): no
+    // model call, and the message stays out of the transcript.
+    const tooLarge = input.message !== undefined ? oversizedMessage(input.message) : undefined;
+    if (tooLarge && patched(PATCHES.messageLimit)) {
+      messages.length = 0;
+      return await finish({ state: 'failed', error: `${tooLarge}; the model was not called` });
+    }
     // Ids from earlier turns count as used too: a provider that restarts its ids would otherwise
     // give one transcript two results for one id.
     const usedIds = new Set(

@@ -299,6 +299,13 @@ export interface SessionMessageSignal {
   messageId?: string;
 }
 
+/** A `message` signal the session refused (too large, empty, malformed): nothing was queued. */
+export interface RefusedMessage {
+  at: string;
+  messageId?: string;
+  reason: string;
+}
+
 export interface TurnSummary {
   n: number;
   workflowId: string;
@@ -319,6 +326,7 @@ export interface SessionInput {
   grants?: Grant[];
   /** Turns per run before continue-as-new (default 100; the server may suggest it earlier). */
   turnsPerRun?: number;
+  refused?: RefusedMessage[];
 }
 
 /** The protocol marker of an imported session, shown by `show`. */
@@ -340,6 +348,8 @@ export interface SessionStatus {
   turns: TurnSummary[];
   pending: QueuedMessage[];
   activeTurn?: number;
+  /** The latest message signals that were refused, with why (at most 20). */
+  refused?: RefusedMessage[];
 }
 
 /** Inputs of the execute and reconcile activities. */

@@ -108,6 +108,8 @@ export function sendEmailTool(config: SmtpConfig | undefined) {
       'Send a plain-text email through the configured SMTP server. A human approves each email before it is sent; ' +
       'the email is sent at most once per approval.',
     input: inputSchema,
+    // The schema allows a 100 000-character body; its JSON may take several bytes a character.
+    maxArgsBytes: 512 * 1024,
     effect: 'external',
     requiresApproval: true,
     recovery: lookupUrl ? 'reconcile' : 'manual',
