@@ -125,10 +125,19 @@ export function capToolCalls(calls: readonly ToolCall[], max: number): { kept: T
   };
 }
 
+/** A value the model put where a string belongs, as text; never throws (`{ toString: "" }` makes String() throw). */
+function describeValue(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return `(${typeof value})`;
+  }
+}
+
 /** The provider's name and id for a call, bounded: neither may grow the ledger without limit. */
 export function boundedCallFields(call: Partial<ToolCall> | undefined, index: number): { toolCallId: string; name: string } {
   const id = typeof call?.id === 'string' && call.id ? call.id : `call_missing_${index}`;
-  const name = typeof call?.name === 'string' ? call.name : String(call?.name);
+  const name = typeof call?.name === 'string' ? call.name : describeValue(call?.name);
   return {
     toolCallId: id.length > MAX_CALL_ID_CHARS ? id.slice(0, MAX_CALL_ID_CHARS) : id,
     name: name.length > MAX_NAME_CHARS ? `${name.slice(0, MAX_NAME_CHARS)}…` : name,
