@@ -87,6 +87,11 @@ export function classifyProviderError(err: unknown, model: string): ModelError {
     if (CONTEXT_LENGTH.test(`${err.responseBody ?? ''} ${err.message}`)) {
       return new ModelError(`the conversation is too long for ${model} (${detail}); start a new session or shorten the input`, false, 'context_length');
     }
+    // A 2xx whose body the SDK could not read: the provider broke its own protocol (tool call names
+    // or ids that are not strings, say). Asking again would get the same answer.
+    if (status !== undefined && status >= 200 && status < 300) {
+      return new ModelError(`${model} answered with a response that does not follow its API (${detail}); the turn cannot use it`, false, 'malformed');
+    }
     if (status === 401 || status === 403) return new ModelError(`${model} refused the credentials (HTTP ${status}): ${detail}; check the API key`, false, 'auth');
     if (status === undefined || status === 408 || status === 409 || status === 429 || status >= 500) {
       const after = retryAfterMs(err.responseHeaders);

@@ -9,7 +9,8 @@ import type { AddressInfo } from 'node:net';
  */
 
 export type FakeReply =
-  | { text?: string; toolCalls?: { id?: string; name: string; arguments: unknown }[] }
+  /** `argumentsText` goes on the wire as is (malformed JSON, say); else `arguments` is JSON-encoded. */
+  | { text?: string; toolCalls?: { id?: string; name: string; arguments?: unknown; argumentsText?: string }[] }
   | { status: number; error: { message: string; type?: string; code?: string }; headers?: Record<string, string> }
   /** Never answers: the request stays open until the client gives up (a slow or stuck model). */
   | { hang: true };
@@ -68,7 +69,7 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
       const calls = (reply.toolCalls ?? []).map((c, i) => ({
         id: c.id ?? `call_${++seq}_${i}`,
         type: 'function',
-        function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+        function: { name: c.name, arguments: c.argumentsText ?? JSON.stringify(c.arguments) },
       }));
       send(200, {
         id: `chatcmpl-${++seq}`,

@@ -62,6 +62,7 @@ describe('providers: classifyProviderError', () => {
     { name: '403', err: api(403, { error: { message: 'no access' } }), retryable: false, kind: 'auth', message: /HTTP 403/ },
     { name: '400 context (OpenAI)', err: api(400, { error: { code: 'context_length_exceeded', message: 'maximum context length is 8192' } }), retryable: false, kind: 'context_length', message: /too long for m/ },
     { name: '400 context (Anthropic)', err: api(400, { error: { type: 'invalid_request_error', message: 'prompt is too long: 210000 tokens > 200000 maximum' } }), retryable: false, kind: 'context_length', message: /too long/ },
+    { name: '200 with a body the SDK cannot read', err: api(200, { choices: [{ message: { tool_calls: [{ function: { name: {} } }] } }] }), retryable: false, kind: 'malformed', message: /answered with a response that does not follow its API/ },
     { name: '400 other', err: api(400, { error: { message: 'bad tool schema' } }), retryable: false, kind: 'rejected', message: /rejected the request \(HTTP 400\): bad tool schema/ },
     { name: '404 model', err: api(404, { error: { message: 'model not found' } }), retryable: false, kind: 'rejected', message: /HTTP 404/ },
     { name: '429 with Retry-After', err: api(429, { error: { message: 'slow down' } }, { 'retry-after': '7' }), retryable: true, kind: 'unavailable', message: /unavailable \(HTTP 429\)/, after: 7000 },
