@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { MAX_BATCH } from '../workflows/decisions';
+import { MAX_BATCH, MAX_RECOVERY_RESULT_BYTES } from '../workflows/decisions';
 import { approveSignal, decisionsSignal, recoverSignal, rejectSignal, turnStatusQuery, turnWorkflowId } from '../workflows/definitions';
 import { executionIdFor } from '../workflows/identity';
 import { resultDigestOf } from '../workflows/signatures';
@@ -181,5 +181,7 @@ export function approveAll(c: OpenWorkerClient, t: Omit<DecisionTarget, 'toolCal
 export function recover(c: OpenWorkerClient, t: DecisionTarget & { decision: RecoveryDecision; result?: unknown; reason?: string }): Promise<DecisionOutcome> {
   if (!RECOVERY.includes(t.decision)) throw new OpenWorkerError(`--decision must be one of ${RECOVERY.join(', ')}, got '${t.decision}'`, 'bad_input');
   if (t.result !== undefined && t.decision !== 'succeeded') throw new OpenWorkerError('--result only goes with --decision succeeded', 'bad_input');
+  const bytes = t.result === undefined ? 0 : Buffer.byteLength(JSON.stringify(t.result) ?? '');
+  if (bytes > MAX_RECOVERY_RESULT_BYTES) throw new OpenWorkerError(`--result is ${bytes} bytes; at most ${MAX_RECOVERY_RESULT_BYTES}: give a summary, or where to find the rest`, 'bad_input');
   return send(c, 'recover', t, { decision: t.decision, ...(t.result !== undefined ? { result: t.result } : {}), ...(t.reason ? { reason: t.reason } : {}) });
 }

@@ -1,3 +1,4 @@
+import { utf8Bytes } from './limits';
 import type { ApproveSignal, DecisionKind, DecisionSignature, LedgerEntry, RecoverSignal, RecoveryDecision, RejectSignal } from './types';
 
 // Whether an approve / reject / recover signal takes effect. Pure; a decision that does not take
@@ -19,8 +20,15 @@ function str(value: unknown, max: number): string | undefined {
   return typeof value === 'string' && value.length > 0 && value.length <= max ? value : undefined;
 }
 
-/** Validates a raw signal payload (it may come from any Temporal client, so trust nothing). */
-export function parseDecision(kind: DecisionKind, raw: unknown): Parsed {
+/** A result a person supplies with `recover succeeded`; as large as a tool's result may be by default. */
+export const MAX_RECOVERY_RESULT_BYTES = 256 * 1024;
+
+/**
+ * Validates a raw signal payload (it may come from any Temporal client, so trust nothing).
+ * `resultLimitApplies` is asked only for an oversized recovery result: histories recorded before the
+ * limit took any size, and must replay that way (the turn answers with patched()).
+ */
+export function parseDecision(kind: DecisionKind, raw: unknown, resultLimitApplies: () => boolean = () => true): Parsed {
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return { ok: false, why: `malformed ${kind}: payload must be an object` };
   const p = raw as Record<string, unknown>;
   const toolCallId = str(p.toolCallId, MAX_ID);
@@ -57,6 +65,10 @@ export function parseDecision(kind: DecisionKind, raw: unknown): Parsed {
       if (!RECOVERY_DECISIONS.includes(p.decision as RecoveryDecision)) return bad(`decision must be one of ${RECOVERY_DECISIONS.join(', ')}`);
       if (p.run !== undefined && !(Number.isInteger(p.run) && (p.run as number) >= 1)) return bad('run must be a positive integer');
       if (p.park !== undefined && !(Number.isInteger(p.park) && (p.park as number) >= 1)) return bad('park must be a positive integer');
+      if ('result' in p) {
+        const bytes = utf8Bytes(JSON.stringify(p.result) ?? '');
+        if (bytes > MAX_RECOVERY_RESULT_BYTES && resultLimitApplies()) return bad(`result is ${bytes} bytes; at most ${MAX_RECOVERY_RESULT_BYTES}: give a summary, or where to find the rest`);
+      }
       return {
         ok: true,
         decision: {

@@ -16,6 +16,8 @@ export interface IntakeDeps {
   record(toolCallId: string, change: LedgerInput): unknown;
   publish(): void;
   now(): string;
+  /** Whether an oversized recovery result is refused (patched() in the turn). */
+  resultLimitApplies?: () => boolean;
 }
 
 /**
@@ -72,7 +74,7 @@ export function createDecisionIntake(deps: IntakeDeps) {
   /** The signal handler: never throws, whatever the payload. */
   const decide = (kind: DecisionKind, raw: unknown): void => {
     const at = now();
-    const parsed = parseDecision(kind, raw);
+    const parsed = parseDecision(kind, raw, deps.resultLimitApplies);
     if (!parsed.ok) {
       const { why, toolCallId, by, decisionId } = parsed;
       decisions.push({ at, kind, ...(toolCallId ? { toolCallId } : {}), ...(by ? { by } : {}), ...(decisionId ? { decisionId } : {}), outcome: 'ignored', why });

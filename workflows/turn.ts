@@ -75,6 +75,7 @@ const PATCHES = {
   cancelSettlesCalls: 'cancel-settles-in-flight-calls-v1',
   grantsAfterResponse: 'grants-after-pending-response-v1',
   messageLimit: MESSAGE_LIMIT_PATCH,
+  recoveryResultLimit: 'recovery-result-limit-v1',
 } as const;
 
 const { openworkerFaults } = proxySinks<FaultSinks>();
@@ -136,7 +137,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     return next;
   };
 
-  const intake = createDecisionIntake({ ledger, recoveries, decisions, record, publish, now });
+  const intake = createDecisionIntake({ ledger, recoveries, decisions, record, publish, now, resultLimitApplies: () => patched(PATCHES.recoveryResultLimit) });
   const decide = intake.decide;
 
   setHandler(approveSignal, (p) => decide('approve', p), { description: 'Approve a tool call: { toolCallId, by, argsDigest?, decisionId? }' });

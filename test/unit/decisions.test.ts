@@ -37,6 +37,9 @@ describe('decisions: parseDecision rejects malformed payloads', () => {
     { name: 'recover with bad decision', raw: { ...base, decision: 'ignore' }, kinds: ['recover'], why: /decision must be one of/ },
     { name: 'recover with park 0', raw: { ...base, decision: 'retry', park: 0 }, kinds: ['recover'], why: /park must be a positive integer/ },
     { name: 'recover with decision "toString"', raw: { ...base, decision: 'toString' }, kinds: ['recover'], why: /decision must be one of/ },
+    { name: 'signature not an object', raw: { ...base, signature: 'sig' }, why: /signature must be \{ keyId, signedAt, value \}/ },
+    { name: 'signature missing its value', raw: { ...base, signature: { keyId: 'k', signedAt: 't' } }, why: /signature must be/ },
+    { name: 'recover with a result over 256 KiB', raw: { ...base, decision: 'succeeded', result: { log: 'x'.repeat(262_144) } }, kinds: ['recover'], why: /result is 262154 bytes; at most 262144: give a summary/ },
   ];
   for (const c of malformed) {
     for (const kind of c.kinds ?? KINDS) {
@@ -49,6 +52,14 @@ describe('decisions: parseDecision rejects malformed payloads', () => {
       });
     }
   }
+
+  it('an oversized recovery result replays as before where the turn says the limit does not apply (no patch marker)', () => {
+    const raw = { ...base, decision: 'succeeded', result: 'x'.repeat(300_000) };
+    assert.equal(parseDecision('recover', raw, () => false).ok, true);
+    let asked = 0;
+    assert.equal(parseDecision('recover', { ...raw, result: 'small' }, () => (asked++, true)).ok, true);
+    assert.equal(asked, 0, 'the patch is consulted only when the limit would refuse');
+  });
 
   it('a rejected payload still reports the ids it could read', () => {
     const parsed = parseDecision('recover', { toolCallId: 'c9', by: 'ann', decisionId: 'd1', decision: 'nope' });
