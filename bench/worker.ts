@@ -1,6 +1,6 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createRegistry } from '../activities/registry';
-import { defaultPayloadCodecs } from '../client/encryption';
+import { defaultDataConverter } from '../client/encryption';
 import { createWorker } from '../worker/worker';
 import { runTurnInProcess } from './loop';
 import { benchModel, benchTools } from './workload';
@@ -40,7 +40,7 @@ async function main(): Promise<void> {
       activities: { runTurnLoop: (message: string) => runTurnInProcess(model, registry, message) },
       identity,
       // The same payload codecs as ours (encryption when keys are set), so a variant compares like with like.
-      dataConverter: { payloadCodecs: defaultPayloadCodecs() },
+      dataConverter: defaultDataConverter(),
       ...(maxCachedWorkflows !== undefined ? { maxCachedWorkflows } : {}),
     });
   }

@@ -1,7 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { DEFAULT_TASK_QUEUE } from '../workflows/definitions';
-import { defaultPayloadCodecs } from './encryption';
+import { defaultDataConverter } from './encryption';
 
 /** Where to find Temporal: explicit options win, then the standard TEMPORAL_* variables and config profile. */
 export interface ConnectOptions {
@@ -62,6 +62,6 @@ export async function connectClient(options: ConnectOptions = {}): Promise<OpenW
   } catch (err) {
     throw new Error(`cannot reach Temporal at ${cfg.address} (${(err as Error).message}); start one with 'openworker-temporal server' or set TEMPORAL_ADDRESS`);
   }
-  const client = new Client({ connection, namespace: cfg.namespace, dataConverter: { payloadCodecs: defaultPayloadCodecs() } });
+  const client = new Client({ connection, namespace: cfg.namespace, dataConverter: defaultDataConverter() });
   return { client, connection, address: cfg.address, namespace: cfg.namespace, taskQueue: cfg.taskQueue, close: () => connection.close() };
 }

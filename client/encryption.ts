@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { PayloadCodec } from '@temporalio/common';
+import type { DataConverter, PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { stateDir } from '../dev/server';
 import { claimCheckCodec } from './largePayloads';
@@ -169,8 +169,18 @@ export function noKeysCodec(): PayloadCodec {
 
 /** The codecs every client and worker uses, in encode order: encryption (when keys are set), then claim-check. */
 export function defaultPayloadCodecs(env: NodeJS.ProcessEnv = process.env): PayloadCodec[] {
+  return codecsFor(keyringFromEnv(env));
+}
+
+const codecsFor = (ring: Keyring | undefined): PayloadCodec[] => [ring ? encryptionCodec(ring) : noKeysCodec(), claimCheckCodec()];
+
+/**
+ * The data converter of every client and worker: the default codecs, and when payloads are
+ * encrypted, failure messages and stack traces moved into a (sealed) payload as well.
+ */
+export function defaultDataConverter(env: NodeJS.ProcessEnv = process.env): DataConverter {
   const ring = keyringFromEnv(env);
-  return [ring ? encryptionCodec(ring) : noKeysCodec(), claimCheckCodec()];
+  return { payloadCodecs: codecsFor(ring), ...(ring ? { failureConverterPath: require.resolve('./sealedFailures') } : {}) };
 }
 
 /** Several codecs as one (the codec endpoint's shape): encode in order, decode in reverse. */

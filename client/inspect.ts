@@ -1,6 +1,6 @@
 import type { ImportInfo, LedgerEntry, Message, RefusedMessage, TurnState } from '../workflows/types';
 import type { OpenWorkerClient } from './connection';
-import { queryWithDeadline, sessionStatus, turnStatus } from './session';
+import { OpenWorkerError, queryWithDeadline, sessionStatus, turnStatus } from './session';
 
 export interface ExecutionView extends LedgerEntry {
   turnWorkflowId: string;
@@ -67,9 +67,13 @@ export async function inbox(c: OpenWorkerClient, filter: InboxFilter = {}): Prom
   const clauses = ['ExecutionStatus = "Running"', `OpenWorkerState IN ("awaiting_approval", "recovery_required")`];
   if (filter.sessionId) clauses.push(`OpenWorkerSession = ${JSON.stringify(filter.sessionId)}`);
   const items: InboxItem[] = [];
+  const unreadable: { workflowId: string; why: string }[] = [];
   for await (const wf of c.client.workflow.list({ query: clauses.join(' AND ') })) {
     const handle = c.client.workflow.getHandle(wf.workflowId, wf.runId);
-    const status = await queryWithDeadline(c, `turn ${wf.workflowId}`, () => handle.query('status')).catch(() => undefined);
+    const status = await queryWithDeadline(c, `turn ${wf.workflowId}`, () => handle.query('status')).catch((err: Error) => {
+      unreadable.push({ workflowId: wf.workflowId, why: err.message.split('\n')[0]! });
+      return undefined;
+    });
     if (!status) continue;
     const s = status as Awaited<ReturnType<typeof turnStatus>>;
     for (const e of s.ledger) {
@@ -93,6 +97,10 @@ export async function inbox(c: OpenWorkerClient, filter: InboxFilter = {}): Prom
         ...(e.state === 'recovery_required' && typeof last?.reason === 'string' ? { reason: last.reason } : {}),
       });
     }
+  }
+  // "Inbox is empty" would be a lie when the waiting turns could not be read (a missing key, say).
+  if (!items.length && unreadable.length) {
+    throw new OpenWorkerError(`${unreadable.length} waiting turn(s) could not be read, e.g. ${unreadable[0]!.workflowId}: ${unreadable[0]!.why}`, 'not_found');
   }
   return items.sort((a, b) => b.since.localeCompare(a.since));
 }

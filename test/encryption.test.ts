@@ -1,7 +1,9 @@
 import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
+import net from 'node:net';
 import { temporal } from '@temporalio/proto';
 import { approve } from '../client/decisions';
+import { inbox } from '../client/inspect';
 import { turnStatus } from '../client/session';
 import { messageIdFor } from '../activities/tools/sendEmail';
 import { sessionWorkflowId, turnStatusQuery, turnWorkflowId } from '../workflows/definitions';
@@ -67,6 +69,43 @@ describe('payload encryption end to end', function () {
       } finally {
         await wrongKey.close();
       }
+    } finally {
+      await keyed.close();
+    }
+  });
+
+  it("a tool's failure message is sealed too: history holds 'Encoded failure', the keyed client reads the real one", async () => {
+    // An SMTP port nobody listens on: the send fails before anything is sent, with a message that
+    // names the server (a real one would often quote the recipient).
+    const closed = net.createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));
+    const port = (closed.address() as net.AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    await w.worker(scripted([{ toolCalls: [{ id: 'c1', name: 'send_email', arguments: { to: 'carol@example.com', subject: 'Plan', body: 'hi' } }] }, { text: 'It failed.' }]), {
+      env: { OPENWORKER_ENCRYPTION_KEYS: `k1=${k1}`, OPENWORKER_SMTP_PORT: String(port) },
+    });
+    const keyed = await clientWith(`k1=${k1}`);
+    try {
+      const sessionId = uniq('enc-fail');
+      const parked = await startTurn(keyed, sessionId, 'email carol');
+      // A process without the key must not report an empty inbox: it says it cannot read the turn.
+      const unreadable = await eventually(() => inbox(w.c, { sessionId }).then(() => undefined, (err: Error) => err), 'the keyless inbox fails');
+      assert.match(unreadable.message, /^1 waiting turn\(s\) could not be read, e\.g\. session-enc-fail-\S+-turn-1: .*key 'k1'/);
+      assert.equal((await approve(keyed, { sessionId, toolCallId: 'c1', by: 'alice' })).outcome, 'applied');
+      const done = await eventually(async () => {
+        const s = await turnStatus(keyed, parked.workflowId);
+        return s.closed && s;
+      }, 'turn completes');
+      assert.match(done.ledger[0]!.error ?? '', new RegExp(`email not sent: could not connect to SMTP server 127\\.0\\.0\\.1:${port}`));
+      const history = await w.c.client.workflow.getHandle(parked.workflowId).fetchHistory();
+      const failures = (history.events ?? []).map((e) => e.activityTaskFailedEventAttributes?.failure).filter((f) => !!f);
+      assert.ok(failures.length >= 1, 'the activity failed');
+      for (const f of failures) {
+        assert.equal(f.message, 'Encoded failure');
+        assert.equal(Buffer.from(f.encodedAttributes?.metadata?.encoding ?? []).toString(), 'binary/openworker-encrypted');
+      }
+      const bytes = Buffer.from(temporal.api.history.v1.History.encode(history).finish()).toString('latin1');
+      assert.ok(!bytes.includes('could not connect') && !bytes.includes(`:${port}`), 'the failure message is not in the server history');
     } finally {
       await keyed.close();
     }

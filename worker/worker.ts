@@ -6,7 +6,7 @@ import { Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { faultSinks } from '../activities/faults';
-import { defaultPayloadCodecs } from '../client/encryption';
+import { defaultDataConverter } from '../client/encryption';
 import type { ModelProvider } from '../activities/model';
 import { loadModel } from '../activities/models';
 import { createRegistry } from '../activities/registry';
@@ -132,7 +132,7 @@ export async function createWorker(
     sinks: faultSinks(),
     // Payloads are encrypted when keys are configured; long transcripts stay out of history (stored
     // by hash, history keeps a reference).
-    dataConverter: { payloadCodecs: defaultPayloadCodecs() },
+    dataConverter: defaultDataConverter(),
     identity: config.identity ?? `openworker@${hostname()}:${process.pid}`,
     // A deploy must not turn running tool calls into unknown outcomes.
     shutdownGraceTime: config.shutdownGraceTime ?? '60s',
