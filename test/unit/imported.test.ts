@@ -56,4 +56,15 @@ describe('importedEntry: what an imported call without a result becomes', () => 
     assert.equal(entry.approvedBy, 'the previous runtime');
     assert.equal(entry.dispatched, false);
   });
+
+  it("under an approval policy, the old runtime's approval is an unsigned claim: the call asks again", () => {
+    const approval = { signed: true, approvers: [], allowed: ['alice'], maxAgeMs: 60_000 };
+    const { entry, park } = importedEntry(planned({ approval }), { call: { id: 'call_1', name: 'send_email', arguments: {} }, disposition: 'run', why: 'marked', by: 'bob' }, EXEC, AT);
+    assert.equal(entry.state, 'awaiting_approval');
+    assert.equal(entry.approvedBy, undefined);
+    assert.equal(park, undefined);
+    assert.deepEqual(entry.approval, approval);
+    const unsignedPolicy = importedEntry(planned({ approval: { ...approval, signed: false } }), { call: { id: 'call_1', name: 'send_email', arguments: {} }, disposition: 'run', why: 'marked', by: 'bob' }, EXEC, AT);
+    assert.equal(unsignedPolicy.entry.state, 'running', 'keys without a policy: the approval stands');
+  });
 });
