@@ -17,10 +17,10 @@ import { activityIdFor, applyLedger, attemptFence, liveTurnState, newEntry } fro
 import type { CallFacts, ExecutionOutcome, NextStep } from './policy';
 import { afterExecution, afterReconcile, afterRecoveryDecision, attemptsPerRun, isProtected, whenCancelled } from './policy';
 import { createShields } from './shields';
-import { activeGrants, grantFor, grantsUpdate } from './grants';
 import { createDecisionIntake } from './intake';
+import { handleDispatch, handleGrants } from './turnHandlers';
 import type { FaultSinks } from './definitions';
-import { approveSignal, decisionsSignal, dispatchUpdate, grantsSignal, recoverSignal, rejectSignal, turnStatusQuery, OpenWorkerState, DEFAULT_MAX_ITERATIONS, NOT_STARTED, UNKNOWN_FINAL } from './definitions';
+import { approveSignal, decisionsSignal, recoverSignal, rejectSignal, turnStatusQuery, OpenWorkerState, DEFAULT_MAX_ITERATIONS, NOT_STARTED, UNKNOWN_FINAL } from './definitions';
 import { NOT_APPLIED_TYPES, classifyToolFailure, messageOf } from './failures';
 import { executionIdFor } from './identity';
 import { importedEntry } from './imported';
@@ -30,7 +30,6 @@ import { toolResultMessage, unpairedToolCalls } from './transcript';
 import { renderDetails } from './details';
 import type {
   DecisionRecord,
-  Grant,
   ImportedCall,
   LedgerEntry,
   Message,
@@ -146,74 +145,11 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   setHandler(recoverSignal, (p) => decide('recover', p), {
     description: 'Resolve a recovery_required call: { toolCallId, decision: retry|succeeded|failed, result?, reason?, by }',
   });
-  let grants = activeGrants(input.grants);
-  let grantsVersion = input.grantsVersion ?? 0;
-  // A list that arrives while a model response is pending waits until that response's calls have
-  // been checked, so a replay that batches the signal before the response decides the same way.
-  let callsPending = true;
-  let heldGrants: Grant[] | undefined;
-  setHandler(
-    grantsSignal,
-    (raw) => {
-      const update = grantsUpdate(raw);
-      if (!update) return;
-      if (update.version !== undefined) {
-        if (update.version <= grantsVersion) return; // stale, or overtaken by a newer list
-        grantsVersion = update.version;
-      }
-      if (callsPending && patched(PATCHES.grantsAfterResponse)) heldGrants = update.grants;
-      else grants = update.grants;
-    },
-    { description: 'Internal: the session’s active grants, { version, grants }' },
-  );
-  // A new call that a standing approval covers needs no one to approve it now.
-  const applyGrants = (ids: readonly string[]): void => {
-    for (const id of ids) {
-      const e = ledger.get(id)!;
-      const g = e.state === 'awaiting_approval' ? grantFor(grants, e) : undefined;
-      // A grant is an unsigned claim: where the policy wants signatures, the call waits for one.
-      if (g && e.approval?.signed) record(id, { type: 'decision_refused', kind: 'grant', by: g.by, why: `grant ${g.id} not used: the approval policy needs a signed approval for each call` });
-      else if (g) record(id, { type: 'approved', by: g.by, grant: g.id });
-    }
-    callsPending = false;
-    if (heldGrants) [grants, heldGrants] = [heldGrants, undefined];
-  };
+  const grantIntake = handleGrants({ input, ledger, record, holdWhilePending: () => patched(PATCHES.grantsAfterResponse) });
 
   setHandler(turnStatusQuery, status, { description: 'The turn state, its ledger and every decision received' });
 
-  // The dispatch marker: the execute activity asks here before it calls the adapter. Only the
-  // current run of a call still waiting for its outcome may proceed, so a zombie attempt never can,
-  // and nothing is dispatched once the turn is being cancelled.
-  setHandler(
-    dispatchUpdate,
-    (req) => {
-      const entry = entries().find((e) => e.executionId === req.executionId);
-      if (!entry) return { proceed: false, reason: 'unknown execution' }; // only in histories from before the validator
-      const current = activityIdFor(entry.executionId, entry.runs);
-      const refuse =
-        entry.state !== 'running' || req.activityId !== current
-          ? `stale attempt: call is ${entry.state} and its current activity is ${current}`
-          : CancellationScope.current().consideredCancelled
-            ? 'the turn is being cancelled'
-            : undefined;
-      if (refuse) {
-        record(entry.toolCallId, { type: 'dispatch_refused', activityId: req.activityId, attempt: req.attempt, reason: refuse });
-        return { proceed: false, reason: refuse };
-      }
-      record(entry.toolCallId, { type: 'dispatched', activityId: req.activityId, attempt: req.attempt });
-      return { proceed: true };
-    },
-    {
-      // A rejected update leaves no trace in history, so any client's junk is refused here.
-      validator: (req) => {
-        if (!req || typeof req.executionId !== 'string' || typeof req.activityId !== 'string' || typeof req.attempt !== 'number') {
-          throw new Error('dispatch: expected { executionId, activityId, attempt }');
-        }
-        if (!entries().some((e) => e.executionId === req.executionId)) throw new Error(`dispatch: unknown execution ${req.executionId}`);
-      },
-      description: 'Internal: the execute activity records "dispatched" before calling the tool',
-    },
-  );
+  handleDispatch({ entries, record });
 
   const facts = (entry: LedgerEntry, call: PlannedCall): CallFacts => ({
     effect: call.spec!.effect,
@@ -388,7 +324,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       ledger.set(call.toolCallId, entry);
       if (park) starts.set(call.toolCallId, { do: 'recovery_required', reason: park });
     });
-    applyGrants(planned.map((c) => c.toolCallId));
+    grantIntake.applyGrants(planned.map((c) => c.toolCallId));
     publish();
     intake.callsCreated();
     inFlight = planned.map((c) => runCall(c, starts.get(c.toolCallId)));
@@ -424,7 +360,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       if (problems.length) return await finish({ state: 'failed', error: `transcript invariant broken: ${problems.join('; ')}` });
       let step;
       intake.modelPending(true);
-      callsPending = true;
+      grantIntake.responsePending();
       try {
         step = await callModel({ sessionId: input.sessionId, turn: input.turn, iteration, messages: [...input.history, ...messages] });
       } catch (err) {
@@ -444,7 +380,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
         usedIds.add(c.toolCallId);
         ledger.set(c.toolCallId, newEntry(c, executionIdFor(input.sessionId, input.turn, c.toolCallId), iteration, at, capped));
       }
-      applyGrants(calls.map((c) => c.toolCallId));
+      grantIntake.applyGrants(calls.map((c) => c.toolCallId));
       publish();
       intake.callsCreated();
       inFlight = calls.map((c) => runCall(c));
