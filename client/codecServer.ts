@@ -70,7 +70,8 @@ export async function startCodecServer(opts: { port?: number; codec?: PayloadCod
     // The UI adds query parameters (/decode?preserveStorageRefs=true): route on the path alone;
     // anything before /decode or /encode is the path token (see uiEndpoint).
     const route = /^(?:\/([^/]*))?\/(decode|encode)$/.exec(new URL(req.url ?? '/', 'http://codec').pathname.replace(/\/+$/, ''));
-    const op = req.method === 'POST' && route ? (route[2] as 'decode' | 'encode') : undefined;
+    // A path token only exists when the endpoint has one.
+    const op = req.method === 'POST' && route && (token || route[1] === undefined) ? (route[2] as 'decode' | 'encode') : undefined;
     if (!op) return void res.writeHead(404, { ...cors, 'content-type': 'application/json' }).end('{"error":"POST /decode or /encode"}');
     const refuse = (status: number, error: string, headers: Record<string, string> = {}) =>
       void res.writeHead(status, { ...cors, ...headers, 'content-type': 'application/json' }).end(JSON.stringify({ error }));
@@ -82,7 +83,7 @@ export async function startCodecServer(opts: { port?: number; codec?: PayloadCod
       const bearer = /^Bearer\s+(\S+)\s*$/i.exec(String(req.headers.authorization ?? ''))?.[1];
       const ok = (bearer !== undefined && sameToken(bearer, token)) || (prefix !== undefined && sameToken(prefix, token));
       if (!ok) return refuse(401, 'the codec endpoint needs its token: Authorization: Bearer <token>, or <endpoint>/<token>/decode', { 'www-authenticate': 'Bearer' });
-    } else if (prefix !== undefined) return void res.writeHead(404, { ...cors, 'content-type': 'application/json' }).end('{"error":"POST /decode or /encode"}');
+    }
     if (!/^application\/json\b/i.test(String(req.headers['content-type'] ?? ''))) return refuse(415, 'send application/json');
     let raw = '';
     let size = 0;

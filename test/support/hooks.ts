@@ -31,6 +31,8 @@ export const mochaHooks = {
     // Local state too: a key file that `dev` generated in the checkout must not encrypt the tests'
     // payloads, and no test may write one there. (Set after the server: a downloaded CLI stays cached.)
     process.env.OPENWORKER_STATE_DIR = join(dir, 'state');
+    // Approver keys: a developer's own ~/.openworker/keys would otherwise sign the tests' CLI decisions.
+    process.env.OPENWORKER_KEYS_DIR = join(dir, 'keys');
   },
   async afterEach(this: Mocha.Context): Promise<void> {
     this.timeout(30_000);
