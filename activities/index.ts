@@ -54,15 +54,29 @@ async function recordDispatch(ctx: Context, executionId: string, attempt: number
   let last: unknown;
   for (let i = 0; i < 3 && !ctx.cancellationSignal.aborted; i++) {
     try {
-      return await ctx.client.withAbortSignal(ctx.cancellationSignal, () =>
+      const update = ctx.client.withAbortSignal(ctx.cancellationSignal, () =>
         handle.executeUpdate(dispatchUpdate, { args: [{ executionId, activityId: info.activityId, attempt }], updateId }),
       );
+      // The client keeps waiting for an answer after the abort (no workflow worker may be up to give
+      // one), so the attempt stops waiting itself: a grant that comes later is refused or unused.
+      return await abandonOnAbort(update, ctx.cancellationSignal);
     } catch (err) {
       last = err;
       await new Promise((r) => setTimeout(r, 200 * (i + 1)));
     }
   }
   throw ApplicationFailure.nonRetryable(`could not record dispatch, tool not called: ${(last as Error)?.message ?? 'cancelled'}`, NOT_STARTED);
+}
+
+/** `p`, or a rejection as soon as `signal` aborts (`p` is left to settle unobserved). */
+function abandonOnAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  p.catch(() => undefined);
+  if (signal.aborted) return Promise.reject(new Error('the activity was cancelled'));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(new Error('the activity was cancelled'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 export interface ActivityDeps {
@@ -127,7 +141,10 @@ export function createActivities({ registry, model, limits: given }: ActivityDep
       const timer = setInterval(beat, Math.max(250, Math.floor((info.heartbeatTimeoutMs ?? 20_000) / 4)));
       // The tool stops at its own start-to-close even if this worker cannot hear the server: the
       // turn's reconcile fence relies on no attempt outliving that window.
+      const deadline = Date.now() + info.startToCloseTimeoutMs;
       const signal = AbortSignal.any([ctx.cancellationSignal, AbortSignal.timeout(info.startToCloseTimeoutMs)]);
+      // From here on the outcome may be real: nothing the adapter throws can claim "not started".
+      let adapterCalled = false;
       try {
         await faultPoint('tool.before_dispatch', tool.name, input.executionId);
         if (input.protect) {
@@ -138,6 +155,11 @@ export function createActivities({ registry, model, limits: given }: ActivityDep
           await faultPoint('tool.after_dispatch', tool.name, input.executionId);
         }
         if (signal.aborted) throw ApplicationFailure.nonRetryable('cancelled before the tool was called', NOT_STARTED);
+        // A paused or partitioned attempt that wakes up past its own window must not act: the turn's
+        // fences (reconcile, a decided retry) count on no attempt calling the adapter after it.
+        if (Date.now() >= deadline) {
+          throw ApplicationFailure.nonRetryable('past its start-to-close window before the tool was called', NOT_STARTED);
+        }
         checkIdempotencyWindow(tool, input, info);
         phase = 'executing';
         const toolCtx: ToolContext = {
@@ -149,11 +171,13 @@ export function createActivities({ registry, model, limits: given }: ActivityDep
           signal,
           heartbeat: (details?: unknown) => ctx.heartbeat({ attempt, phase, details }),
         };
+        adapterCalled = true;
         const result = capResult(await tool.execute(parsed.data, toolCtx), resultLimit(tool));
         await faultPoint('tool.after_execute', tool.name, input.executionId);
         return { result, attempt };
       } catch (err) {
-        if (err instanceof ApplicationFailure) throw err;
+        if (err instanceof ApplicationFailure && !adapterCalled) throw err;
+        if (err instanceof ApplicationFailure && err.nonRetryable) throw ApplicationFailure.nonRetryable(`outcome unknown: ${err.message}`, UNKNOWN_FINAL);
         if (err instanceof UnknownOutcome) throw ApplicationFailure.nonRetryable(`outcome unknown: ${err.message}`, UNKNOWN_FINAL);
         if (err instanceof ToolFailure) {
           throw ApplicationFailure.create({ message: err.message, type: 'ToolFailure', nonRetryable: true, details: err.details === undefined ? [] : [err.details] });

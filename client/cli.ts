@@ -87,6 +87,7 @@ export function buildCli(): Command {
     .option('--no-builtins', 'do not register the built-in tools (send_email)')
     .option('--shutdown-grace <duration>', 'how long SIGINT/SIGTERM waits for running tool calls', '60s')
     .option('--approvers <file>', "approvers' public keys and policy (default: $OPENWORKER_APPROVERS); see README, Security")
+    .addOption(new Option('--only <tasks>', 'poll only workflow tasks or only activity (model and tool) tasks').choices(['workflows', 'activities']))
     .action(async (opts, cmd) => runWorker({ ...globals(cmd), ...opts }));
 
   program
@@ -231,12 +232,23 @@ export function buildCli(): Command {
     .addOption(new Option('--decision <decision>', 'retry: run again with the same execution ID; succeeded: use --result; failed: tell the model').choices(['retry', 'succeeded', 'failed']).makeOptionMandatory())
     .option('--result <json>', 'the tool result, with --decision succeeded', json)
     .option('--reason <text>', 'why')
+    .option('--now', "with retry: run at once instead of waiting out the last attempt's start-to-close window (audited)")
     .action(async (sessionId: string, toolCallId: string, opts, cmd: Command) =>
       decided(
         cmd,
         'recover',
         await withClient(cmd, (c) =>
-          recover(c, { sessionId, toolCallId, by: opts.by, turn: opts.turn, decision: opts.decision as RecoveryDecision, result: opts.result, reason: opts.reason, key: keyOf(opts) }),
+          recover(c, {
+            sessionId,
+            toolCallId,
+            by: opts.by,
+            turn: opts.turn,
+            decision: opts.decision as RecoveryDecision,
+            result: opts.result,
+            reason: opts.reason,
+            key: keyOf(opts),
+            ...(opts.now ? { skipFence: true } : {}),
+          }),
         ),
       ),
     );

@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { MAX_BATCH, MAX_RECOVERY_RESULT_BYTES } from '../workflows/decisions';
 import { approveSignal, decisionsSignal, recoverSignal, rejectSignal, turnStatusQuery, turnWorkflowId } from '../workflows/definitions';
 import { executionIdFor } from '../workflows/identity';
-import { resultDigestOf } from '../workflows/signatures';
-import type { DecisionKind, DecisionRecord, DecisionSignature, RecoveryDecision } from '../workflows/types';
+import { pendingFence } from '../workflows/ledger';
+import { decisionToSign, resultDigestOf } from '../workflows/signatures';
+import type { DecisionKind, DecisionRecord, DecisionSignature, LedgerEntry, RecoveryDecision } from '../workflows/types';
 import type { ApproverKeyPair } from './keys';
 import { signDecision } from './keys';
 import type { OpenWorkerClient } from './connection';
@@ -29,6 +30,8 @@ export interface DecisionOutcome {
   /** `delivered`: the signal is in the turn's history but no worker has processed it yet. */
   outcome: 'applied' | 'ignored' | 'delivered';
   why?: string;
+  /** An applied retry that first waits out the last attempt's window (until then a newer decision replaces it). */
+  fence?: { until: string; attempt: number };
 }
 
 const RECOVERY: readonly RecoveryDecision[] = ['retry', 'succeeded', 'failed'];
@@ -87,14 +90,19 @@ async function sendAll(c: OpenWorkerClient, target: Omit<DecisionTarget, 'toolCa
   // The turn records every decision, applied or ignored, so the sender learns which it was.
   while (Date.now() < until && outcomes.some((o) => o.outcome === 'delivered')) {
     let records: DecisionRecord[];
+    let ledger: LedgerEntry[];
     try {
-      records = (await c.client.withDeadline(Math.min(until, Date.now() + 3000), () => handle.query(turnStatusQuery))).decisions;
+      ({ decisions: records, ledger } = await c.client.withDeadline(Math.min(until, Date.now() + 3000), () => handle.query(turnStatusQuery)));
     } catch {
       break; // no worker: the signal waits in history and is applied when one starts
     }
     for (const o of outcomes) {
       const record = records.find((d) => d.decisionId === o.decisionId);
       if (record) Object.assign(o, { outcome: record.outcome, ...(record.why ? { why: record.why } : {}) });
+      // The fence is recorded in the same workflow task that applied the retry.
+      const entry = record?.outcome === 'applied' && record.kind === 'recover' ? ledger.find((e) => e.toolCallId === o.toolCallId) : undefined;
+      const fence = entry && pendingFence(entry);
+      if (fence) o.fence = { until: fence.until, attempt: fence.attempt };
     }
     if (outcomes.some((o) => o.outcome === 'delivered')) await new Promise((r) => setTimeout(r, 150));
   }
@@ -118,7 +126,7 @@ function signFor(key: ApproverKeyPair, item: OneDecision, { executionId, argsDig
   return signDecision(key, {
     executionId,
     argsDigest,
-    decision: item.kind === 'recover' ? `recover:${String(x.decision)}` : item.kind,
+    decision: decisionToSign(item.kind, x.decision, x.skipFence === true),
     ...(item.kind === 'recover' && park !== undefined ? { park } : {}),
     ...(item.kind === 'recover' ? { resultDigest: resultDigestOf(x.result) } : {}),
   });
@@ -178,10 +186,19 @@ export function approveAll(c: OpenWorkerClient, t: Omit<DecisionTarget, 'toolCal
   return sendAll(c, t, ids.map((toolCallId) => ({ kind: 'approve', toolCallId, extra: {} })));
 }
 
-export function recover(c: OpenWorkerClient, t: DecisionTarget & { decision: RecoveryDecision; result?: unknown; reason?: string }): Promise<DecisionOutcome> {
+export function recover(
+  c: OpenWorkerClient,
+  t: DecisionTarget & { decision: RecoveryDecision; result?: unknown; reason?: string; skipFence?: boolean },
+): Promise<DecisionOutcome> {
+  if (t.skipFence && t.decision !== 'retry') throw new OpenWorkerError('--now only goes with --decision retry', 'bad_input');
   if (!RECOVERY.includes(t.decision)) throw new OpenWorkerError(`--decision must be one of ${RECOVERY.join(', ')}, got '${t.decision}'`, 'bad_input');
   if (t.result !== undefined && t.decision !== 'succeeded') throw new OpenWorkerError('--result only goes with --decision succeeded', 'bad_input');
   const bytes = t.result === undefined ? 0 : Buffer.byteLength(JSON.stringify(t.result) ?? '');
   if (bytes > MAX_RECOVERY_RESULT_BYTES) throw new OpenWorkerError(`--result is ${bytes} bytes; at most ${MAX_RECOVERY_RESULT_BYTES}: give a summary, or where to find the rest`, 'bad_input');
-  return send(c, 'recover', t, { decision: t.decision, ...(t.result !== undefined ? { result: t.result } : {}), ...(t.reason ? { reason: t.reason } : {}) });
+  return send(c, 'recover', t, {
+    decision: t.decision,
+    ...(t.result !== undefined ? { result: t.result } : {}),
+    ...(t.reason ? { reason: t.reason } : {}),
+    ...(t.skipFence ? { skipFence: true } : {}),
+  });
 }

@@ -33,7 +33,9 @@ export function formatTurn(t: WaitedTurn): string {
 export function formatDecision(kind: string, d: DecisionOutcome): string {
   switch (d.outcome) {
     case 'applied':
-      return `${kind} ${d.toolCallId}: applied (${d.workflowId})`;
+      return d.fence
+        ? `${kind} ${d.toolCallId}: applied (${d.workflowId}); the retry waits out attempt ${d.fence.attempt} until ${d.fence.until} (a slow system may still apply it); a newer decision replaces it, --now runs it at once`
+        : `${kind} ${d.toolCallId}: applied (${d.workflowId})`;
     case 'ignored':
       return `${kind} ${d.toolCallId}: NOT applied: ${d.why}`;
     case 'delivered':

@@ -64,6 +64,7 @@ export interface RunWorkerOptions {
   builtins: boolean;
   shutdownGrace: string;
   approvers?: string;
+  only?: 'workflows' | 'activities';
 }
 
 export async function runWorker(opts: RunWorkerOptions): Promise<void> {
@@ -77,10 +78,12 @@ export async function runWorker(opts: RunWorkerOptions): Promise<void> {
     builtins: opts.builtins,
     shutdownGraceTime: opts.shutdownGrace,
     ...(opts.approvers ? { approvers: opts.approvers } : {}),
+    ...(opts.only ? { only: opts.only } : {}),
   });
   const signing = approvers ? `, approvers ${[...new Set(approvers.approvers.map((a) => a.name))].join(', ')} (${approvers.policy ? `policy of ${approvers.policy.length} rules: signed approvals only` : 'no policy: signatures checked when present'})` : '';
   // Tests and scripts wait for this line before they send work.
-  console.log(`worker ready: task queue ${taskQueue}, model ${model}, tools ${tools.join(', ') || '(none)'}${signing}`);
+  const polls = opts.only ? `, ${opts.only} only` : '';
+  console.log(`worker ready: task queue ${taskQueue}, model ${model}, tools ${tools.join(', ') || '(none)'}${signing}${polls}`);
   try {
     await worker.run(); // returns after SIGINT/SIGTERM once running tool calls finish (shutdown grace)
   } finally {

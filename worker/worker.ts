@@ -45,6 +45,11 @@ export interface WorkerConfig extends ConnectOptions {
   stickyQueueTimeout?: string | number;
   /** Approvers' public keys and policy, or the path of an approvers file. Default: $OPENWORKER_APPROVERS. */
   approvers?: ApproversConfig | string;
+  /**
+   * Poll only workflow tasks or only activity tasks (default both): workflows and tools can be
+   * deployed, scaled and restarted apart.
+   */
+  only?: 'workflows' | 'activities';
 }
 
 export const DEFAULT_MAX_CACHED_WORKFLOWS = 250;
@@ -127,8 +132,8 @@ export async function createWorker(
     connection,
     namespace: cfg.namespace,
     taskQueue: cfg.taskQueue,
-    ...workflowSource(),
-    activities: createActivities({ registry, model, limits }),
+    ...(config.only === 'activities' ? {} : workflowSource()),
+    ...(config.only === 'workflows' ? {} : { activities: createActivities({ registry, model, limits }) }),
     sinks: faultSinks(),
     // Payloads are encrypted when keys are configured; long transcripts stay out of history (stored
     // by hash, history keeps a reference).

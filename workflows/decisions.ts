@@ -65,6 +65,8 @@ export function parseDecision(kind: DecisionKind, raw: unknown, resultLimitAppli
       if (!RECOVERY_DECISIONS.includes(p.decision as RecoveryDecision)) return bad(`decision must be one of ${RECOVERY_DECISIONS.join(', ')}`);
       if (p.run !== undefined && !(Number.isInteger(p.run) && (p.run as number) >= 1)) return bad('run must be a positive integer');
       if (p.park !== undefined && !(Number.isInteger(p.park) && (p.park as number) >= 1)) return bad('park must be a positive integer');
+      if (p.skipFence !== undefined && typeof p.skipFence !== 'boolean') return bad('skipFence must be true or false');
+      if (p.skipFence === true && p.decision !== 'retry') return bad('skipFence only goes with decision retry');
       if ('result' in p) {
         const bytes = utf8Bytes(JSON.stringify(p.result) ?? '');
         if (bytes > MAX_RECOVERY_RESULT_BYTES && resultLimitApplies()) return bad(`result is ${bytes} bytes; at most ${MAX_RECOVERY_RESULT_BYTES}: give a summary, or where to find the rest`);
@@ -80,6 +82,7 @@ export function parseDecision(kind: DecisionKind, raw: unknown, resultLimitAppli
             ...('result' in p ? { result: p.result } : {}),
             ...(p.run !== undefined ? { run: p.run as number } : {}),
             ...(p.park !== undefined ? { park: p.park as number } : {}),
+            ...(p.skipFence === true ? { skipFence: true } : {}),
           },
         },
       };

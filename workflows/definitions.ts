@@ -53,7 +53,7 @@ export const NOT_STARTED = 'NotStarted';
 export const UNKNOWN_FINAL = 'UnknownOutcome';
 
 /** Points inside the turn workflow where a crash test can stop the worker (activities/faults.ts). */
-export type WorkflowFaultPoint = 'turn.before_schedule' | 'turn.after_result';
+export type WorkflowFaultPoint = 'turn.before_schedule' | 'turn.after_result' | 'turn.dispatch';
 
 /**
  * Crash-test hooks, called through a sink so they cost nothing in history: the worker runs a sink

@@ -1,3 +1,4 @@
+import { invariantViolations, pendingFence } from './ledger';
 import type { TurnStatus } from './types';
 
 const cell = (text: string): string => text.replace(/\|/g, '\\|').replace(/\n/g, ' ').slice(0, 120);
@@ -13,7 +14,13 @@ export function renderDetails(status: TurnStatus): string {
       lines.push(`| ${cell(e.toolCallId)} | \`${e.executionId}\` | ${cell(e.tool)}${e.target ? ` → ${cell(e.target)}` : ''} | ${e.state} | ${e.attempts} | ${cell(e.approvedBy ?? e.rejectedBy ?? '')} | ${cell(recovery)} |`);
     }
   }
-  const pending = status.ledger.filter((e) => e.state === 'awaiting_approval' || e.state === 'recovery_required');
+  for (const e of status.ledger) {
+    const fence = pendingFence(e);
+    if (fence) lines.push('', `\`${cell(e.toolCallId)}\`: retry decided by ${cell(fence.by)}, waiting out attempt ${fence.attempt} until ${fence.until.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')} (a slow system may still apply it). A newer \`recover\` replaces it; \`"skipFence": true\` runs it now.`);
+  }
+  const violations = invariantViolations(status.ledger);
+  if (violations.length) lines.push('', `**Ledger invariant violated** (a bug; the call waits for a person): ${cell(violations.join('; '))}`);
+  const pending = status.ledger.filter((e) => e.state === 'awaiting_approval' || (e.state === 'recovery_required' && !pendingFence(e)));
   if (pending.length) {
     lines.push('', 'Waiting for a decision: send signal `approve`/`reject` (or `recover`) with `{ "toolCallId": "…", "by": "you" }`.');
   }

@@ -12,7 +12,9 @@ export function classifyToolFailure(err: unknown): ExecutionOutcome {
   if (cause instanceof ApplicationFailure && cause.type && NOT_APPLIED_TYPES.includes(cause.type)) {
     return { kind: 'not_applied', error: cause.message };
   }
-  if (cause instanceof ApplicationFailure && cause.type === NOT_STARTED) return { kind: 'unknown', reason: cause.message, notStarted: true };
+  // Only the execute activity's own code raises NotStarted, before the adapter is called (an
+  // ApplicationFailure from the adapter is re-raised as an unknown outcome).
+  if (cause instanceof ApplicationFailure && cause.type === NOT_STARTED) return { kind: 'not_started', reason: cause.message };
   if (cause instanceof TimeoutFailure) {
     // Heartbeats are throttled, so the last one may lag behind: the dispatch marker, not this
     // phase, says whether the adapter was called.

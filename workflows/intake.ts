@@ -18,7 +18,11 @@ export interface IntakeDeps {
   now(): string;
   /** Whether an oversized recovery result is refused (patched() in the turn). */
   resultLimitApplies?: () => boolean;
+  /** The turn was asked to cancel: nothing a decision asks for will run any more. */
+  cancelled?: () => boolean;
 }
+
+export const NOT_APPLIED_CANCELLED = 'not applied: the turn is cancelled';
 
 /**
  * Where approve / reject / recover signals land in a turn. A decision is judged only when its
@@ -41,7 +45,7 @@ export function createDecisionIntake(deps: IntakeDeps) {
   const judge = (d: Decision, at: string): void => {
     const { toolCallId, by, decisionId } = d.payload;
     const entry = ledger.get(toolCallId);
-    const verdict = judgeDecision(entry, d, recoveries.has(toolCallId));
+    const verdict: ReturnType<typeof judgeDecision> = deps.cancelled?.() && entry ? { apply: false, why: NOT_APPLIED_CANCELLED } : judgeDecision(entry, d, recoveries.has(toolCallId));
     const auth =
       verdict.apply && entry
         ? authorizeDecision(entry.approval, entry, { kind: d.kind, ...d.payload }, Date.parse(at), usedSignatures)
@@ -61,7 +65,14 @@ export function createDecisionIntake(deps: IntakeDeps) {
     else if (d.kind === 'reject') record(toolCallId, { type: 'rejected', by, ...(d.payload.reason ? { reason: d.payload.reason } : {}) });
     else {
       recoveries.set(toolCallId, d.payload);
-      record(toolCallId, { type: 'recovery_decided', decision: d.payload.decision, by, ...(d.payload.reason ? { reason: d.payload.reason } : {}), ...signed });
+      record(toolCallId, {
+        type: 'recovery_decided',
+        decision: d.payload.decision,
+        by,
+        ...(d.payload.reason ? { reason: d.payload.reason } : {}),
+        ...signed,
+        ...(d.payload.skipFence ? { skipFence: true } : {}),
+      });
     }
   };
 
@@ -110,6 +121,13 @@ export function createDecisionIntake(deps: IntakeDeps) {
     },
     /** After a call reaches recovery_required or a terminal state. */
     settle,
+    /** An applied recovery decision that the turn could not act on (it was cancelled first): audited as such. */
+    notApplied(toolCallId: string, why: string): void {
+      const applied = [...decisions].reverse().find((r) => r.kind === 'recover' && r.toolCallId === toolCallId && r.outcome === 'applied');
+      if (applied) Object.assign(applied, { outcome: 'ignored', why });
+      recoveries.delete(toolCallId);
+      publish();
+    },
     /** When the turn ends: whatever still waits is judged against the final ledger. */
     flush(): void {
       for (const w of waitingForCall.splice(0)) judge(w.d, w.at);

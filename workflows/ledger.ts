@@ -12,10 +12,14 @@ export type LedgerInput =
   | { type: 'succeeded'; result: unknown; via: 'execute' | 'reconcile' | 'recovery'; attempt?: number }
   | { type: 'failed'; error: string; via: 'execute' | 'recovery' | 'not_dispatched' }
   | { type: 'outcome_unknown'; reason: string; attempt?: number; lastHeartbeatPhase?: string }
+  /** The attempt proved it never called the adapter (NotStarted): the dispatch marker no longer stands. */
+  | { type: 'not_started'; reason: string }
   | { type: 'reconciling'; activityId: string }
   | { type: 'reconciled'; answer: 'applied' | 'not_applied' | 'unknown'; reason?: string }
   | { type: 'recovery_required'; reason: string }
-  | { type: 'recovery_decided'; decision: RecoveryDecision; by: string; reason?: string; signed?: SignedBy }
+  | { type: 'recovery_decided'; decision: RecoveryDecision; by: string; reason?: string; signed?: SignedBy; skipFence?: boolean }
+  /** A decided retry waits until the last dispatched attempt can no longer be running. */
+  | { type: 'retry_fenced'; until: string; attempt: number; by: string }
   /** A decision, or a standing approval, that the approval policy or a signature check refused. */
   | { type: 'decision_refused'; kind: 'approve' | 'reject' | 'recover' | 'grant'; by?: string; why: string };
 
@@ -29,6 +33,7 @@ export const TRANSITIONS: Record<LedgerInput['type'], { from: From; to: CallStat
   rejected: { from: ['awaiting_approval'], to: 'rejected' },
   scheduled: { from: ['running', 'reconciling', 'recovery_required'], to: 'running' },
   dispatched: { from: ['running'], to: 'dispatched' },
+  not_started: { from: ['running', 'dispatched'], to: 'running' },
   // A refusal changes nothing and may meet the call in any state.
   dispatch_refused: { from: ['invalid', 'awaiting_approval', 'rejected', 'running', 'dispatched', 'reconciling', 'succeeded', 'failed', 'recovery_required'], to: 'same' },
   succeeded: { from: ['running', 'dispatched', 'reconciling', 'recovery_required'], to: 'succeeded' },
@@ -36,8 +41,10 @@ export const TRANSITIONS: Record<LedgerInput['type'], { from: From; to: CallStat
   outcome_unknown: { from: ['running', 'dispatched'], to: 'same' },
   reconciling: { from: ['dispatched', 'reconciling'], to: 'reconciling' },
   reconciled: { from: ['reconciling'], to: 'same' },
-  recovery_required: { from: ['running', 'dispatched', 'reconciling'], to: 'recovery_required' },
+  // From recovery_required too: a decided retry that never ran (the turn was cancelled) parks anew.
+  recovery_required: { from: ['running', 'dispatched', 'reconciling', 'recovery_required'], to: 'recovery_required' },
   recovery_decided: { from: ['recovery_required'], to: 'same' },
+  retry_fenced: { from: ['recovery_required'], to: 'same' },
   decision_refused: { from: ['invalid', 'awaiting_approval', 'rejected', 'running', 'dispatched', 'reconciling', 'succeeded', 'failed', 'recovery_required'], to: 'same' },
 };
 
@@ -95,6 +102,9 @@ export function applyLedger(entry: LedgerEntry, input: LedgerInput, at: string):
       next.runs = entry.runs + 1;
       next.dispatched = false;
       break;
+    case 'not_started':
+      next.dispatched = false;
+      break;
     case 'dispatched':
       next.dispatched = true;
       next.attempts = Math.max(entry.attempts, input.attempt);
@@ -121,6 +131,35 @@ export function applyLedger(entry: LedgerEntry, input: LedgerInput, at: string):
   }
   return next;
 }
+
+/**
+ * Fail-safe `applyLedger` for workflow code, where a throw is a task failure that replays forever.
+ * An impossible transition is a bug: it is kept as an `invariant_violated` event, and a call that
+ * is not finished parks in recovery_required so a person decides (a finished call stays finished).
+ */
+export function applyLedgerSafely(entry: LedgerEntry, input: LedgerInput, at: string): { entry: LedgerEntry; violation?: string } {
+  try {
+    return { entry: applyLedger(entry, input, at) };
+  } catch (err) {
+    if (!(err instanceof LedgerTransitionError)) throw err;
+    const violation = `'${input.type}' is not allowed in state '${entry.state}'`;
+    const events = [...entry.events, { at, type: 'invariant_violated', attempted: input.type, from: entry.state }];
+    if (isTerminal(entry.state)) return { entry: { ...entry, events }, violation };
+    const reason = `ledger invariant violated (${violation}); nothing more runs until a person decides`;
+    return { entry: { ...entry, state: 'recovery_required', events: [...events, { at, type: 'recovery_required', reason }] }, violation };
+  }
+}
+
+/** A decided retry waiting out the last attempt's window, while it waits (the call's last event). */
+export function pendingFence(entry: LedgerEntry): { until: string; attempt: number; by: string } | undefined {
+  const last = entry.events[entry.events.length - 1];
+  if (entry.state !== 'recovery_required' || last?.type !== 'retry_fenced') return undefined;
+  return { until: String(last.until), attempt: Number(last.attempt), by: String(last.by) };
+}
+
+/** The invariant violations a ledger recorded; tests assert there are none. */
+export const invariantViolations = (entries: readonly LedgerEntry[]): string[] =>
+  entries.flatMap((e) => e.events.filter((ev) => ev.type === 'invariant_violated').map((ev) => `${e.toolCallId}: '${String(ev.attempted)}' in state '${String(ev.from)}'`));
 
 export const isTerminal = (state: CallState): boolean => TERMINAL_CALL_STATES.includes(state);
 

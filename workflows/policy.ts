@@ -6,8 +6,10 @@ export type ExecutionOutcome =
   | { kind: 'succeeded'; result: unknown; attempt?: number }
   /** The tool said so (ToolFailure) or the call could never have reached it: definitely not applied. */
   | { kind: 'not_applied'; error: string }
+  /** The attempt proved it never called the adapter (NotStarted), even if it had been granted dispatch. */
+  | { kind: 'not_started'; reason: string }
   /** Timeout, crash, unexpected exception: it may or may not have been applied. */
-  | { kind: 'unknown'; reason: string; attempt?: number; phase?: string; notStarted?: boolean };
+  | { kind: 'unknown'; reason: string; attempt?: number; phase?: string };
 
 export type NextStep =
   | { do: 'succeed'; result: unknown; via: 'execute' | 'reconcile' | 'recovery'; attempt?: number }
@@ -41,8 +43,8 @@ export function afterExecution(facts: CallFacts, outcome: ExecutionOutcome): Nex
   if (facts.recovery === 'idempotent') {
     return { do: 'recovery_required', reason: `outcome unknown, automatic retries stopped: ${outcome.reason}` };
   }
-  if (!facts.dispatched || outcome.notStarted) {
-    // No marker, or the activity itself says it never called the adapter: running again cannot
+  if (!facts.dispatched || outcome.kind === 'not_started') {
+    // No marker, or the activity itself proved it never called the adapter: running again cannot
     // duplicate anything.
     if (facts.runs < facts.maxAttempts) return { do: 'run', why: `never dispatched (${outcome.reason})` };
     return { do: 'fail', error: `tool could not be started after ${facts.runs} attempts (never dispatched): ${outcome.reason}`, via: 'not_dispatched' };

@@ -11,7 +11,7 @@ import type { ApprovalRequirement, DecisionSignature, LedgerEntry } from './type
 export const FUTURE_SKEW_MS = 60_000;
 export const DEFAULT_MAX_AGE_MS = 15 * 60_000;
 
-/** What a signature covers. `decision` is `approve`, `reject` or `recover:<retry|succeeded|failed>`. */
+/** What a signature covers. `decision` is `approve`, `reject` or `recover:<retry|retry-now|succeeded|failed>`. */
 export interface SignedFields {
   executionId: string;
   argsDigest: string;
@@ -77,7 +77,12 @@ export interface DecisionToAuthorize {
   decision?: string;
   park?: number;
   result?: unknown;
+  skipFence?: boolean;
 }
+
+/** The `decision` field a signature covers: a retry that skips the fence is a decision of its own. */
+export const decisionToSign = (kind: string, decision?: unknown, skipFence?: boolean): string =>
+  kind === 'recover' ? `recover:${String(decision)}${skipFence ? '-now' : ''}` : kind;
 
 /**
  * Whether a decision that the ledger would apply may take effect: checks its signature against
@@ -107,7 +112,7 @@ export function authorizeDecision(
   const signature = base64Bytes(sig.value);
   const signedAtMs = Date.parse(sig.signedAt);
   if (!publicKey || !signature || signature.length !== 64 || !Number.isFinite(signedAtMs)) return { ok: false, why: 'wrongly signed: malformed signature' };
-  const decision = d.kind === 'recover' ? `recover:${d.decision}` : d.kind;
+  const decision = decisionToSign(d.kind, d.decision, d.skipFence);
   let message: Uint8Array;
   try {
     message = signedMessage({

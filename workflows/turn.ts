@@ -3,6 +3,7 @@ import {
   allHandlersFinished,
   condition,
   isCancellation,
+  log,
   patched,
   proxyActivities,
   proxySinks,
@@ -13,11 +14,11 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { LedgerInput } from './ledger';
-import { activityIdFor, applyLedger, attemptFence, liveTurnState, newEntry } from './ledger';
+import { activityIdFor, applyLedgerSafely, attemptFence, isTerminal, liveTurnState, newEntry } from './ledger';
 import type { CallFacts, ExecutionOutcome, NextStep } from './policy';
 import { afterExecution, afterReconcile, afterRecoveryDecision, attemptsPerRun, isProtected, whenCancelled } from './policy';
 import { createShields } from './shields';
-import { createDecisionIntake } from './intake';
+import { NOT_APPLIED_CANCELLED, createDecisionIntake } from './intake';
 import { handleDispatch, handleGrants } from './turnHandlers';
 import type { FaultSinks } from './definitions';
 import { approveSignal, decisionsSignal, recoverSignal, rejectSignal, turnStatusQuery, OpenWorkerState, DEFAULT_MAX_ITERATIONS, NOT_STARTED, UNKNOWN_FINAL } from './definitions';
@@ -75,7 +76,12 @@ const PATCHES = {
   grantsAfterResponse: 'grants-after-pending-response-v1',
   messageLimit: MESSAGE_LIMIT_PATCH,
   recoveryResultLimit: 'recovery-result-limit-v1',
+  retryFence: 'recovery-retry-fence-v1',
+  revokeWhilePending: 'revoke-during-pending-response-v1',
 } as const;
+
+/** A lifecycle step met an impossible ledger transition; the call is parked for a person (never a task failure). */
+class InvariantParked extends Error {}
 
 const { openworkerFaults } = proxySinks<FaultSinks>();
 
@@ -127,16 +133,35 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     setCurrentDetails(renderDetails(status()));
   };
 
-  const record = (toolCallId: string, change: LedgerInput): LedgerEntry => {
+  // Never throws: an impossible transition is logged, audited and parks the call (applyLedgerSafely).
+  const recordChecked = (toolCallId: string, change: LedgerInput): { entry: LedgerEntry; violation?: string } => {
     const entry = ledger.get(toolCallId);
     if (!entry) throw new Error(`ledger: no entry for ${toolCallId}`);
-    const next = applyLedger(entry, change, now());
-    ledger.set(toolCallId, next);
+    const next = applyLedgerSafely(entry, change, now());
+    if (next.violation) log.error(`ledger invariant violated for ${entry.executionId}: ${next.violation}; the call waits for a person`, { toolCallId, attempted: change.type, from: entry.state });
+    ledger.set(toolCallId, next.entry);
     publish();
     return next;
   };
+  const record = (toolCallId: string, change: LedgerInput): LedgerEntry => recordChecked(toolCallId, change).entry;
+  // In a call's lifecycle a violation also stops the step that met it (see steps()).
+  const step = (toolCallId: string, change: LedgerInput): LedgerEntry => {
+    const { entry, violation } = recordChecked(toolCallId, change);
+    if (violation) throw new InvariantParked(violation);
+    return entry;
+  };
+  const root = CancellationScope.current();
 
-  const intake = createDecisionIntake({ ledger, recoveries, decisions, record, publish, now, resultLimitApplies: () => patched(PATCHES.recoveryResultLimit) });
+  const intake = createDecisionIntake({
+    ledger,
+    recoveries,
+    decisions,
+    record,
+    publish,
+    now,
+    resultLimitApplies: () => patched(PATCHES.recoveryResultLimit),
+    cancelled: () => root.consideredCancelled,
+  });
   const decide = intake.decide;
 
   setHandler(approveSignal, (p) => decide('approve', p), { description: 'Approve a tool call: { toolCallId, by, argsDigest?, decisionId? }' });
@@ -145,11 +170,17 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   setHandler(recoverSignal, (p) => decide('recover', p), {
     description: 'Resolve a recovery_required call: { toolCallId, decision: retry|succeeded|failed, result?, reason?, by }',
   });
-  const grantIntake = handleGrants({ input, ledger, record, holdWhilePending: () => patched(PATCHES.grantsAfterResponse) });
+  const grantIntake = handleGrants({
+    input,
+    ledger,
+    record,
+    holdWhilePending: () => patched(PATCHES.grantsAfterResponse),
+    revokeWhilePending: () => patched(PATCHES.revokeWhilePending),
+  });
 
   setHandler(turnStatusQuery, status, { description: 'The turn state, its ledger and every decision received' });
 
-  handleDispatch({ entries, record });
+  handleDispatch({ entries, record, reached: (e) => openworkerFaults.reached('turn.dispatch', e.tool, e.executionId) });
 
   const facts = (entry: LedgerEntry, call: PlannedCall): CallFacts => ({
     effect: call.spec!.effect,
@@ -181,7 +212,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     const spec = call.spec!;
     let entry = ledger.get(call.toolCallId)!;
     const activityId = activityIdFor(entry.executionId, entry.runs + 1);
-    entry = record(call.toolCallId, { type: 'scheduled', activityId });
+    entry = step(call.toolCallId, { type: 'scheduled', activityId });
     const protect = isProtected(spec.effect, spec.recovery);
     let outcome: ExecutionOutcome;
     openworkerFaults.reached('turn.before_schedule', entry.tool, entry.executionId);
@@ -206,8 +237,9 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       outcome = classifyToolFailure(err);
     }
     openworkerFaults.reached('turn.after_result', entry.tool, entry.executionId);
+    if (outcome.kind === 'not_started') step(call.toolCallId, { type: 'not_started', reason: outcome.reason });
     if (outcome.kind === 'unknown') {
-      record(call.toolCallId, {
+      step(call.toolCallId, {
         type: 'outcome_unknown',
         reason: outcome.reason,
         ...(outcome.attempt ? { attempt: outcome.attempt } : {}),
@@ -221,7 +253,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     let entry = ledger.get(call.toolCallId)!;
     const asked = entry.events.filter((e) => e.type === 'reconciling' && e.activityId !== undefined && String(e.activityId).startsWith(`${entry.executionId}-reconcile-${entry.runs}`)).length;
     const activityId = `${entry.executionId}-reconcile-${entry.runs}${asked ? `-${asked + 1}` : ''}`;
-    entry = record(call.toolCallId, { type: 'reconciling', activityId });
+    entry = step(call.toolCallId, { type: 'reconciling', activityId });
     let answer: ReconcileActivityResult;
     try {
       answer = await reconcileTool.executeWithOptions({ activityId, summary: summary(entry, 'reconcile') }, [activityInput(entry, call)]);
@@ -229,7 +261,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       if (isCancellation(err)) throw err;
       answer = { status: 'unknown', reason: `reconcile failed: ${messageOf(err)}` };
     }
-    record(call.toolCallId, { type: 'reconciled', answer: answer.status, ...(answer.status === 'unknown' && answer.reason ? { reason: answer.reason } : {}) });
+    step(call.toolCallId, { type: 'reconciled', answer: answer.status, ...(answer.status === 'unknown' && answer.reason ? { reason: answer.reason } : {}) });
     return answer;
   };
 
@@ -281,35 +313,81 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     else record(e.toolCallId, { type: 'recovery_required', reason: 'the turn was cancelled before this call’s outcome was known' });
   };
 
+  // A person's recovery decision. A decided retry first waits out the last dispatched attempt's
+  // start-to-close window (a slow system may still apply it), unless the decision skips the fence;
+  // a newer decision during the wait replaces it. `decided` names who decided a retry.
+  const recoveryDecision = async (call: PlannedCall): Promise<{ next: NextStep; decided?: string }> => {
+    const id = call.toolCallId;
+    intake.settle(id);
+    let fenced = false;
+    try {
+      for (;;) {
+        await condition(() => recoveries.has(id));
+        const decision = recoveries.get(id)!;
+        recoveries.delete(id);
+        const next = afterRecoveryDecision(decision);
+        if (next.do !== 'run') return { next };
+        const until = attemptFence(ledger.get(id)!, call.spec!.startToCloseMs);
+        const wait = until - Date.now();
+        if (decision.skipFence || wait <= 0 || !patched(PATCHES.retryFence)) return { next, decided: decision.by };
+        const attempt = ledger.get(id)!.attempts;
+        step(id, { type: 'retry_fenced', until: new Date(until).toISOString(), attempt, by: decision.by });
+        fenced = true;
+        const replaced = await condition(() => recoveries.has(id), wait, { summary: `fence: ${call.name} ${ledger.get(id)!.executionId} waits out attempt ${attempt}` });
+        fenced = false;
+        if (!replaced) return { next, decided: decision.by };
+      }
+    } catch (err) {
+      // Signals run before a cancel in the same task: a decision accepted then never acts.
+      if (isCancellation(err) && (fenced || recoveries.has(id))) intake.notApplied(id, `${NOT_APPLIED_CANCELLED} before the decision was carried out`);
+      throw err;
+    }
+  };
+
   const steps = async (call: PlannedCall, first: NextStep): Promise<Message> => {
     const id = call.toolCallId;
     let next = first;
+    let decided: string | undefined;
     for (;;) {
-      if (shields.settling()) next = whenCancelled(facts(ledger.get(id)!, call), next);
-      switch (next.do) {
-        case 'run':
-          next = await execute(call);
-          break;
-        case 'reconcile':
-          next = await reconcile(call);
-          break;
-        case 'recovery_required': {
-          record(id, { type: 'recovery_required', reason: next.reason });
-          intake.settle(id);
-          await condition(() => recoveries.has(id));
-          const decision = recoveries.get(id)!;
-          next = afterRecoveryDecision(decision);
-          recoveries.delete(id);
-          break;
+      try {
+        if (shields.settling() || (decided !== undefined && root.consideredCancelled)) {
+          const planned = next;
+          next = whenCancelled(facts(ledger.get(id)!, call), next);
+          if (decided !== undefined && next !== planned) {
+            intake.notApplied(id, `${NOT_APPLIED_CANCELLED} before the retry ran`);
+            if (next.do === 'recovery_required') next = { ...next, reason: `the turn was cancelled before the retry decided by ${decided} ran` };
+          }
         }
-        case 'succeed':
-          record(id, { type: 'succeeded', result: next.result, via: next.via, ...(next.attempt ? { attempt: next.attempt } : {}) });
+        decided = undefined;
+        switch (next.do) {
+          case 'run':
+            next = await execute(call);
+            break;
+          case 'reconcile':
+            next = await reconcile(call);
+            break;
+          case 'recovery_required':
+            step(id, { type: 'recovery_required', reason: next.reason });
+            ({ next, decided } = await recoveryDecision(call));
+            break;
+          case 'succeed':
+            step(id, { type: 'succeeded', result: next.result, via: next.via, ...(next.attempt ? { attempt: next.attempt } : {}) });
+            intake.settle(id);
+            return toolResultMessage({ id, name: call.name }, { result: next.result });
+          case 'fail':
+            step(id, { type: 'failed', error: next.error, via: next.via });
+            intake.settle(id);
+            return toolResultMessage({ id, name: call.name }, { error: next.error });
+        }
+      } catch (err) {
+        if (!(err instanceof InvariantParked)) throw err;
+        // A finished call stays finished; any other waits for a person, with the reason in its ledger.
+        const e = ledger.get(id)!;
+        if (isTerminal(e.state)) {
           intake.settle(id);
-          return toolResultMessage({ id, name: call.name }, { result: next.result });
-        case 'fail':
-          record(id, { type: 'failed', error: next.error, via: next.via });
-          intake.settle(id);
-          return toolResultMessage({ id, name: call.name }, { error: next.error });
+          return toolResultMessage({ id, name: call.name }, e.state === 'succeeded' ? { result: e.result } : { error: e.error ?? `not executed (${e.state})` });
+        }
+        ({ next, decided } = await recoveryDecision(call));
       }
     }
   };

@@ -8,13 +8,20 @@ import type { Grant, LedgerEntry, TurnInput } from './types';
 // Two of the turn's handlers, each with the state only it needs: the session's standing approvals,
 // and the dispatch marker. The turn (workflows/turn.ts) installs them when it starts.
 
-type Record = (toolCallId: string, change: LedgerInput) => LedgerEntry;
+type RecordChange = (toolCallId: string, change: LedgerInput) => LedgerEntry;
 
 /**
  * The `grants` signal and the grants it keeps. `holdWhilePending` answers whether a list that
  * arrives while a model response is pending waits for that response's calls (a patch in the turn).
  */
-export function handleGrants(deps: { input: Pick<TurnInput, 'grants' | 'grantsVersion'>; ledger: ReadonlyMap<string, LedgerEntry>; record: Record; holdWhilePending: () => boolean }) {
+export function handleGrants(deps: {
+  input: Pick<TurnInput, 'grants' | 'grantsVersion'>;
+  ledger: ReadonlyMap<string, LedgerEntry>;
+  record: RecordChange;
+  holdWhilePending: () => boolean;
+  /** Whether a held list's revocations apply to the pending response's calls (a patch in the turn). */
+  revokeWhilePending: () => boolean;
+}) {
   const { ledger, record } = deps;
   let grants = activeGrants(deps.input.grants);
   let grantsVersion = deps.input.grantsVersion ?? 0;
@@ -45,7 +52,12 @@ export function handleGrants(deps: { input: Pick<TurnInput, 'grants' | 'grantsVe
     applyGrants(ids: readonly string[]): void {
       for (const id of ids) {
         const e = ledger.get(id)!;
-        const g = e.state === 'awaiting_approval' ? grantFor(grants, e) : undefined;
+        let g = e.state === 'awaiting_approval' ? grantFor(grants, e) : undefined;
+        // A new grant waits for the next response; a revoke must not (asked only when it changes the answer).
+        const held = heldGrants;
+        if (g && held && !held.some((h) => h.id === g!.id) && deps.revokeWhilePending()) {
+          g = grantFor(grants.filter((x) => held.some((h) => h.id === x.id)), e);
+        }
         // A grant is an unsigned claim: where the policy wants signatures, the call waits for one.
         if (g && e.approval?.signed) record(id, { type: 'decision_refused', kind: 'grant', by: g.by, why: `grant ${g.id} not used: the approval policy needs a signed approval for each call` });
         else if (g) record(id, { type: 'approved', by: g.by, grant: g.id });
@@ -61,7 +73,7 @@ export function handleGrants(deps: { input: Pick<TurnInput, 'grants' | 'grantsVe
  * current run of a call still waiting for its outcome may proceed, so a zombie attempt never can,
  * and nothing is dispatched once the turn is being cancelled.
  */
-export function handleDispatch(deps: { entries: () => LedgerEntry[]; record: Record }): void {
+export function handleDispatch(deps: { entries: () => LedgerEntry[]; record: RecordChange; reached?: (entry: LedgerEntry) => void }): void {
   const { entries, record } = deps;
   setHandler(
     dispatchUpdate,
@@ -79,8 +91,10 @@ export function handleDispatch(deps: { entries: () => LedgerEntry[]; record: Rec
         record(entry.toolCallId, { type: 'dispatch_refused', activityId: req.activityId, attempt: req.attempt, reason: refuse });
         return { proceed: false, reason: refuse };
       }
-      record(entry.toolCallId, { type: 'dispatched', activityId: req.activityId, attempt: req.attempt });
-      return { proceed: true };
+      deps.reached?.(entry);
+      // The ledger never throws; a call it could not mark dispatched must not reach its tool.
+      const marked = record(entry.toolCallId, { type: 'dispatched', activityId: req.activityId, attempt: req.attempt });
+      return marked.state === 'dispatched' ? { proceed: true } : { proceed: false, reason: `the ledger could not record the dispatch (call is ${marked.state})` };
     },
     {
       // A rejected update leaves no trace in history, so any client's junk is refused here.

@@ -177,6 +177,11 @@ export interface RecoverSignal extends DecisionBinding {
   run?: number;
   /** Which time the call parked in recovery_required (1 = the first) the sender saw and answers. */
   park?: number;
+  /**
+   * retry only: run at once instead of waiting until the last dispatched attempt can no longer be
+   * running (its start-to-close window). For an operator who knows that attempt is gone; audited.
+   */
+  skipFence?: boolean;
 }
 
 export type DecisionKind = 'approve' | 'reject' | 'recover';

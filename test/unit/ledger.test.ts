@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import type { LedgerInput } from '../../workflows/ledger';
-import { LedgerTransitionError, TRANSITIONS, activityIdFor, applyLedger, isTerminal, liveTurnState, newEntry } from '../../workflows/ledger';
+import { LedgerTransitionError, TRANSITIONS, activityIdFor, applyLedger, applyLedgerSafely, invariantViolations, isTerminal, liveTurnState, newEntry } from '../../workflows/ledger';
 import type { CallState } from '../../workflows/types';
 import { ALL_STATES, AT, entryIn, planned, spec } from './helpers';
 
@@ -16,10 +16,12 @@ const INPUTS: { [K in LedgerInput['type']]: Extract<LedgerInput, { type: K }> } 
   succeeded: { type: 'succeeded', result: { ok: 1 }, via: 'execute' },
   failed: { type: 'failed', error: 'boom', via: 'execute' },
   outcome_unknown: { type: 'outcome_unknown', reason: 'timeout', lastHeartbeatPhase: 'dispatched' },
+  not_started: { type: 'not_started', reason: 'cancelled before the tool was called' },
   reconciling: { type: 'reconciling', activityId: 'owx-x-r' },
   reconciled: { type: 'reconciled', answer: 'unknown', reason: 'nope' },
   recovery_required: { type: 'recovery_required', reason: 'unknown outcome' },
   recovery_decided: { type: 'recovery_decided', decision: 'retry', by: 'carol', reason: 'checked' },
+  retry_fenced: { type: 'retry_fenced', until: '2024-01-01T00:02:07.000Z', attempt: 1, by: 'carol' },
   decision_refused: { type: 'decision_refused', kind: 'approve', by: 'mallory', why: 'unsigned' },
 };
 
@@ -129,6 +131,41 @@ describe('ledger: field effects', () => {
     assert.equal(next.recoveryDecision, 'failed');
     assert.equal(next.recoveredBy, 'carol');
     assert.equal(next.state, 'recovery_required');
+  });
+});
+
+describe('ledger: the turn never wedges on a transition', () => {
+  it('not_started from dispatched clears the marker and leaves the call running, so the next run may be scheduled', () => {
+    const next = applyLedger(entryIn('dispatched', { runs: 1, dispatched: true, attempts: 1 }), { type: 'not_started', reason: 'cancelled before the tool was called' }, LATER);
+    assert.deepEqual([next.state, next.dispatched, next.attempts], ['running', false, 1]);
+    assert.equal(applyLedger(next, { type: 'scheduled', activityId: 'x-2' }, LATER).runs, 2);
+  });
+
+  it('recovery_required from recovery_required parks anew (a decided retry the turn could not run)', () => {
+    const next = applyLedger(entryIn('recovery_required'), { type: 'recovery_required', reason: 'the turn was cancelled before the retry decided by carol ran' }, LATER);
+    assert.equal(next.state, 'recovery_required');
+  });
+
+  // Every impossible (input, state) pair: never a throw; a live call parks, a finished one stays.
+  for (const type of Object.keys(INPUTS) as LedgerInput['type'][]) {
+    for (const from of ALL_STATES.filter((st) => !TRANSITIONS[type].from.includes(st))) {
+      const parks = !isTerminal(from);
+      it(`${type} from ${from} → ${parks ? 'recovery_required' : from}, with an invariant_violated event`, () => {
+        const { entry, violation } = applyLedgerSafely(entryIn(from), INPUTS[type], LATER);
+        assert.equal(violation, `'${type}' is not allowed in state '${from}'`);
+        assert.equal(entry.state, parks ? 'recovery_required' : from);
+        const added = entry.events.slice(entryIn(from).events.length);
+        assert.deepEqual(added[0], { at: LATER, type: 'invariant_violated', attempted: type, from });
+        if (parks) assert.match(String(added[1]?.reason), /ledger invariant violated .* until a person decides/);
+        assert.deepEqual(invariantViolations([entry]), [`call_1: '${type}' in state '${from}'`]);
+      });
+    }
+  }
+
+  it('an allowed transition is applied unchanged, with no violation', () => {
+    const r = applyLedgerSafely(entryIn('running'), INPUTS.dispatched, LATER);
+    assert.deepEqual(r, { entry: applyLedger(entryIn('running'), INPUTS.dispatched, LATER) });
+    assert.deepEqual(invariantViolations([r.entry]), []);
   });
 });
 

@@ -9,6 +9,7 @@ const OUTCOMES: ExecutionOutcome[] = [
   { kind: 'succeeded', result: { id: 7 }, attempt: 1 },
   { kind: 'not_applied', error: 'bad address' },
   { kind: 'unknown', reason: 'timed out', attempt: 1, phase: 'dispatched' },
+  { kind: 'not_started', reason: 'timed out waiting for the dispatch answer' },
 ];
 /** [runs, maxAttempts]: below the limit and at it. */
 const RUN_COUNTS: [number, number][] = [
@@ -24,7 +25,8 @@ function expected(f: CallFacts, o: ExecutionOutcome): Expect {
   if (o.kind === 'not_applied') return { do: 'fail', error: o.error, via: 'execute' };
   if (f.effect === 'read') return { do: 'fail', via: 'execute', match: /timed out/ };
   if (f.recovery === 'idempotent') return { do: 'recovery_required', match: /timed out/ };
-  if (!f.dispatched) {
+  // A proof that the adapter was never called outranks the dispatch marker.
+  if (!f.dispatched || o.kind === 'not_started') {
     return f.runs < f.maxAttempts ? { do: 'run', match: /never dispatched/ } : { do: 'fail', via: 'not_dispatched', match: /never dispatched.*timed out/ };
   }
   if (f.recovery === 'reconcile') return { do: 'reconcile' };
@@ -81,6 +83,12 @@ describe('policy: afterExecution (effect × recovery × dispatched × runs × ou
       facts: { effect: 'external', recovery: 'manual', dispatched: true, runs: 1, maxAttempts: 5 },
       outcome: { kind: 'unknown', reason: 'x' },
       want: { do: 'recovery_required', reason: 'outcome unknown after dispatch: x' },
+    },
+    {
+      // Dispatch granted, then the attempt was aborted before it called the adapter (issue: hole 2).
+      facts: { effect: 'external', recovery: 'manual', dispatched: true, runs: 1, maxAttempts: 5 },
+      outcome: { kind: 'not_started', reason: 'cancelled before the tool was called' },
+      want: { do: 'run', why: 'never dispatched (cancelled before the tool was called)' },
     },
   ];
   for (const c of explicit) {
