@@ -1,5 +1,6 @@
 import { createInterface } from 'node:readline';
 import type { LedgerEntry } from '../workflows/types';
+import { pendingFence } from '../workflows/ledger';
 import { cancelTurn } from './cancel';
 import type { ApprovalAnswer } from './chatView';
 import { approvalPrompt, callChange, parseApproval, parseRecovery, recoveryLines, statusLine, turnEnd } from './chatView';
@@ -111,6 +112,7 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
 
   const decided = (kind: string, d: DecisionOutcome): void => {
     if (d.outcome === 'ignored') print(`  ${kind} NOT applied: ${d.why}`);
+    else if (d.fence) print(`  retry waits out attempt ${d.fence.attempt} until ${d.fence.until} (a slow system may still apply it); decide again meanwhile with openworker-temporal recover, --now to skip`);
     else if (d.outcome === 'delivered') print(`  ${kind} delivered; it takes effect when a worker runs`);
   };
 
@@ -187,7 +189,8 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
         }
         // Ask once per call and park; a decision that no worker has applied yet is not asked again.
         const waiting = t.ledger.find((e) => e.state === 'awaiting_approval' && !asked.has(`a:${e.toolCallId}`));
-        const parked = t.ledger.find((e) => e.state === 'recovery_required' && !asked.has(`r:${e.toolCallId}:${e.events.length}`));
+        // A retry waiting out its fence is decided: not asked again.
+        const parked = t.ledger.find((e) => e.state === 'recovery_required' && !pendingFence(e) && !asked.has(`r:${e.toolCallId}:${e.events.length}`));
         if (!cancelling && waiting) {
           asked.add(`a:${waiting.toolCallId}`);
           if (!(await askApproval(waiting)) && closed) return false;

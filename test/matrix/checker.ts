@@ -1,9 +1,9 @@
 import { isDeepStrictEqual } from 'node:util';
 import { defaultPayloadConverter } from '@temporalio/common';
-import type { temporal } from '@temporalio/proto';
+import { temporal } from '@temporalio/proto';
 import { isProtected } from '../../workflows/policy';
 import { argsDigest, canonicalJson } from '../../workflows/identity';
-import { activityIdFor } from '../../workflows/ledger';
+import { activityIdFor, invariantViolations } from '../../workflows/ledger';
 import { unpairedToolCalls } from '../../workflows/transcript';
 import type { Message, ToolActivityInput, TurnStatus } from '../../workflows/types';
 import type { Expect, Policy } from './cells';
@@ -41,6 +41,9 @@ const decode = (payloads: temporal.api.common.v1.IPayloads | null | undefined): 
 
 export class InvariantViolation extends Error {}
 
+const Cause = temporal.api.enums.v1.WorkflowTaskFailedCause;
+const BENIGN_TASK_FAILURES = new Set<number>([Cause.WORKFLOW_TASK_FAILED_CAUSE_RESET_WORKFLOW, Cause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND]);
+
 export function check(input: CheckInput): string[] {
   const { id, expect, executionId, toolCallId, args, status, observation, peer } = input;
   const workflowRetry = !!input.workflowRetry;
@@ -69,6 +72,8 @@ export function check(input: CheckInput): string[] {
   const entry = status.ledger.find((e) => e.toolCallId === toolCallId);
   must(entry && entry.executionId === executionId, 'ledger: one entry under the execution ID', () => JSON.stringify(status.ledger.map((e) => e.executionId)));
   const e = entry!;
+  const violations = invariantViolations(status.ledger);
+  must(violations.length === 0, 'ledger: no invariant violated (a bug the fail-safe ledger parked)', () => violations.join('; '));
   const approvals = expect ? (expect.approvals ?? 1) : e.approvedBy ? 1 : 0;
   if (expect) {
     must(e.state === expect.state, 'ledger: the expected final state', () => `expected ${expect.state}, got ${e.state} (${e.error ?? ''})`);
@@ -93,6 +98,12 @@ export function check(input: CheckInput): string[] {
   );
 
   // Oracle 3: the Temporal history, read raw.
+  const taskFailures = events.flatMap((ev) => {
+    const f = ev.workflowTaskFailedEventAttributes;
+    // A reset and a signal racing a completion fail a task by design; a throw or a nondeterminism does not.
+    return f && !BENIGN_TASK_FAILURES.has(f.cause ?? 0) ? [`${f.cause}: ${f.failure?.message ?? ''}`] : [];
+  });
+  must(taskFailures.length === 0, 'history: no workflow task failed (nothing wedges a turn)', () => taskFailures.join('; '));
   const started = events[0]?.workflowExecutionStartedEventAttributes;
   const rp = started?.retryPolicy;
   if (workflowRetry) must(started && (started.attempt ?? 1) > 1, 'history: this is a retried run of the turn', () => String(started?.attempt));

@@ -1,8 +1,10 @@
 import { strict as assert } from 'node:assert';
 import type { Decision } from '../../workflows/decisions';
 import { judgeDecision, parseDecision, splitDecisions } from '../../workflows/decisions';
-import type { DecisionKind, LedgerEntry } from '../../workflows/types';
-import { entryIn } from './helpers';
+import { NOT_APPLIED_CANCELLED, createDecisionIntake } from '../../workflows/intake';
+import { applyLedger } from '../../workflows/ledger';
+import type { DecisionKind, DecisionRecord, LedgerEntry, RecoverSignal } from '../../workflows/types';
+import { AT, entryIn } from './helpers';
 
 const DIGEST = 'sha256:' + 'a'.repeat(64);
 const OTHER = 'sha256:' + 'b'.repeat(64);
@@ -36,6 +38,8 @@ describe('decisions: parseDecision rejects malformed payloads', () => {
     { name: 'recover without decision', raw: base, kinds: ['recover'], why: /decision must be one of retry, succeeded, failed/ },
     { name: 'recover with bad decision', raw: { ...base, decision: 'ignore' }, kinds: ['recover'], why: /decision must be one of/ },
     { name: 'recover with park 0', raw: { ...base, decision: 'retry', park: 0 }, kinds: ['recover'], why: /park must be a positive integer/ },
+    { name: 'recover with skipFence not a boolean', raw: { ...base, decision: 'retry', skipFence: 'yes' }, kinds: ['recover'], why: /skipFence must be true or false/ },
+    { name: 'recover succeeded with skipFence', raw: { ...base, decision: 'succeeded', skipFence: true }, kinds: ['recover'], why: /skipFence only goes with decision retry/ },
     { name: 'recover with decision "toString"', raw: { ...base, decision: 'toString' }, kinds: ['recover'], why: /decision must be one of/ },
     { name: 'signature not an object', raw: { ...base, signature: 'sig' }, why: /signature must be \{ keyId, signedAt, value \}/ },
     { name: 'signature missing its value', raw: { ...base, signature: { keyId: 'k', signedAt: 't' } }, why: /signature must be/ },
@@ -197,4 +201,41 @@ describe('decisions: splitDecisions (the batch signal)', () => {
       }
     });
   }
+});
+
+describe('decisions: the intake once the turn is cancelled', () => {
+  const setup = (cancelled: boolean) => {
+    const ledger = new Map([['call_1', entryIn('recovery_required')]]);
+    const decisions: DecisionRecord[] = [];
+    const recoveries = new Map<string, RecoverSignal>();
+    const intake = createDecisionIntake({
+      ledger,
+      recoveries,
+      decisions,
+      record: (id, change) => ledger.set(id, applyLedger(ledger.get(id)!, change, AT)),
+      publish: () => undefined,
+      now: () => AT,
+      cancelled: () => cancelled,
+    });
+    intake.modelPending(false);
+    return { ledger, decisions, recoveries, intake };
+  };
+
+  it('a decision that arrives after the cancel is audited as not applied and changes nothing', () => {
+    const { ledger, decisions, recoveries, intake } = setup(true);
+    intake.decide('recover', { toolCallId: 'call_1', by: 'ann', decision: 'retry' });
+    assert.deepEqual(decisions.map((d) => [d.outcome, d.why]), [['ignored', NOT_APPLIED_CANCELLED]]);
+    assert.equal(recoveries.size, 0);
+    assert.equal(ledger.get('call_1')!.events.length, entryIn('recovery_required').events.length);
+  });
+
+  it('a retry the cancel overtook is re-audited as not applied, and no longer pending', () => {
+    const { decisions, recoveries, intake } = setup(false);
+    intake.decide('recover', { toolCallId: 'call_1', by: 'ann', decision: 'retry', skipFence: true });
+    assert.equal(decisions[0]!.outcome, 'applied');
+    assert.equal(recoveries.get('call_1')?.skipFence, true);
+    intake.notApplied('call_1', 'not applied: the turn is cancelled before the retry ran');
+    assert.deepEqual([decisions[0]!.outcome, decisions[0]!.why], ['ignored', 'not applied: the turn is cancelled before the retry ran']);
+    assert.equal(recoveries.size, 0);
+  });
 });

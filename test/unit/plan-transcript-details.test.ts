@@ -153,6 +153,20 @@ describe('details: renderDetails', () => {
     assert.ok(!md.includes('Waiting for a decision'));
   });
 
+  it('a retry waiting out its fence says until when, and is not "waiting for a decision"', () => {
+    const fenced = entryIn('recovery_required', { toolCallId: 'call_f', executionId: 'owx-ffff' });
+    fenced.events.push({ at: '2024-01-01T00:00:01.000Z', type: 'retry_fenced', until: '2024-01-01T10:42:07.000Z', attempt: 1, by: 'ann' });
+    const md = renderDetails(status({ state: 'recovery_required', ledger: [fenced] }));
+    assert.match(md, /`call_f`: retry decided by ann, waiting out attempt 1 until 2024-01-01 10:42:07 UTC/);
+    assert.ok(!md.includes('Waiting for a decision'));
+  });
+
+  it('an invariant violation is shown loudly', () => {
+    const parked = entryIn('recovery_required', { toolCallId: 'call_v' });
+    parked.events.push({ at: '2024-01-01T00:00:01.000Z', type: 'invariant_violated', attempted: 'scheduled', from: 'dispatched' });
+    assert.match(renderDetails(status({ ledger: [parked] })), /\*\*Ledger invariant violated\*\* .*call_v: 'scheduled' in state 'dispatched'/);
+  });
+
   it('no waiting hint when nothing waits', () => {
     const md = renderDetails(status({ state: 'running', ledger: [entryIn('running', { executionId: 'owx-cccc' })] }));
     assert.ok(md.includes('`owx-cccc`'));

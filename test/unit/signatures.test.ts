@@ -70,6 +70,8 @@ describe('signed decisions: authorizeDecision (every refusal has its reason)', (
     { name: 'signed for other arguments', req: withPolicy, d: signed(alice, 'approve', { over: { argsDigest: 'sha256:bb' } }), ok: false, why: /^wrongly signed/ },
     { name: 'a signed reject sent as an approve', req: withPolicy, d: { ...signed(alice, 'reject'), kind: 'approve' }, ok: false, why: /^wrongly signed/ },
     { name: 'recover: signed retry sent as succeeded', req: withPolicy, d: { ...signed(alice, 'recover', { decision: 'retry', park: 1 }), decision: 'succeeded' }, ok: false, why: /^wrongly signed/ },
+    { name: 'recover: a signed retry sent with skipFence (the fence skipped without the signer saying so)', req: withPolicy, d: { ...signed(alice, 'recover', { decision: 'retry', park: 1 }), skipFence: true }, ok: false, why: /^wrongly signed/ },
+    { name: 'recover: a retry signed to skip the fence', req: withPolicy, d: { ...signed(alice, 'recover', { decision: 'retry-now', park: 1 }), decision: 'retry', skipFence: true }, ok: true, signer: 'alice' },
     { name: 'recover: signed for park 1, sent for park 2', req: withPolicy, d: { ...signed(alice, 'recover', { decision: 'retry', park: 1 }), park: 2 }, ok: false, why: /^wrongly signed/ },
     { name: 'recover: the result was changed after signing', req: withPolicy, d: { ...signed(alice, 'recover', { decision: 'succeeded', park: 1, result: { id: 1 } }), result: { id: 2 } }, ok: false, why: /^wrongly signed/ },
     { name: 'recover: signed retry for its park', req: withPolicy, d: signed(alice, 'recover', { decision: 'retry', park: 1 }), ok: true, signer: 'alice' },
