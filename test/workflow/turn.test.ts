@@ -1,0 +1,138 @@
+import { strict as assert } from 'node:assert';
+import { z } from 'zod';
+import { defineTool } from '../../activities/tool';
+import { recoverSignal, approveSignal } from '../../workflows/definitions';
+import type { LedgerEntry, TurnResult } from '../../workflows/types';
+import { assertLive, until, useWorkflowTier } from './harness';
+
+// The call lifecycle of the seed, run in process against a dev server: approve → dispatch → succeed,
+// unknown → recovery_required → a person's decision (fenced retry, replaced retry, --now),
+// unknown → reconcile, and a cancel that meets a parked call or a decision in the same task.
+
+type Mode = 'ok' | 'unknown';
+const effects: string[] = [];
+let mode: Mode = 'ok';
+const send = defineTool({
+  name: 'send',
+  description: 'Sends a message (an external effect).',
+  input: z.object({ to: z.string() }),
+  timeouts: { startToClose: '1s', heartbeat: '1s' },
+  target: (i) => i.to,
+  execute({ to }, ctx) {
+    effects.push(`${ctx.executionId}#${ctx.attempt}`);
+    if (mode === 'unknown') throw new Error(`connection to ${to} reset after the request was written`);
+    return { delivered: to };
+  },
+});
+
+const steps = [{ toolCalls: [{ id: 'c1', name: 'send', arguments: { to: 'ann' } }] }, { text: 'done' }];
+const types = (e: LedgerEntry): string[] => e.events.map((ev) => ev.type);
+const at = (e: LedgerEntry, type: string, nth = 1): number => Date.parse(String(e.events.filter((ev) => ev.type === type)[nth - 1]?.at));
+
+describe('workflow tier: the call lifecycle in process', function () {
+  this.timeout(60_000);
+  const tier = useWorkflowTier();
+  beforeEach(() => {
+    effects.length = 0;
+    mode = 'ok';
+  });
+
+  it('approve → dispatched → succeeded: one effect, the ledger tells the story', async () => {
+    const h = await tier.start(steps);
+    const r = await tier.withWorker([send], steps, async () => {
+      await until(h, (s) => s.state === 'awaiting_approval', 'the call waits');
+      await h.signal(approveSignal, { toolCallId: 'c1', by: 'alice' });
+      return (await h.result()) as TurnResult;
+    });
+    assert.equal(r.state, 'completed');
+    assert.deepEqual(types(r.ledger[0]!), ['awaiting_approval', 'approved', 'scheduled', 'dispatched', 'succeeded']);
+    assert.equal(effects.length, 1);
+    await assertLive(h, r);
+  });
+
+  /** Approves c1 with a tool that fails after writing its request, and waits until the call parks. */
+  const parkUnknown = async () => {
+    const h = await tier.start(steps);
+    mode = 'unknown';
+    await until(h, (s) => s.state === 'awaiting_approval', 'the call waits');
+    await h.signal(approveSignal, { toolCallId: 'c1', by: 'alice' });
+    const parked = await until(h, (s) => s.state === 'recovery_required', 'the call parks');
+    assert.match(String(parked.ledger[0]!.events.at(-1)!.reason), /outcome unknown after dispatch: .*connection to ann reset/);
+    mode = 'ok';
+    return h;
+  };
+
+  it('a decided retry waits out the last attempt (dispatch + start-to-close + 2 s), visibly, then runs once', async () => {
+    const r = await tier.withWorker([send], steps, async () => {
+      const h = await parkUnknown();
+      await h.signal(recoverSignal, { toolCallId: 'c1', by: 'bob', decision: 'retry', park: 1 });
+      const fenced = await until(h, (s) => s.ledger[0]!.events.some((e) => e.type === 'retry_fenced'), 'the retry is fenced');
+      const e = fenced.ledger[0]!;
+      assert.equal(Date.parse(String(e.events.at(-1)!.until)), at(e, 'dispatched') + 1000 + 2000);
+      assert.equal(e.state, 'recovery_required');
+      return (await h.result()) as TurnResult;
+    });
+    const e = r.ledger[0]!;
+    assert.equal(e.state, 'succeeded');
+    assert.ok(at(e, 'scheduled', 2) >= at(e, 'dispatched') + 3000, 'the second run starts after the fence');
+    assert.deepEqual(effects.map((x) => x.split('#')[1]), ['1', '2']);
+  });
+
+  it('a newer decision during the fence replaces the retry: nothing runs again', async () => {
+    const r = await tier.withWorker([send], steps, async () => {
+      const h = await parkUnknown();
+      await h.signal(recoverSignal, { toolCallId: 'c1', by: 'bob', decision: 'retry', park: 1 });
+      await until(h, (s) => s.ledger[0]!.events.some((e) => e.type === 'retry_fenced'), 'the retry is fenced');
+      await h.signal(recoverSignal, { toolCallId: 'c1', by: 'bob', decision: 'succeeded', reason: 'it arrived after all', park: 1 });
+      return (await h.result()) as TurnResult;
+    });
+    assert.equal(r.ledger[0]!.state, 'succeeded');
+    assert.equal(r.ledger[0]!.runs, 1);
+    assert.equal(effects.length, 1);
+    assert.deepEqual(r.decisions.map((d) => d.outcome), ['applied', 'applied', 'applied']);
+  });
+
+  it('skipFence runs the retry at once, and the audit says so', async () => {
+    const r = await tier.withWorker([send], steps, async () => {
+      const h = await parkUnknown();
+      await h.signal(recoverSignal, { toolCallId: 'c1', by: 'bob', decision: 'retry', park: 1, skipFence: true });
+      return (await h.result()) as TurnResult;
+    });
+    const e = r.ledger[0]!;
+    assert.ok(!types(e).includes('retry_fenced'));
+    assert.equal(e.events.find((ev) => ev.type === 'recovery_decided')?.skipFence, true);
+    assert.ok(at(e, 'scheduled', 2) < at(e, 'dispatched') + 3000);
+    assert.equal(effects.length, 2);
+  });
+
+  it('a cancel while parked ends the turn cancelled; a decision after it is not applied', async () => {
+    const r = await tier.withWorker([send], steps, async () => {
+      const h = await parkUnknown();
+      await h.cancel();
+      await h.signal(recoverSignal, { toolCallId: 'c1', by: 'bob', decision: 'retry', park: 1 });
+      return until(h, (s) => s.state === 'cancelled' && s.decisions.length === 2, 'the turn is cancelled and the late decision audited');
+    });
+    assert.equal(r.ledger[0]!.state, 'recovery_required');
+    assert.deepEqual(r.decisions.at(-1)!.outcome, 'ignored');
+    assert.match(r.decisions.at(-1)!.why!, /not applied: the turn is cancelled/);
+    assert.equal(effects.length, 1);
+  });
+
+  for (const skipFence of [true, false]) {
+    it(`a retry${skipFence ? ' (skipping the fence)' : ''} and a cancel in one workflow task: cancelled, re-parked, audited, never wedged`, async () => {
+      const h = await tier.withWorker([send], steps, parkUnknown);
+      // No worker runs now: both land in the next workflow task, the signal first.
+      await h.signal(recoverSignal, { toolCallId: 'c1', by: 'bob', decision: 'retry', park: 1, ...(skipFence ? { skipFence } : {}) });
+      await h.cancel();
+      const s = await tier.withWorker([send], steps, () => until(h, (x) => x.state === 'cancelled', 'the turn ends cancelled'));
+      const e = s.ledger[0]!;
+      assert.equal(e.state, 'recovery_required');
+      assert.equal(effects.length, 1, 'the retry never ran');
+      const recover = s.decisions.find((d) => d.kind === 'recover')!;
+      assert.equal(recover.outcome, 'ignored');
+      assert.match(recover.why!, /not applied: the turn is cancelled/);
+      if (skipFence) assert.match(String(e.events.at(-1)!.reason), /the turn was cancelled before the retry decided by bob ran/);
+      await assertLive(h, s);
+    });
+  }
+});
