@@ -10,6 +10,7 @@ import type { Tool } from '../../activities/tool';
 import type { DevServer } from '../../dev/server';
 import { startDevServer } from '../../dev/server';
 import { workflowSource } from '../../worker/worker';
+import { recordHistory } from '../support/histories';
 import { invariantViolations } from '../../workflows/ledger';
 import { turnStatusQuery } from '../../workflows/definitions';
 import type { TurnResult, TurnStatus } from '../../workflows/types';
@@ -30,6 +31,8 @@ export interface Tier {
   client: Client;
   /** Starts a turn of a fresh session; the worker is not running yet. */
   start(script: Script['steps'], id?: string): Promise<WorkflowHandle>;
+  /** With OPENWORKER_RECORD_HISTORIES=1, saves the turn's history as a replay fixture. */
+  record(h: WorkflowHandle, name: string): Promise<void>;
   /** Runs an in-process worker (no cache: every task replays the history) until `fn` settles. */
   withWorker<T>(tools: Tool[], script: Script['steps'], fn: () => Promise<T>): Promise<T>;
 }
@@ -58,6 +61,7 @@ export function useWorkflowTier(): Tier {
   });
   tier.start = (steps, id = `wt-${process.pid}-${++seq}`) =>
     tier.client.workflow.start('agentTurn', { taskQueue, workflowId: id, args: [{ sessionId: id, turn: 1, message: 'go', history: [] }] });
+  tier.record = (h, name) => recordHistory(h.workflowId, name, server!.address);
   tier.withWorker = async (tools, steps, fn) => {
     const worker = await Worker.create({
       connection: native!,

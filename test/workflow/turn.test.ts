@@ -70,7 +70,9 @@ describe('workflow tier: the call lifecycle in process', function () {
       const e = fenced.ledger[0]!;
       assert.equal(Date.parse(String(e.events.at(-1)!.until)), at(e, 'dispatched') + 1000 + 2000);
       assert.equal(e.state, 'recovery_required');
-      return (await h.result()) as TurnResult;
+      const result = (await h.result()) as TurnResult;
+      await tier.record(h, 'turn-retry-fenced');
+      return result;
     });
     const e = r.ledger[0]!;
     assert.equal(e.state, 'succeeded');
@@ -84,7 +86,9 @@ describe('workflow tier: the call lifecycle in process', function () {
       await h.signal(recoverSignal, { toolCallId: 'c1', by: 'bob', decision: 'retry', park: 1 });
       await until(h, (s) => s.ledger[0]!.events.some((e) => e.type === 'retry_fenced'), 'the retry is fenced');
       await h.signal(recoverSignal, { toolCallId: 'c1', by: 'bob', decision: 'succeeded', reason: 'it arrived after all', park: 1 });
-      return (await h.result()) as TurnResult;
+      const result = (await h.result()) as TurnResult;
+      await tier.record(h, 'turn-retry-fence-replaced');
+      return result;
     });
     assert.equal(r.ledger[0]!.state, 'succeeded');
     assert.equal(r.ledger[0]!.runs, 1);
@@ -133,6 +137,7 @@ describe('workflow tier: the call lifecycle in process', function () {
       assert.match(recover.why!, /not applied: the turn is cancelled/);
       if (skipFence) assert.match(String(e.events.at(-1)!.reason), /the turn was cancelled before the retry decided by bob ran/);
       await assertLive(h, s);
+      await tier.record(h, skipFence ? 'turn-retry-cancel-same-task' : 'turn-fenced-retry-cancel-same-task');
     });
   }
 });
