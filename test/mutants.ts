@@ -82,8 +82,8 @@ export const MUTANTS: Mutant[] = [
     name: 'no-synthetic-result',
     what: 'no synthetic result for a parked call when its turn ends',
     file: BUNDLE,
-    find: 'messages.push(settled.get(c.id) ??',
-    replace: 'if (settled.has(c.id)) messages.push(settled.get(c.id) ??',
+    find: 'return a.openCalls\n        .filter((c) => !answered.has(c.id))',
+    replace: 'return a.openCalls\n        .filter((c) => !answered.has(c.id) && a.finished.has(c.id))',
     cells: 'cancel-parked',
   },
   {

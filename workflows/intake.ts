@@ -76,7 +76,7 @@ export function createDecisionIntake(deps: IntakeDeps) {
     }
   };
 
-  const settle = (toolCallId: string): void => {
+  const judgeWaiting = (toolCallId: string): void => {
     const waiting = waitingForSettle.get(toolCallId) ?? [];
     waitingForSettle.delete(toolCallId);
     for (const w of waiting) judge(w.d, w.at);
@@ -119,8 +119,8 @@ export function createDecisionIntake(deps: IntakeDeps) {
     callsCreated(): void {
       for (const w of waitingForCall.splice(0)) judge(w.d, w.at);
     },
-    /** After a call reaches recovery_required or a terminal state. */
-    settle,
+    /** After a call reaches recovery_required or a terminal state: judge the decisions that waited for it. */
+    judgeWaiting,
     /** An applied recovery decision that the turn could not act on (it was cancelled first): audited as such. */
     notApplied(toolCallId: string, why: string): void {
       const applied = [...decisions].reverse().find((r) => r.kind === 'recover' && r.toolCallId === toolCallId && r.outcome === 'applied');
@@ -131,7 +131,7 @@ export function createDecisionIntake(deps: IntakeDeps) {
     /** When the turn ends: whatever still waits is judged against the final ledger. */
     flush(): void {
       for (const w of waitingForCall.splice(0)) judge(w.d, w.at);
-      for (const id of [...waitingForSettle.keys()]) settle(id);
+      for (const id of [...waitingForSettle.keys()]) judgeWaiting(id);
     },
   };
 }

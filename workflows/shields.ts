@@ -5,7 +5,7 @@ import { CancellationScope } from '@temporalio/workflow';
  * that may be talking to the outside world finishes, or times out into recovery_required, instead
  * of being abandoned mid-effect. Turns recorded before this behaviour cancelled those activities
  * with the turn; `decide` (a `patched()` check, called once at the first cancel request) says which
- * behaviour a turn has, and `settling()` is true from then on for turns that let calls finish.
+ * behaviour a turn has, and `lettingCallsFinish()` is true from then on for turns that let calls finish.
  */
 export function createShields(decide: () => boolean) {
   const root = CancellationScope.current();
@@ -13,10 +13,10 @@ export function createShields(decide: () => boolean) {
   // but can still be cancelled on its own.
   const detached = new CancellationScope({ cancellable: false });
   const open = new Set<CancellationScope>();
-  let settle = false;
+  let letFinish = false;
   root.cancelRequested.catch(() => {
-    settle = decide();
-    if (!settle) for (const scope of open) scope.cancel();
+    letFinish = decide();
+    if (!letFinish) for (const scope of open) scope.cancel();
   });
   return {
     /** Runs `fn` (which schedules one activity) shielded from the turn's cancellation. */
@@ -31,6 +31,7 @@ export function createShields(decide: () => boolean) {
         open.delete(scope);
       }
     },
-    settling: (): boolean => settle,
+    /** The turn was cancelled and lets its external calls in flight finish (or park). */
+    lettingCallsFinish: (): boolean => letFinish,
   };
 }

@@ -1,4 +1,4 @@
-import type { Message, ToolCall } from './types';
+import type { ImportedCall, LedgerEntry, Message, ToolCall } from './types';
 
 // The transcript invariant, enforced in one place: before any model call, every tool call in the
 // transcript has exactly one tool result.
@@ -29,4 +29,33 @@ export function toolResultMessage(call: Pick<ToolCall, 'id' | 'name'>, outcome: 
 export function closeUnpaired(messages: readonly Message[], error: string): Message[] {
   const answered = new Set(messages.flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])));
   return messages.flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []) : [])).filter((c) => !answered.has(c.id)).map((c) => toolResultMessage(c, { error }));
+}
+
+/**
+ * The results a cancelled turn adds so its transcript stays valid: each open call without a result
+ * gets its real one if it finished, "outcome unknown" if it may have run, else "interrupted".
+ */
+export function resultsOnCancel(a: {
+  openCalls: readonly ToolCall[];
+  messages: readonly Message[];
+  ledger: ReadonlyMap<string, LedgerEntry>;
+  finished: ReadonlyMap<string, Message>;
+  resume?: readonly ImportedCall[] | undefined;
+}): Message[] {
+  const answered = new Set(a.messages.flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])));
+  return a.openCalls
+    .filter((c) => !answered.has(c.id))
+    .map((c) => {
+      const e = a.ledger.get(c.id);
+      // An imported call that may have run is as unknown as one in flight.
+      const unknown = e ? e.dispatched || e.state === 'recovery_required' || e.state === 'reconciling' : a.resume?.find((r) => r.call.id === c.id)?.disposition === 'recovery_required';
+      return (
+        a.finished.get(c.id) ??
+        toolResultMessage(c, {
+          error: unknown
+            ? `outcome unknown: the turn was cancelled while this call${e ? ` (execution ${e.executionId})` : ''} was in flight; check before doing it again`
+            : 'interrupted: the turn was cancelled',
+        })
+      );
+    });
 }

@@ -1,0 +1,291 @@
+import type { CancellationScope } from '@temporalio/workflow';
+import { condition, isCancellation, patched, proxyActivities, proxySinks, sleep } from '@temporalio/workflow';
+import type { FaultSinks } from './definitions';
+import { NOT_STARTED, UNKNOWN_FINAL } from './definitions';
+import { NOT_APPLIED_TYPES, classifyToolFailure, messageOf } from './failures';
+import type { createDecisionIntake } from './intake';
+import { NOT_APPLIED_CANCELLED } from './intake';
+import type { LedgerInput } from './ledger';
+import { activityIdFor, attemptFence, isTerminal } from './ledger';
+import { PATCHES } from './patches';
+import type { CallFacts, ExecutionOutcome, NextStep } from './policy';
+import { afterExecution, afterReconcile, afterRecoveryDecision, attemptsPerRun, isProtected, whenCancelled } from './policy';
+import type { createShields } from './shields';
+import { toolResultMessage } from './transcript';
+import type { LedgerEntry, Message, PlannedCall, ReconcileActivityResult, RecoverSignal, ToolActivityInput, TurnActivities, TurnInput } from './types';
+
+/*
+ * One tool call, from approval to a result the model can read: the seed's state machine.
+ *
+ *   awaiting_approval ─approve─▶ running ─dispatch─▶ dispatched ─result─▶ succeeded | failed
+ *         │ reject                 ▲   ▲                 │ unknown outcome (timeout, crash, error)
+ *         ▼                        │   │                 ├─ reconcile policy ─▶ reconciling ─ applied ─▶ succeeded
+ *      rejected                    │   └── not applied ──┘                           │ unknown
+ *                                  │                                                 ▼
+ *                                  └──── retry, after the fence ◀── recovery_required ─▶ succeeded | failed
+ *                                                                     (a person decides)
+ *
+ * The seed's "approved" is the state `running` here (it is also what an auto-approved read is in),
+ * and "unknown" is an event (`outcome_unknown`) that the recovery policy turns into a state.
+ * Each step asks a pure function in policy.ts what comes next; this module only runs it.
+ */
+
+// Tool activities get per-call options (activity ID, summary, timeouts, retry) from the tool's spec.
+const { executeTool } = proxyActivities<TurnActivities>({ startToCloseTimeout: '2 minutes' });
+
+// Asking the external system is read-only, so ordinary retries are safe.
+const { reconcileTool } = proxyActivities<TurnActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1s', maximumAttempts: 3 },
+});
+
+const { openworkerFaults } = proxySinks<FaultSinks>();
+
+/** A step met an impossible ledger transition; the call is parked for a person (never a task failure). */
+export class InvariantParked extends Error {}
+
+/** What a call's lifecycle needs from its turn, passed in so the story below has no hidden state. */
+export interface CallContext {
+  input: Pick<TurnInput, 'sessionId' | 'turn'>;
+  ledger: ReadonlyMap<string, LedgerEntry>;
+  /** Accepted recovery decisions, by tool call id (the intake fills it). */
+  recoveries: Map<string, RecoverSignal>;
+  /** Records a change; never throws (a handler's write). */
+  record(toolCallId: string, change: LedgerInput): LedgerEntry;
+  /** Records a change; throws InvariantParked when it was impossible (a lifecycle step's write). */
+  step(toolCallId: string, change: LedgerInput): LedgerEntry;
+  intake: ReturnType<typeof createDecisionIntake>;
+  shields: ReturnType<typeof createShields>;
+  /** The turn's root scope: cancelled once the turn is asked to cancel. */
+  root: CancellationScope;
+  /** The turn is a reset or a workflow-level retry of an earlier run: its dispatch markers are gone. */
+  rerun?: 'reset' | 'retried';
+}
+
+export function callLifecycle(ctx: CallContext) {
+  const { input, ledger, recoveries, record, step, intake, shields, root } = ctx;
+  const current = (id: string): LedgerEntry => ledger.get(id)!;
+  const facts = (call: PlannedCall): CallFacts => {
+    const e = current(call.toolCallId);
+    return { effect: call.spec!.effect, recovery: call.spec!.recovery, dispatched: e.dispatched, runs: e.runs, maxAttempts: call.spec!.maxAttempts };
+  };
+
+  const activityInput = (entry: LedgerEntry, call: PlannedCall): ToolActivityInput => {
+    const spec = call.spec!;
+    const firstScheduledAt = firstScheduled(entry);
+    return {
+      sessionId: input.sessionId,
+      turn: input.turn,
+      toolCallId: entry.toolCallId,
+      executionId: entry.executionId,
+      tool: entry.tool,
+      arguments: entry.arguments,
+      attemptBase: (entry.runs - 1) * attemptsPerRun(spec.effect, spec.recovery, spec.maxAttempts),
+      protect: isProtected(spec.effect, spec.recovery),
+      ...(firstScheduledAt ? { firstScheduledAt } : {}),
+    };
+  };
+
+  // running: one activity per run; its outcome, classified, goes to the policy.
+  const execute = async (call: PlannedCall): Promise<NextStep> => {
+    const spec = call.spec!;
+    const activityId = activityIdFor(current(call.toolCallId).executionId, current(call.toolCallId).runs + 1);
+    const entry = step(call.toolCallId, { type: 'scheduled', activityId });
+    const protect = isProtected(spec.effect, spec.recovery);
+    let outcome: ExecutionOutcome;
+    openworkerFaults.reached('turn.before_schedule', entry.tool, entry.executionId);
+    try {
+      const schedule = () =>
+        executeTool.executeWithOptions(
+          {
+            activityId,
+            summary: summary(entry, 'execute'),
+            startToCloseTimeout: spec.startToCloseMs,
+            heartbeatTimeout: spec.heartbeatMs,
+            retry: protect
+              ? { maximumAttempts: 1 }
+              : { maximumAttempts: spec.maxAttempts, initialInterval: '1s', maximumInterval: '30s', nonRetryableErrorTypes: [...NOT_APPLIED_TYPES, UNKNOWN_FINAL, NOT_STARTED] },
+          },
+          [activityInput(entry, call)],
+        );
+      // A cancel lets an external effect in flight finish (or park) instead of abandoning it.
+      const r = spec.effect === 'external' ? await shields.run(schedule) : await schedule();
+      outcome = { kind: 'succeeded', result: r.result, attempt: r.attempt };
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      outcome = classifyToolFailure(err);
+    }
+    openworkerFaults.reached('turn.after_result', entry.tool, entry.executionId);
+    if (outcome.kind === 'not_started') step(call.toolCallId, { type: 'not_started', reason: outcome.reason });
+    if (outcome.kind === 'unknown') {
+      step(call.toolCallId, {
+        type: 'outcome_unknown',
+        reason: outcome.reason,
+        ...(outcome.attempt ? { attempt: outcome.attempt } : {}),
+        ...(outcome.phase ? { lastHeartbeatPhase: outcome.phase } : {}),
+      });
+    }
+    return afterExecution(facts(call), outcome);
+  };
+
+  const askExternalSystem = async (call: PlannedCall): Promise<ReconcileActivityResult> => {
+    const before = current(call.toolCallId);
+    const prefix = `${before.executionId}-reconcile-${before.runs}`;
+    const asked = before.events.filter((e) => e.type === 'reconciling' && e.activityId !== undefined && String(e.activityId).startsWith(prefix)).length;
+    const activityId = `${prefix}${asked ? `-${asked + 1}` : ''}`;
+    const entry = step(call.toolCallId, { type: 'reconciling', activityId });
+    let answer: ReconcileActivityResult;
+    try {
+      answer = await reconcileTool.executeWithOptions({ activityId, summary: summary(entry, 'reconcile') }, [activityInput(entry, call)]);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      answer = { status: 'unknown', reason: `reconcile failed: ${messageOf(err)}` };
+    }
+    step(call.toolCallId, { type: 'reconciled', answer: answer.status, ...(answer.status === 'unknown' && answer.reason ? { reason: answer.reason } : {}) });
+    return answer;
+  };
+
+  // reconciling: ask the external system whether the execution ID was applied.
+  const reconcile = async (call: PlannedCall): Promise<NextStep> => {
+    let answer = await askExternalSystem(call);
+    // A timed-out attempt may still be running (a paused VM, a partition): "not applied" is only
+    // believed once that attempt's start-to-close window, counted from its dispatch, has passed.
+    const wait = attemptFence(current(call.toolCallId), call.spec!.startToCloseMs) - Date.now();
+    if (answer.status === 'not_applied' && wait > 0 && patched(PATCHES.reconcileFence)) {
+      await sleep(wait, { summary: `fence ${call.name} ${current(call.toolCallId).executionId} before re-asking` });
+      answer = await askExternalSystem(call);
+    }
+    return afterReconcile(facts(call), answer);
+  };
+
+  // recovery_required: a person decides. A decided retry first waits out the last dispatched
+  // attempt's window (a slow system may still apply it) unless the decision skips the fence; a newer
+  // decision during the wait replaces it. `decided` names who decided a retry.
+  const recoveryDecision = async (call: PlannedCall): Promise<{ next: NextStep; decided?: string }> => {
+    const id = call.toolCallId;
+    intake.judgeWaiting(id);
+    // Who decided the retry that waits out the fence, while it waits.
+    let fencedBy: string | undefined;
+    try {
+      for (;;) {
+        await condition(() => recoveries.has(id));
+        const decision = recoveries.get(id)!;
+        recoveries.delete(id);
+        const next = afterRecoveryDecision(decision);
+        if (next.do !== 'run') return { next };
+        const until = attemptFence(current(id), call.spec!.startToCloseMs);
+        const wait = until - Date.now();
+        if (decision.skipFence || wait <= 0 || !patched(PATCHES.retryFence)) return { next, decided: decision.by };
+        const attempt = current(id).attempts;
+        step(id, { type: 'retry_fenced', until: new Date(until).toISOString(), attempt, by: decision.by });
+        fencedBy = decision.by;
+        const replaced = await condition(() => recoveries.has(id), wait, { summary: `fence: ${call.name} ${current(id).executionId} waits out attempt ${attempt}` });
+        fencedBy = undefined;
+        if (!replaced) return { next, decided: decision.by };
+      }
+    } catch (err) {
+      // Signals run before a cancel in the same task: a decision accepted then never acts. The call
+      // parks anew, so nothing shows a retry still waiting (pendingFence) on a cancelled turn.
+      const pending = fencedBy !== undefined ? { by: fencedBy, decision: 'retry' } : recoveries.get(id);
+      if (isCancellation(err) && pending) {
+        intake.notApplied(id, `${NOT_APPLIED_CANCELLED} before the decision was carried out`);
+        record(id, { type: 'recovery_required', reason: `the turn was cancelled before the ${pending.decision} decided by ${pending.by} ${pending.decision === 'retry' ? 'ran' : 'was carried out'}` });
+      }
+      throw err;
+    }
+  };
+
+  const steps = async (call: PlannedCall, first: NextStep): Promise<Message> => {
+    const id = call.toolCallId;
+    let next = first;
+    let decided: string | undefined;
+    for (;;) {
+      try {
+        // Once the turn is cancelled nothing new starts; a decided retry that cannot run parks anew.
+        if (shields.lettingCallsFinish() || (decided !== undefined && root.consideredCancelled)) {
+          const planned = next;
+          next = whenCancelled(facts(call), next);
+          if (decided !== undefined && next !== planned) {
+            intake.notApplied(id, `${NOT_APPLIED_CANCELLED} before the retry ran`);
+            if (next.do === 'recovery_required') next = { ...next, reason: `the turn was cancelled before the retry decided by ${decided} ran` };
+          }
+        }
+        decided = undefined;
+        switch (next.do) {
+          case 'run':
+            next = await execute(call);
+            break;
+          case 'reconcile':
+            next = await reconcile(call);
+            break;
+          case 'recovery_required':
+            step(id, { type: 'recovery_required', reason: next.reason });
+            ({ next, decided } = await recoveryDecision(call));
+            break;
+          case 'succeed':
+            step(id, { type: 'succeeded', result: next.result, via: next.via, ...(next.attempt ? { attempt: next.attempt } : {}) });
+            intake.judgeWaiting(id);
+            return toolResultMessage({ id, name: call.name }, { result: next.result });
+          case 'fail':
+            step(id, { type: 'failed', error: next.error, via: next.via });
+            intake.judgeWaiting(id);
+            return toolResultMessage({ id, name: call.name }, { error: next.error });
+        }
+      } catch (err) {
+        if (!(err instanceof InvariantParked)) throw err;
+        // A finished call stays finished; any other waits for a person, with the reason in its ledger.
+        const e = current(id);
+        if (isTerminal(e.state)) {
+          intake.judgeWaiting(id);
+          return toolResultMessage({ id, name: call.name }, e.state === 'succeeded' ? { result: e.result } : { error: e.error ?? `not executed (${e.state})` });
+        }
+        ({ next, decided } = await recoveryDecision(call));
+      }
+    }
+  };
+
+  // A call whose activity or wait was cancelled with the turn is never left looking in flight.
+  const markInterrupted = (call: PlannedCall): void => {
+    const e = current(call.toolCallId);
+    if (e.runs === 0 || !['running', 'dispatched', 'reconciling'].includes(e.state)) return;
+    if (e.effect === 'read') record(e.toolCallId, { type: 'failed', error: 'interrupted: the turn was cancelled while this call ran', via: 'execute' });
+    else record(e.toolCallId, { type: 'recovery_required', reason: 'the turn was cancelled before this call’s outcome was known' });
+  };
+
+  const lifecycle = async (call: PlannedCall, start?: NextStep): Promise<Message> => {
+    const id = call.toolCallId;
+    if (current(id).state === 'awaiting_approval') await condition(() => current(id).state !== 'awaiting_approval');
+    if (current(id).state === 'invalid' || current(id).state === 'rejected') {
+      return toolResultMessage({ id, name: call.name }, { error: current(id).error ?? 'not executed' });
+    }
+    const first: NextStep =
+      ctx.rerun && isProtected(call.spec!.effect, call.spec!.recovery)
+        ? { do: 'recovery_required', reason: `this turn was ${ctx.rerun}: an earlier run may already have executed this call with the same execution ID` }
+        : (start ?? { do: 'run', why: 'approved' });
+    try {
+      return await steps(call, first);
+    } catch (err) {
+      if (isCancellation(err) && shields.lettingCallsFinish()) markInterrupted(call);
+      throw err;
+    }
+  };
+
+  const results = new Map<string, Message>();
+  return {
+    /** The results of the calls that finished, by tool call id (a cancel keeps them). */
+    results: results as ReadonlyMap<string, Message>,
+    /** Runs one call to its result: approval, then the steps above from `start` (default: run). */
+    async run(call: PlannedCall, start?: NextStep): Promise<Message> {
+      const message = await lifecycle(call, start);
+      results.set(call.toolCallId, message);
+      return message;
+    },
+  };
+}
+
+const summary = (entry: LedgerEntry, what: string): string => `${what} ${entry.tool} ${entry.executionId}${entry.target ? ` → ${entry.target}` : ''}`.slice(0, 190);
+
+function firstScheduled(entry: LedgerEntry): number | undefined {
+  const at = entry.events.find((e) => e.type === 'scheduled')?.at;
+  return at ? Date.parse(at) : undefined;
+}

@@ -1,0 +1,17 @@
+import { MESSAGE_LIMIT_PATCH } from './limits';
+
+/**
+ * Changes that alter history, each asked with patched() at the moment it would change a command, so
+ * turns started by older builds replay (test/replay.test.ts, test/fixtures/histories/).
+ */
+export const PATCHES = {
+  reconcileFence: 'reconcile-fence-v1',
+  idsUniquePerSession: 'tool-call-ids-unique-per-session-v1',
+  workflowRetryGuard: 'workflow-retry-guard-v1',
+  cancelSettlesCalls: 'cancel-settles-in-flight-calls-v1',
+  grantsAfterResponse: 'grants-after-pending-response-v1',
+  messageLimit: MESSAGE_LIMIT_PATCH,
+  recoveryResultLimit: 'recovery-result-limit-v1',
+  retryFence: 'recovery-retry-fence-v1',
+  revokeWhilePending: 'revoke-during-pending-response-v1',
+} as const;

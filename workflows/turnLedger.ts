@@ -1,0 +1,86 @@
+import { log, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+import { InvariantParked } from './call';
+import { OpenWorkerState } from './definitions';
+import { renderDetails } from './details';
+import type { LedgerInput } from './ledger';
+import { applyLedgerSafely, liveTurnState } from './ledger';
+import type { DecisionRecord, LedgerEntry, RecoverSignal, TurnInput, TurnState, TurnStatus } from './types';
+
+export interface TurnEnd {
+  state: TurnState;
+  text?: string;
+  error?: string;
+}
+
+/**
+ * A turn's ledger and decision audit, and everything that shows them: the `status` query, the
+ * `OpenWorkerState` search attribute and the Web UI's current details, kept in step on every write.
+ */
+export function createTurnLedger(input: Pick<TurnInput, 'sessionId' | 'turn'>, iteration: () => number) {
+  const ledger = new Map<string, LedgerEntry>();
+  const decisions: DecisionRecord[] = [];
+  const recoveries = new Map<string, RecoverSignal>();
+  let ended: TurnEnd | undefined;
+  let published: TurnState | undefined;
+
+  const now = (): string => new Date().toISOString();
+  const entries = (): LedgerEntry[] => [...ledger.values()];
+  const state = (): TurnState => ended?.state ?? liveTurnState(entries());
+  const status = (): TurnStatus => ({
+    sessionId: input.sessionId,
+    turn: input.turn,
+    state: state(),
+    iteration: iteration(),
+    ledger: entries(),
+    decisions,
+    ...(ended?.text !== undefined ? { text: ended.text } : {}),
+    ...(ended?.error !== undefined ? { error: ended.error } : {}),
+  });
+
+  const publish = (): void => {
+    const s = state();
+    if (s !== published) {
+      upsertSearchAttributes([{ key: OpenWorkerState, value: s }]);
+      published = s;
+    }
+    setCurrentDetails(renderDetails(status()));
+  };
+
+  // Never throws: an impossible transition is logged, audited and parks the call (applyLedgerSafely).
+  const write = (toolCallId: string, change: LedgerInput): { entry: LedgerEntry; violation?: string } => {
+    const entry = ledger.get(toolCallId);
+    if (!entry) throw new Error(`ledger: no entry for ${toolCallId}`);
+    const next = applyLedgerSafely(entry, change, now());
+    if (next.violation) log.error(`ledger invariant violated for ${entry.executionId}: ${next.violation}; the call waits for a person`, { toolCallId, attempted: change.type, from: entry.state });
+    ledger.set(toolCallId, next.entry);
+    publish();
+    return next;
+  };
+
+  return {
+    ledger,
+    decisions,
+    recoveries,
+    now,
+    entries,
+    status,
+    publish,
+    /** The turn starts `running` (the search attribute is set before anything else happens). */
+    started(): void {
+      upsertSearchAttributes([{ key: OpenWorkerState, value: 'running' }]);
+      published = 'running';
+    },
+    /** A handler's write: never throws. */
+    record: (toolCallId: string, change: LedgerInput): LedgerEntry => write(toolCallId, change).entry,
+    /** A lifecycle step's write: an impossible transition also stops the step (InvariantParked). */
+    step(toolCallId: string, change: LedgerInput): LedgerEntry {
+      const { entry, violation } = write(toolCallId, change);
+      if (violation) throw new InvariantParked(violation);
+      return entry;
+    },
+    end(e: TurnEnd): void {
+      ended = e;
+      publish();
+    },
+  };
+}
