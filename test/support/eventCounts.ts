@@ -19,3 +19,16 @@ export async function eventsForCall(c: OpenWorkerClient, workflowId: string, act
   if (scheduledAt < 0 || end >= events.length) throw new Error(`activity ${activityId} not found in ${workflowId}`);
   return events.slice(start, end + 1).map((_, i) => type(start + i));
 }
+
+/**
+ * The workflow task failures in a workflow's history, each as its cause and message. A failed task
+ * is retried forever on the same history, so a wedged turn shows up here first; tests assert none.
+ */
+export async function workflowTaskFailures(c: OpenWorkerClient, workflowId: string): Promise<string[]> {
+  const history = await c.client.workflow.getHandle(workflowId).fetchHistory();
+  return (history.events ?? []).flatMap((e) => {
+    const a = e.workflowTaskFailedEventAttributes;
+    if (!a) return [];
+    return [`${String(temporal.api.enums.v1.WorkflowTaskFailedCause[a.cause ?? 0])}: ${a.failure?.message ?? '(no message)'}`];
+  });
+}

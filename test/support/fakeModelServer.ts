@@ -9,8 +9,11 @@ import type { AddressInfo } from 'node:net';
  */
 
 export type FakeReply =
-  /** `argumentsText` goes on the wire as is (malformed JSON, say); else `arguments` is JSON-encoded. */
-  | { text?: string; toolCalls?: { id?: string; name: string; arguments?: unknown; argumentsText?: string }[] }
+  /**
+   * `argumentsText` goes on the wire as is (malformed JSON, say); else `arguments` is JSON-encoded.
+   * With `hold`, the answer waits until it settles (a model response kept pending as long as a test needs).
+   */
+  | { text?: string; toolCalls?: { id?: string; name: string; arguments?: unknown; argumentsText?: string }[]; hold?: Promise<unknown> }
   | { status: number; error: { message: string; type?: string; code?: string }; headers?: Record<string, string> }
   /** Never answers: the request stays open until the client gives up (a slow or stuck model). */
   | { hang: true };
@@ -65,26 +68,30 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
         const error = { type: 'invalid_request_error', ...reply.error };
         return send(reply.status, anthropic ? { type: 'error', error } : { error }, reply.headers);
       }
-      if (anthropic) return send(200, anthropicMessage(body.model, reply, () => ++seq));
-      const calls = (reply.toolCalls ?? []).map((c, i) => ({
-        id: c.id ?? `call_${++seq}_${i}`,
-        type: 'function',
-        function: { name: c.name, arguments: c.argumentsText ?? JSON.stringify(c.arguments) },
-      }));
-      send(200, {
-        id: `chatcmpl-${++seq}`,
-        object: 'chat.completion',
-        created: Math.floor(Date.now() / 1000),
-        model: body.model,
-        choices: [
-          {
-            index: 0,
-            message: { role: 'assistant', content: reply.text ?? null, ...(calls.length ? { tool_calls: calls } : {}) },
-            finish_reason: calls.length ? 'tool_calls' : 'stop',
-          },
-        ],
-        usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
-      });
+      const answer = (): void => {
+        if (anthropic) return send(200, anthropicMessage(body.model, reply, () => ++seq));
+        const calls = (reply.toolCalls ?? []).map((c, i) => ({
+          id: c.id ?? `call_${++seq}_${i}`,
+          type: 'function',
+          function: { name: c.name, arguments: c.argumentsText ?? JSON.stringify(c.arguments) },
+        }));
+        send(200, {
+          id: `chatcmpl-${++seq}`,
+          object: 'chat.completion',
+          created: Math.floor(Date.now() / 1000),
+          model: body.model,
+          choices: [
+            {
+              index: 0,
+              message: { role: 'assistant', content: reply.text ?? null, ...(calls.length ? { tool_calls: calls } : {}) },
+              finish_reason: calls.length ? 'tool_calls' : 'stop',
+            },
+          ],
+          usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+        });
+      };
+      if (reply.hold) return void reply.hold.then(answer, answer);
+      answer();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));

@@ -19,7 +19,7 @@ export interface World {
    * A worker process with the test tools and send_email wired to the sink. `reconcile: true` gives
    * send_email the sink's lookup URL (recovery policy `reconcile`; otherwise `manual`).
    */
-  worker(model: string, opts?: { faults?: string; reconcile?: boolean; address?: string; env?: Record<string, string> }): Promise<WorkerProcess>;
+  worker(model: string, opts?: { faults?: string; reconcile?: boolean; address?: string; env?: Record<string, string>; extraArgs?: string[] }): Promise<WorkerProcess>;
 }
 
 /** Registers the mocha hooks that set up and tear down a World; use its fields inside tests. */
@@ -44,6 +44,7 @@ export function useWorld(): World {
       model,
       tools: [TOOLS],
       ...(opts.faults ? { faults: opts.faults } : {}),
+      ...(opts.extraArgs ? { extraArgs: opts.extraArgs } : {}),
       env: {
         OPENWORKER_SMTP_HOST: '127.0.0.1',
         OPENWORKER_SMTP_PORT: String(world.sink.smtpPort),
