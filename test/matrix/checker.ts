@@ -1,11 +1,12 @@
 import { isDeepStrictEqual } from 'node:util';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
+import type { temporal } from '@temporalio/proto';
 import { isProtected } from '../../workflows/policy';
 import { argsDigest, canonicalJson } from '../../workflows/identity';
 import { activityIdFor, invariantViolations } from '../../workflows/ledger';
 import { unpairedToolCalls } from '../../workflows/transcript';
 import type { Message, ToolActivityInput, TurnStatus } from '../../workflows/types';
+import { taskFailuresIn } from '../support/eventCounts';
 import type { Expect, Policy } from './cells';
 import type { Peer, PeerObservation } from './peers';
 
@@ -40,9 +41,6 @@ const decode = (payloads: temporal.api.common.v1.IPayloads | null | undefined): 
   (payloads?.payloads ?? []).map((p) => defaultPayloadConverter.fromPayload(p as never));
 
 export class InvariantViolation extends Error {}
-
-const Cause = temporal.api.enums.v1.WorkflowTaskFailedCause;
-const BENIGN_TASK_FAILURES = new Set<number>([Cause.WORKFLOW_TASK_FAILED_CAUSE_RESET_WORKFLOW, Cause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND]);
 
 export function check(input: CheckInput): string[] {
   const { id, expect, executionId, toolCallId, args, status, observation, peer } = input;
@@ -98,11 +96,7 @@ export function check(input: CheckInput): string[] {
   );
 
   // Oracle 3: the Temporal history, read raw.
-  const taskFailures = events.flatMap((ev) => {
-    const f = ev.workflowTaskFailedEventAttributes;
-    // A reset and a signal racing a completion fail a task by design; a throw or a nondeterminism does not.
-    return f && !BENIGN_TASK_FAILURES.has(f.cause ?? 0) ? [`${f.cause}: ${f.failure?.message ?? ''}`] : [];
-  });
+  const taskFailures = taskFailuresIn(events);
   must(taskFailures.length === 0, 'history: no workflow task failed (nothing wedges a turn)', () => taskFailures.join('; '));
   const started = events[0]?.workflowExecutionStartedEventAttributes;
   const rp = started?.retryPolicy;

@@ -20,15 +20,22 @@ export async function eventsForCall(c: OpenWorkerClient, workflowId: string, act
   return events.slice(start, end + 1).map((_, i) => type(start + i));
 }
 
+const Cause = temporal.api.enums.v1.WorkflowTaskFailedCause;
+// A reset and a signal racing a completion fail a task by design; a throw or a nondeterminism does not.
+const BENIGN = new Set<number>([Cause.WORKFLOW_TASK_FAILED_CAUSE_RESET_WORKFLOW, Cause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND]);
+
 /**
- * The workflow task failures in a workflow's history, each as its cause and message. A failed task
- * is retried forever on the same history, so a wedged turn shows up here first; tests assert none.
+ * The workflow task failures in a history, each as its cause and message. A failed task is retried
+ * forever on the same history, so a wedged turn shows up here first; tests assert none.
  */
-export async function workflowTaskFailures(c: OpenWorkerClient, workflowId: string): Promise<string[]> {
-  const history = await c.client.workflow.getHandle(workflowId).fetchHistory();
-  return (history.events ?? []).flatMap((e) => {
+export function taskFailuresIn(events: readonly temporal.api.history.v1.IHistoryEvent[]): string[] {
+  return events.flatMap((e) => {
     const a = e.workflowTaskFailedEventAttributes;
-    if (!a) return [];
-    return [`${String(temporal.api.enums.v1.WorkflowTaskFailedCause[a.cause ?? 0])}: ${a.failure?.message ?? '(no message)'}`];
+    if (!a || BENIGN.has(a.cause ?? 0)) return [];
+    return [`${String(Cause[a.cause ?? 0])}: ${a.failure?.message ?? '(no message)'}`];
   });
+}
+
+export async function workflowTaskFailures(c: OpenWorkerClient, workflowId: string): Promise<string[]> {
+  return taskFailuresIn((await c.client.workflow.getHandle(workflowId).fetchHistory()).events ?? []);
 }

@@ -10,6 +10,7 @@ import type { Tool } from '../../activities/tool';
 import type { DevServer } from '../../dev/server';
 import { startDevServer } from '../../dev/server';
 import { workflowSource } from '../../worker/worker';
+import { taskFailuresIn } from '../support/eventCounts';
 import { recordHistory } from '../support/histories';
 import { invariantViolations } from '../../workflows/ledger';
 import { turnStatusQuery } from '../../workflows/definitions';
@@ -89,8 +90,7 @@ export async function until(h: WorkflowHandle, pred: (s: TurnStatus) => boolean,
 
 /** The liveness promise, checked after every scenario: no workflow task failed, no ledger invariant broke. */
 export async function assertLive(h: WorkflowHandle, result?: TurnResult | TurnStatus): Promise<void> {
-  const events = (await h.fetchHistory()).events ?? [];
-  const failed = events.filter((e) => e.workflowTaskFailedEventAttributes).map((e) => e.workflowTaskFailedEventAttributes!.failure?.message);
+  const failed = taskFailuresIn((await h.fetchHistory()).events ?? []);
   if (failed.length) throw new Error(`workflow task failed: ${failed.join('; ')}`);
   const violations = result ? invariantViolations(result.ledger) : [];
   if (violations.length) throw new Error(`ledger invariant violated: ${violations.join('; ')}`);
