@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { NOT_STARTED, UNKNOWN_FINAL, dispatchUpdate } from '../workflows/definitions';
+import { FAILURE, dispatchUpdate } from '../workflows/definitions';
 import { msToNumber } from '@temporalio/common/lib/time';
 import type {
   DispatchAnswer,
@@ -8,7 +8,7 @@ import type {
   ModelStep,
   PlanCallsInput,
   PlannedCall,
-  ReconcileActivityResult,
+  ReconcileAnswer,
   ToolActivityInput,
   ToolActivityResult,
   ToolHeartbeat,
@@ -65,7 +65,7 @@ async function recordDispatch(ctx: Context, executionId: string, attempt: number
       await new Promise((r) => setTimeout(r, 200 * (i + 1)));
     }
   }
-  throw ApplicationFailure.nonRetryable(`could not record dispatch, tool not called: ${(last as Error)?.message ?? 'cancelled'}`, NOT_STARTED);
+  throw ApplicationFailure.nonRetryable(`could not record dispatch, tool not called: ${(last as Error)?.message ?? 'cancelled'}`, FAILURE.notStarted);
 }
 
 /** `p`, or a rejection as soon as `signal` aborts (`p` is left to settle unobserved). */
@@ -110,9 +110,9 @@ export function createActivities({ registry, model, limits: given }: ActivityDep
         return { text: capText(response.text, limits.maxModelTextBytes), calls };
       } catch (err) {
         if (!(err instanceof ModelError)) throw err;
-        if (!err.retryable) throw ApplicationFailure.nonRetryable(err.message, 'ModelError', { kind: err.kind });
+        if (!err.retryable) throw ApplicationFailure.nonRetryable(err.message, FAILURE.modelError, { kind: err.kind });
         // Temporal's backoff, unless the provider said how long to wait.
-        throw ApplicationFailure.create({ message: err.message, type: 'ModelUnavailable', ...(err.retryAfterMs !== undefined ? { nextRetryDelay: err.retryAfterMs } : {}) });
+        throw ApplicationFailure.create({ message: err.message, type: FAILURE.modelUnavailable, ...(err.retryAfterMs !== undefined ? { nextRetryDelay: err.retryAfterMs } : {}) });
       } finally {
         clearInterval(beat);
       }
@@ -128,11 +128,11 @@ export function createActivities({ registry, model, limits: given }: ActivityDep
       const attempt = input.attemptBase + info.attempt;
       const tool = registry.get(input.tool);
       if (!tool) {
-        throw ApplicationFailure.nonRetryable(`tool '${input.tool}' is not registered on this worker; not executed`, 'ToolNotRegistered');
+        throw ApplicationFailure.nonRetryable(`tool '${input.tool}' is not registered on this worker; not executed`, FAILURE.notRegistered);
       }
       const parsed = tool.input.safeParse(input.arguments);
       if (!parsed.success) {
-        throw ApplicationFailure.nonRetryable(`invalid arguments for '${tool.name}': ${describeIssues(parsed.error)}`, 'InvalidToolArguments');
+        throw ApplicationFailure.nonRetryable(`invalid arguments for '${tool.name}': ${describeIssues(parsed.error)}`, FAILURE.invalidArguments);
       }
       // Heartbeats carry the phase, so a lost attempt still tells the turn how far it got.
       let phase: ToolHeartbeat['phase'] = 'starting';
@@ -149,16 +149,16 @@ export function createActivities({ registry, model, limits: given }: ActivityDep
         await faultPoint('tool.before_dispatch', tool.name, input.executionId);
         if (input.protect) {
           const answer = await recordDispatch(ctx, input.executionId, attempt);
-          if (!answer.proceed) throw ApplicationFailure.nonRetryable(`dispatch refused: ${answer.reason}; not executed`, 'DispatchRefused');
+          if (!answer.proceed) throw ApplicationFailure.nonRetryable(`dispatch refused: ${answer.reason}; not executed`, FAILURE.dispatchRefused);
           phase = 'dispatched';
           beat();
           await faultPoint('tool.after_dispatch', tool.name, input.executionId);
         }
-        if (signal.aborted) throw ApplicationFailure.nonRetryable('cancelled before the tool was called', NOT_STARTED);
+        if (signal.aborted) throw ApplicationFailure.nonRetryable('cancelled before the tool was called', FAILURE.notStarted);
         // A paused or partitioned attempt that wakes up past its own window must not act: the turn's
         // fences (reconcile, a decided retry) count on no attempt calling the adapter after it.
         if (Date.now() >= deadline) {
-          throw ApplicationFailure.nonRetryable('past its start-to-close window before the tool was called', NOT_STARTED);
+          throw ApplicationFailure.nonRetryable('past its start-to-close window before the tool was called', FAILURE.notStarted);
         }
         checkIdempotencyWindow(tool, input, info);
         phase = 'executing';
@@ -177,19 +177,19 @@ export function createActivities({ registry, model, limits: given }: ActivityDep
         return { result, attempt };
       } catch (err) {
         if (err instanceof ApplicationFailure && !adapterCalled) throw err;
-        if (err instanceof ApplicationFailure && err.nonRetryable) throw ApplicationFailure.nonRetryable(`outcome unknown: ${err.message}`, UNKNOWN_FINAL);
-        if (err instanceof UnknownOutcome) throw ApplicationFailure.nonRetryable(`outcome unknown: ${err.message}`, UNKNOWN_FINAL);
+        if (err instanceof ApplicationFailure && err.nonRetryable) throw ApplicationFailure.nonRetryable(`outcome unknown: ${err.message}`, FAILURE.unknownFinal);
+        if (err instanceof UnknownOutcome) throw ApplicationFailure.nonRetryable(`outcome unknown: ${err.message}`, FAILURE.unknownFinal);
         if (err instanceof ToolFailure) {
-          throw ApplicationFailure.create({ message: err.message, type: 'ToolFailure', nonRetryable: true, details: err.details === undefined ? [] : [err.details] });
+          throw ApplicationFailure.create({ message: err.message, type: FAILURE.toolFailure, nonRetryable: true, details: err.details === undefined ? [] : [err.details] });
         }
         // Anything else from an adapter that may have run: the outcome is unknown.
-        throw ApplicationFailure.retryable(`outcome unknown: ${(err as Error)?.message ?? String(err)}`, 'ToolOutcomeUnknown');
+        throw ApplicationFailure.retryable(`outcome unknown: ${(err as Error)?.message ?? String(err)}`, FAILURE.outcomeUnknown);
       } finally {
         clearInterval(timer);
       }
     },
 
-    async reconcileTool(input: ToolActivityInput): Promise<ReconcileActivityResult> {
+    async reconcileTool(input: ToolActivityInput): Promise<ReconcileAnswer> {
       const ctx = Context.current();
       const tool = registry.get(input.tool);
       if (!tool?.reconcile) return { status: 'unknown', reason: `tool '${input.tool}' has no reconcile() on this worker` };

@@ -1,15 +1,9 @@
 import type { z } from 'zod';
 
-/** `read` tools observe; `external` tools change the world (send, charge, merge). */
-export type ToolEffect = 'read' | 'external';
+import type { ReconcileAnswer, RecoveryPolicy, ToolEffect } from '../workflows/types';
 
-/**
- * What the runtime may do when an external tool's outcome is unknown after it was dispatched.
- * - `manual`: never retried blindly; the call parks in `recovery_required` until a human decides.
- * - `idempotent`: retried automatically with the same execution ID (the tool's idempotency key).
- * - `reconcile`: ask the external system (`reconcile()`) whether the execution ID was applied.
- */
-export type RecoveryPolicy = 'manual' | 'idempotent' | 'reconcile';
+// The effect, recovery policy and reconcile answer are protocol facts: declared once, in workflows/types.
+export type { ReconcileAnswer, RecoveryPolicy, ToolEffect };
 
 export interface ToolContext {
   /** Stable across every attempt of this tool call; use it as the idempotency key. */
@@ -24,11 +18,6 @@ export interface ToolContext {
   /** The runtime heartbeats on the tool's behalf; call this to attach progress details. */
   heartbeat(details?: unknown): void;
 }
-
-export type ReconcileAnswer<R = unknown> =
-  | { status: 'applied'; result: R }
-  | { status: 'not_applied' }
-  | { status: 'unknown'; reason?: string };
 
 /** Durations are milliseconds or `ms`-style strings (`'30s'`, `'2 minutes'`). */
 export type Duration = number | string;

@@ -3,10 +3,11 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
+import { SEARCH_ATTRIBUTES } from '../workflows/definitions';
 import { packageRoot, resolveTemporalCli, TemporalCliNotFoundError } from './temporalCli';
 
 /** Search attributes the workflows upsert; registered on every start (re-registering the same type is a no-op). */
-export const SEARCH_ATTRIBUTES = { OpenWorkerState: 'Keyword', OpenWorkerSession: 'Keyword' } as const;
+export const SEARCH_ATTRIBUTE_NAMES = SEARCH_ATTRIBUTES.map((k) => k.name);
 
 /**
  * Passed as `--dynamic-config-value KEY=JSON`. The dev server silently ignores unknown keys, so only keys
@@ -198,7 +199,7 @@ async function probe(ip: string, port: number): Promise<'down' | 'no-search-attr
   try {
     conn = await Connection.connect({ address, connectTimeout: 1000 });
     const { customAttributes = {} } = await conn.operatorService.listSearchAttributes({ namespace: 'default' });
-    return Object.keys(SEARCH_ATTRIBUTES).every((k) => k in customAttributes) ? 'ready' : 'no-search-attributes';
+    return SEARCH_ATTRIBUTE_NAMES.every((k) => k in customAttributes) ? 'ready' : 'no-search-attributes';
   } catch {
     return 'down';
   } finally {
@@ -231,7 +232,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   args.push(...(uiPort === undefined ? ['--headless'] : ['--ui-port', String(uiPort)]));
   if (uiPort !== undefined && options.codecEndpoint) args.push('--ui-codec-endpoint', options.codecEndpoint);
   args.push('--namespace', options.namespace ?? 'default');
-  for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
+  for (const name of SEARCH_ATTRIBUTE_NAMES) args.push('--search-attribute', `${name}=Keyword`);
   for (const [key, value] of Object.entries({ ...DYNAMIC_CONFIG, ...options.dynamicConfig })) {
     args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   }
@@ -281,7 +282,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     await stop();
     const tail = readLogTail(logFile, logStart);
     if (outcome === false) {
-      const what = state === 'down' ? 'not answering' : `missing search attributes ${Object.keys(SEARCH_ATTRIBUTES).join(', ')}`;
+      const what = state === 'down' ? 'not answering' : `missing search attributes ${SEARCH_ATTRIBUTE_NAMES.join(', ')}`;
       throw new Error(`Temporal dev server at ${address} ${what} after ${timeoutMs}ms. Log ${logFile}:\n${tail}`);
     }
     if (outcome.error) throw new Error(`Cannot run Temporal CLI ${cliPath}: ${outcome.error.message}`);

@@ -1,7 +1,9 @@
 import type { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 
-export const SEARCH_ATTRIBUTE_NAMES = ['OpenWorkerState', 'OpenWorkerSession'] as const;
+import { SEARCH_ATTRIBUTES } from '../workflows/definitions';
+
+const SEARCH_ATTRIBUTE_NAMES = SEARCH_ATTRIBUTES.map((k) => k.name);
 
 /** Registers the project's Keyword search attributes when the namespace lacks them. */
 export async function ensureSearchAttributes(connection: Connection, namespace: string): Promise<void> {

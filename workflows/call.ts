@@ -1,7 +1,7 @@
 import type { CancellationScope } from '@temporalio/workflow';
 import { condition, isCancellation, patched, proxyActivities, proxySinks, sleep } from '@temporalio/workflow';
 import type { FaultSinks } from './definitions';
-import { NOT_STARTED, UNKNOWN_FINAL } from './definitions';
+import { FAILURE } from './definitions';
 import { NOT_APPLIED_TYPES, classifyToolFailure, messageOf } from './failures';
 import type { createDecisionIntake } from './intake';
 import { NOT_APPLIED_CANCELLED } from './intake';
@@ -12,7 +12,7 @@ import type { CallFacts, ExecutionOutcome, NextStep } from './policy';
 import { afterExecution, afterReconcile, afterRecoveryDecision, attemptsPerRun, isProtected, whenCancelled } from './policy';
 import type { createShields } from './shields';
 import { toolResultMessage } from './transcript';
-import type { LedgerEntry, Message, PlannedCall, ReconcileActivityResult, RecoverSignal, ToolActivityInput, TurnActivities, TurnInput } from './types';
+import type { LedgerEntry, Message, PlannedCall, ReconcileAnswer, RecoverSignal, ToolActivityInput, TurnActivities, TurnInput } from './types';
 
 /*
  * One tool call, from approval to a result the model can read: the seed's state machine.
@@ -104,7 +104,7 @@ export function callLifecycle(ctx: CallContext) {
             heartbeatTimeout: spec.heartbeatMs,
             retry: protect
               ? { maximumAttempts: 1 }
-              : { maximumAttempts: spec.maxAttempts, initialInterval: '1s', maximumInterval: '30s', nonRetryableErrorTypes: [...NOT_APPLIED_TYPES, UNKNOWN_FINAL, NOT_STARTED] },
+              : { maximumAttempts: spec.maxAttempts, initialInterval: '1s', maximumInterval: '30s', nonRetryableErrorTypes: [...NOT_APPLIED_TYPES, FAILURE.unknownFinal, FAILURE.notStarted] },
           },
           [activityInput(entry, call)],
         );
@@ -128,13 +128,13 @@ export function callLifecycle(ctx: CallContext) {
     return afterExecution(facts(call), outcome);
   };
 
-  const askExternalSystem = async (call: PlannedCall): Promise<ReconcileActivityResult> => {
+  const askExternalSystem = async (call: PlannedCall): Promise<ReconcileAnswer> => {
     const before = current(call.toolCallId);
     const prefix = `${before.executionId}-reconcile-${before.runs}`;
     const asked = before.events.filter((e) => e.type === 'reconciling' && e.activityId !== undefined && String(e.activityId).startsWith(prefix)).length;
     const activityId = `${prefix}${asked ? `-${asked + 1}` : ''}`;
     const entry = step(call.toolCallId, { type: 'reconciling', activityId });
-    let answer: ReconcileActivityResult;
+    let answer: ReconcileAnswer;
     try {
       answer = await reconcileTool.executeWithOptions({ activityId, summary: summary(entry, 'reconcile') }, [activityInput(entry, call)]);
     } catch (err) {

@@ -36,6 +36,8 @@ export const sessionStatusQuery = defineQuery<SessionStatus>('session');
 
 export const OpenWorkerState = defineSearchAttributeKey('OpenWorkerState', SearchAttributeType.KEYWORD);
 export const OpenWorkerSession = defineSearchAttributeKey('OpenWorkerSession', SearchAttributeType.KEYWORD);
+/** Every search attribute the workflows upsert: a namespace must have them registered (all Keyword). */
+export const SEARCH_ATTRIBUTES = [OpenWorkerState, OpenWorkerSession] as const;
 
 export const DEFAULT_TASK_QUEUE = 'openworker';
 
@@ -46,11 +48,25 @@ export const DEFAULT_MAX_ITERATIONS = 12;
 export const sessionWorkflowId = (sessionId: string): string => `session-${sessionId}`;
 export const turnWorkflowId = (sessionId: string, turn: number): string => `session-${sessionId}-turn-${turn}`;
 
-/** Failure type for "the tool adapter was never called": safe to run again, dispatch marker or not. */
-export const NOT_STARTED = 'NotStarted';
-
-/** Failure type for an unknown outcome that retrying cannot resolve: no automatic retry. */
-export const UNKNOWN_FINAL = 'UnknownOutcome';
+/** The ApplicationFailure types the activities raise and the turn reads them by. */
+export const FAILURE = {
+  /** The tool said the effect did not happen (`throw new ToolFailure(…)`). */
+  toolFailure: 'ToolFailure',
+  notRegistered: 'ToolNotRegistered',
+  invalidArguments: 'InvalidToolArguments',
+  /** The turn refused the dispatch marker (a stale attempt, or the turn is cancelling). */
+  dispatchRefused: 'DispatchRefused',
+  /** The tool adapter was never called: safe to run again, dispatch marker or not. */
+  notStarted: 'NotStarted',
+  /** An unknown outcome that retrying cannot resolve: no automatic retry. */
+  unknownFinal: 'UnknownOutcome',
+  /** Any other failure once the adapter was called: unknown, and `idempotent` tools retry it. */
+  outcomeUnknown: 'ToolOutcomeUnknown',
+  /** The model call failed for good (bad request, credentials, script exhausted): never retried. */
+  modelError: 'ModelError',
+  /** The provider is unavailable for now: retried with backoff. */
+  modelUnavailable: 'ModelUnavailable',
+} as const;
 
 /** Points inside the turn workflow where a crash test can stop the worker (activities/faults.ts). */
 export type WorkflowFaultPoint = 'turn.before_schedule' | 'turn.after_result' | 'turn.dispatch';

@@ -1,4 +1,4 @@
-import type { RecoveryDecision, RecoveryPolicy, ToolEffect } from './types';
+import type { ReconcileAnswer, RecoveryDecision, RecoveryPolicy, ToolEffect } from './types';
 
 // What to do after each thing that can happen to a tool call. Pure: table-tested in test/policy.test.ts.
 
@@ -53,12 +53,8 @@ export function afterExecution(facts: CallFacts, outcome: ExecutionOutcome): Nex
   return { do: 'recovery_required', reason: `outcome unknown after dispatch: ${outcome.reason}` };
 }
 
-export type ReconcileOutcome =
-  | { status: 'applied'; result: unknown }
-  | { status: 'not_applied' }
-  | { status: 'unknown'; reason?: string };
 
-export function afterReconcile(facts: CallFacts, answer: ReconcileOutcome): NextStep {
+export function afterReconcile(facts: CallFacts, answer: ReconcileAnswer): NextStep {
   if (answer.status === 'applied') return { do: 'succeed', result: answer.result, via: 'reconcile' };
   if (answer.status === 'not_applied') {
     if (facts.runs < facts.maxAttempts) return { do: 'run', why: 'reconcile: not applied' };

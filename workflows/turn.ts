@@ -1,7 +1,7 @@
 import { CancellationScope, allHandlersFinished, condition, isCancellation, patched, proxyActivities, proxySinks, setHandler, workflowInfo } from '@temporalio/workflow';
 import { callLifecycle } from './call';
 import type { FaultSinks } from './definitions';
-import { DEFAULT_MAX_ITERATIONS, approveSignal, decisionsSignal, recoverSignal, rejectSignal, turnStatusQuery } from './definitions';
+import { DEFAULT_MAX_ITERATIONS, FAILURE, approveSignal, decisionsSignal, recoverSignal, rejectSignal, turnStatusQuery } from './definitions';
 import { messageOf } from './failures';
 import { executionIdFor } from './identity';
 import { importedEntry } from './imported';
@@ -24,7 +24,7 @@ import type { ImportedCall, Message, PlannedCall, ToolCall, TurnActivities, Turn
 const { callModel } = proxyActivities<TurnActivities>({
   startToCloseTimeout: '5 minutes',
   heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 5, nonRetryableErrorTypes: ['ModelError'] },
+  retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 5, nonRetryableErrorTypes: [FAILURE.modelError] },
 });
 
 // Looking tools up in the worker's registry, for calls imported from another runtime.

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
-import type { CallFacts, ExecutionOutcome, NextStep, ReconcileOutcome } from '../../workflows/policy';
+import type { CallFacts, ExecutionOutcome, NextStep } from '../../workflows/policy';
 import { afterExecution, afterReconcile, afterRecoveryDecision, attemptsPerRun, isProtected, whenCancelled } from '../../workflows/policy';
-import type { RecoveryPolicy, ToolEffect } from '../../workflows/types';
+import type { ReconcileAnswer, RecoveryPolicy, ToolEffect } from '../../workflows/types';
 
 const EFFECTS: ToolEffect[] = ['read', 'external'];
 const RECOVERIES: RecoveryPolicy[] = ['manual', 'idempotent', 'reconcile'];
@@ -98,7 +98,7 @@ describe('policy: afterExecution (effect × recovery × dispatched × runs × ou
 
 describe('policy: afterReconcile', () => {
   const base: CallFacts = { effect: 'external', recovery: 'reconcile', dispatched: true, runs: 1, maxAttempts: 3 };
-  const cases: { name: string; runs: number; answer: ReconcileOutcome; want: NextStep }[] = [
+  const cases: { name: string; runs: number; answer: ReconcileAnswer; want: NextStep }[] = [
     { name: 'applied', runs: 1, answer: { status: 'applied', result: 'r' }, want: { do: 'succeed', result: 'r', via: 'reconcile' } },
     { name: 'applied at the limit', runs: 3, answer: { status: 'applied', result: 0 }, want: { do: 'succeed', result: 0, via: 'reconcile' } },
     { name: 'not_applied, runs left', runs: 2, answer: { status: 'not_applied' }, want: { do: 'run', why: 'reconcile: not applied' } },

@@ -1,0 +1,56 @@
+// The inputs and results of the turn's activities. Plain data only: everything here crosses Temporal's data converter and lands in history.
+
+import type { Message, ModelStep, PlannedCall, ToolCall } from './tool';
+
+/** Inputs of the execute and reconcile activities. */
+export interface ToolActivityInput {
+  sessionId: string;
+  turn: number;
+  toolCallId: string;
+  executionId: string;
+  tool: string;
+  arguments: unknown;
+  /** Attempts already used by earlier runs; this run's first attempt is `attemptBase + 1`. */
+  attemptBase: number;
+  /** Protected tools record "dispatched" in the turn before the adapter is called. */
+  protect: boolean;
+  /** When the call's first run was scheduled (ms since epoch), for the tool's idempotency window. */
+  firstScheduledAt?: number;
+}
+
+export interface ToolActivityResult {
+  result: unknown;
+  attempt: number;
+}
+
+/** Heartbeat details: they survive the worker and tell the turn how far a lost attempt got. */
+export interface ToolHeartbeat {
+  attempt: number;
+  phase: 'starting' | 'dispatched' | 'executing';
+}
+
+/** Input of the activity that looks up imported tool calls in the worker's registry. */
+export interface PlanCallsInput {
+  calls: ToolCall[];
+}
+
+export interface ModelActivityInput {
+  sessionId: string;
+  turn: number;
+  iteration: number;
+  messages: Message[];
+}
+
+/** A tool's `reconcile()` answer: was this execution ID applied by the external system? */
+export type ReconcileAnswer<R = unknown> =
+  | { status: 'applied'; result: R }
+  | { status: 'not_applied' }
+  | { status: 'unknown'; reason?: string };
+
+/** The activities a turn schedules; implemented by `activities/` and registered by the worker. */
+export interface TurnActivities {
+  callModel(input: ModelActivityInput): Promise<ModelStep>;
+  planToolCalls(input: PlanCallsInput): Promise<PlannedCall[]>;
+  executeTool(input: ToolActivityInput): Promise<ToolActivityResult>;
+  reconcileTool(input: ToolActivityInput): Promise<ReconcileAnswer>;
+}

@@ -1,0 +1,63 @@
+// The ledger: one entry per tool call, its states and events. Plain data only: everything here crosses Temporal's data converter and lands in history.
+
+import type { ApprovalRequirement, RecoveryPolicy, ToolEffect } from './tool';
+
+/**
+ * The ledger: one entry per tool call. States follow the seed's protocol:
+ * awaiting_approval → running → dispatched → succeeded | failed | recovery_required (→ running …),
+ * with reconciling between an unknown outcome and the reconcile answer.
+ */
+export type CallState =
+  | 'invalid'
+  | 'awaiting_approval'
+  | 'rejected'
+  | 'running'
+  | 'dispatched'
+  | 'reconciling'
+  | 'succeeded'
+  | 'failed'
+  | 'recovery_required';
+
+export const TERMINAL_CALL_STATES: readonly CallState[] = ['invalid', 'rejected', 'succeeded', 'failed'];
+
+export interface LedgerEvent {
+  at: string;
+  type: string;
+  [detail: string]: unknown;
+}
+
+export interface LedgerEntry {
+  toolCallId: string;
+  executionId: string;
+  tool: string;
+  target?: string;
+  argsDigest: string;
+  arguments: unknown;
+  effect?: ToolEffect;
+  recovery?: RecoveryPolicy;
+  iteration: number;
+  state: CallState;
+  /** Executions of the tool adapter that may have happened (dispatches), across all runs. */
+  attempts: number;
+  /** Activities scheduled for this call; the n-th has activity ID `executionId` (n=1) or `executionId-n`. */
+  runs: number;
+  dispatched: boolean;
+  approvedBy?: string;
+  /** The standing approval that approved this call, when one did. */
+  grantId?: string;
+  /** Who may approve, when the worker has approver keys. */
+  approval?: ApprovalRequirement;
+  /** The verified signature on the approval (or on the last recovery decision). */
+  signedApproval?: { keyId: string; signedAt: string };
+  signedRecovery?: { keyId: string; signedAt: string };
+  rejectedBy?: string;
+  recoveryDecision?: RecoveryDecision;
+  recoveredBy?: string;
+  result?: unknown;
+  error?: string;
+  events: LedgerEvent[];
+}
+
+export type TurnState = 'running' | 'awaiting_approval' | 'recovery_required' | 'completed' | 'failed' | 'cancelled';
+
+export type RecoveryDecision = 'retry' | 'succeeded' | 'failed';

@@ -1,0 +1,144 @@
+// Turns and sessions: their inputs, status and results, grants and imports. Plain data only: everything here crosses Temporal's data converter and lands in history.
+
+import type { DecisionRecord } from './decisions';
+import type { LedgerEntry, TurnState } from './ledger';
+import type { Message, ToolCall } from './tool';
+
+export interface TurnOptions {
+  maxIterations?: number;
+}
+
+/**
+ * What an import decided for a tool call that the old runtime left without a result (see
+ * client/importPlan.ts): `recovery_required` (it may have run), `awaiting_approval` (it provably
+ * never ran), `run` (approved and provably never dispatched) or `rejected`.
+ */
+export type ImportDisposition = 'recovery_required' | 'awaiting_approval' | 'run' | 'rejected';
+
+export interface ImportedCall {
+  call: ToolCall;
+  disposition: ImportDisposition;
+  why: string;
+  /** Who approved (or rejected) it in the old runtime, when the file says so. */
+  by?: string;
+}
+
+/**
+ * A standing approval: later calls of `tool` in the session (to `target` only, when set) are
+ * approved by it. Revoked grants stay listed for the audit.
+ */
+export interface Grant {
+  id: string;
+  tool: string;
+  target?: string;
+  by: string;
+  at: string;
+  revokedAt?: string;
+  revokedBy?: string;
+}
+
+export interface GrantSignal {
+  grantId: string;
+  tool: string;
+  target?: string;
+  by: string;
+}
+
+export interface RevokeSignal {
+  grantId: string;
+  by: string;
+}
+
+export interface TurnInput {
+  sessionId: string;
+  turn: number;
+  history: Message[];
+  /** The session's active grants when the turn started; later changes arrive as `grants` signals. */
+  grants?: Grant[];
+  /** The version of `grants`; a `grants` signal with a version at or below it is ignored. */
+  grantsVersion?: number;
+  /** The user message that starts the turn; absent for a turn that resumes imported calls. */
+  message?: string;
+  /** Tool calls of the history's last assistant message that have no result yet: resolved first. */
+  resume?: ImportedCall[];
+  options?: TurnOptions;
+}
+
+export interface TurnStatus {
+  sessionId: string;
+  turn: number;
+  state: TurnState;
+  iteration: number;
+  ledger: LedgerEntry[];
+  decisions: DecisionRecord[];
+  text?: string;
+  error?: string;
+}
+
+export interface TurnResult extends TurnStatus {
+  /** The user message and everything the turn added, each tool call paired with one result. */
+  messages: Message[];
+}
+
+export interface QueuedMessage {
+  text: string;
+  messageId: string;
+}
+
+export interface SessionMessageSignal {
+  text: string;
+  messageId?: string;
+}
+
+/** A `message` signal the session refused (too large, empty, malformed): nothing was queued. */
+export interface RefusedMessage {
+  at: string;
+  messageId?: string;
+  reason: string;
+}
+
+export interface TurnSummary {
+  n: number;
+  workflowId: string;
+  messageId: string;
+  state: TurnState;
+  error?: string;
+}
+
+export interface SessionInput {
+  sessionId: string;
+  transcript?: Message[];
+  turns?: TurnSummary[];
+  pending?: QueuedMessage[];
+  seenMessageIds?: string[];
+  options?: TurnOptions;
+  /** Set when the session was imported from another runtime; `resume` runs as its first turn. */
+  imported?: ImportInfo & { resume?: ImportedCall[] };
+  grants?: Grant[];
+  /** Turns per run before continue-as-new (default 100; the server may suggest it earlier). */
+  turnsPerRun?: number;
+  refused?: RefusedMessage[];
+}
+
+/** The protocol marker of an imported session, shown by `show`. */
+export interface ImportInfo {
+  protocol: string;
+  source: string;
+  importedAt: string;
+  messages: number;
+  /** What the import dropped or patched, one line each. */
+  notes: string[];
+}
+
+export interface SessionStatus {
+  sessionId: string;
+  imported?: ImportInfo;
+  /** Standing approvals, active and revoked. */
+  grants?: Grant[];
+  transcript: Message[];
+  turns: TurnSummary[];
+  pending: QueuedMessage[];
+  activeTurn?: number;
+  /** The latest message signals that were refused, with why (at most 20). */
+  refused?: RefusedMessage[];
+}

@@ -1,0 +1,91 @@
+// Tools and tool calls: what the model asks for, and what the worker plans from it. Plain data only: everything here crosses Temporal's data converter and lands in history.
+
+/** `read` tools observe; `external` tools change the world (send, charge, merge). */
+export type ToolEffect = 'read' | 'external';
+
+/**
+ * What the runtime may do when an external tool's outcome is unknown after it was dispatched.
+ * - `manual`: never retried blindly; the call parks in `recovery_required` until a human decides.
+ * - `idempotent`: retried automatically with the same execution ID (the tool's idempotency key).
+ * - `reconcile`: ask the external system (`reconcile()`) whether the execution ID was applied.
+ */
+export type RecoveryPolicy = 'manual' | 'idempotent' | 'reconcile';
+
+/** A tool call as the model emitted it. `id` is the provider's tool call id. */
+export interface ToolCall {
+  id: string;
+  name: string;
+  arguments: unknown;
+}
+
+export type Message =
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string; toolCalls?: ToolCall[] }
+  | { role: 'tool'; toolCallId: string; name: string; content: string; isError?: boolean };
+
+/** What the workflow needs to know about a tool; read from the worker's registry at model time. */
+export interface ToolSpec {
+  name: string;
+  effect: ToolEffect;
+  requiresApproval: boolean;
+  recovery: RecoveryPolicy;
+  maxAttempts: number;
+  hasReconcile: boolean;
+  startToCloseMs: number;
+  heartbeatMs: number;
+}
+
+/** A tool call after the worker looked it up and validated its arguments. */
+export interface PlannedCall {
+  toolCallId: string;
+  name: string;
+  arguments: unknown;
+  /** `sha256:<hex>` of the canonical JSON of the arguments; approvals may bind to it. */
+  argsDigest: string;
+  spec?: ToolSpec;
+  target?: string;
+  /** Why this call cannot run (unknown tool, arguments failing the schema). */
+  invalid?: string;
+  /** Who may approve it, when the worker has approver keys (see workflows/signatures.ts). */
+  approval?: ApprovalRequirement;
+}
+
+/** An approver's Ed25519 public key, as the worker was configured with it. */
+export interface ApproverKey {
+  name: string;
+  /** `ed25519:<16 hex>`, from the key itself. */
+  keyId: string;
+  /** The raw 32-byte key, base64. */
+  publicKey: string;
+}
+
+/**
+ * The approvers the worker attached to a call when it planned it. It is recorded with the model
+ * response, so a replay verifies against the same keys whatever the worker's configuration is now.
+ */
+export interface ApprovalRequirement {
+  /** A policy is configured: approve and recover decisions count only when signed by `allowed`. */
+  signed: boolean;
+  /** Every approver key the worker knows: a signature by any of them is checked. */
+  approvers: ApproverKey[];
+  /** Names the policy allows to approve this call (every approver when there is no policy). */
+  allowed: string[];
+  /** The policy rule that matched, for the audit. */
+  rule?: string;
+  /** A signature older than this when it arrives is expired. */
+  maxAgeMs: number;
+}
+
+/** An approver's signature on a decision (see signedMessage in workflows/signatures.ts). */
+export interface DecisionSignature {
+  keyId: string;
+  /** ISO time of signing; covered by the signature. */
+  signedAt: string;
+  /** The Ed25519 signature, base64. */
+  value: string;
+}
+
+export interface ModelStep {
+  text: string;
+  calls: PlannedCall[];
+}
