@@ -33,6 +33,13 @@ const temporalNonWorkflowPackages = [
   '@temporalio/envconfig',
 ];
 
+// Folders depend downward only: workflows ← activities ← runtime ← worker; client/ and dev/ on top.
+// `layer(...folders)` forbids importing those folders from the files a block covers.
+const layer = (...folders) => ({
+  group: folders.flatMap((f) => [`../${f}`, `../${f}/**`, `../../${f}`, `../../${f}/**`]),
+  message: 'Folders depend downward only (workflows ← activities ← runtime ← worker; client/ and dev/ on top): move the shared piece down, e.g. into runtime/.',
+});
+
 export default defineConfig(
   globalIgnores(['dist/', 'node_modules/', '.openworker/', 'test/fixtures/', 'bin/', 'scripts/*.mjs']),
 
@@ -84,6 +91,7 @@ export default defineConfig(
               allowTypeImports: true,
             })),
           ],
+          patterns: [layer('activities', 'runtime', 'worker', 'client', 'dev', 'bench')],
         },
       ],
       'no-restricted-globals': [
@@ -112,5 +120,18 @@ export default defineConfig(
         },
       ],
     },
+  },
+
+  {
+    files: ['activities/**/*.ts'],
+    rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [layer('runtime', 'worker', 'client', 'dev', 'bench')] }] },
+  },
+  {
+    files: ['runtime/**/*.ts'],
+    rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [layer('activities', 'worker', 'client', 'dev', 'bench')] }] },
+  },
+  {
+    files: ['worker/**/*.ts'],
+    rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [layer('client', 'dev', 'bench')] }] },
   },
 );

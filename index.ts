@@ -22,7 +22,8 @@ export {
   IMPORT_MESSAGE_ID,
 } from './workflows/definitions';
 export type * from './workflows/types';
-export { connectClient, resolveConnectConfig } from './client/connection';
+export { connectClient } from './client/connection';
+export { resolveConnectConfig } from './runtime/connection';
 export type { OpenWorkerClient, ConnectOptions } from './client/connection';
 export { sendMessage, waitForTurn, turnStatus, sessionStatus, activeTurn, OpenWorkerError } from './client/session';
 export { approve, approveAll, reject, recover } from './client/decisions';

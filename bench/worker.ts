@@ -1,6 +1,6 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createRegistry } from '../activities/registry';
-import { defaultDataConverter } from '../client/encryption';
+import { defaultDataConverter } from '../runtime/encryption';
 import { createWorker } from '../worker/worker';
 import { runTurnInProcess } from './loop';
 import { benchModel, benchTools } from './workload';

@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { PayloadCodec } from '@temporalio/common';
-import { combinedCodec, defaultPayloadCodecs } from './encryption';
+import { combinedCodec, defaultPayloadCodecs } from '../runtime/encryption';
 
 /**
  * A codec endpoint for the Temporal Web UI (`temporal server start-dev --ui-codec-endpoint`): the

@@ -4,7 +4,8 @@ import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { SEARCH_ATTRIBUTES } from '../workflows/definitions';
-import { packageRoot, resolveTemporalCli, TemporalCliNotFoundError } from './temporalCli';
+import { stateDir } from '../runtime/stateDir';
+import { resolveTemporalCli, TemporalCliNotFoundError } from './temporalCli';
 
 /** Search attributes the workflows upsert; registered on every start (re-registering the same type is a no-op). */
 export const SEARCH_ATTRIBUTE_NAMES = SEARCH_ATTRIBUTES.map((k) => k.name);
@@ -71,17 +72,6 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/**
- * Where local state lives: OPENWORKER_STATE_DIR, else the checkout, or the caller's cwd when
- * installed under node_modules. (Tests point it at a temporary directory, so a key file that `dev`
- * generated in the checkout does not leak into them.)
- */
-export function stateDir(): string {
-  const override = process.env.OPENWORKER_STATE_DIR?.trim();
-  if (override) return path.resolve(override);
-  const root = packageRoot();
-  return path.join(root.split(path.sep).includes('node_modules') ? process.cwd() : root, '.openworker');
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { packageRoot } from '../runtime/stateDir';
 
 export type TemporalCliSource = 'env' | 'path' | 'project';
 
@@ -26,23 +27,6 @@ function isExecutable(file: string): boolean {
   }
 }
 
-let cachedRoot: string | undefined;
-
-/** Folder holding this package's package.json; works from both source (dev/) and compiled (dist/dev/) code. */
-export function packageRoot(): string {
-  if (cachedRoot) return cachedRoot;
-  for (let dir = __dirname; ; dir = path.dirname(dir)) {
-    try {
-      const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
-      if (pkg.name === 'openworker-temporal') return (cachedRoot = dir);
-    } catch {
-      // no (readable) package.json here: keep walking up
-    }
-    if (path.dirname(dir) === dir) break;
-  }
-  // Unreachable in a normal checkout; the layout is dist/dev/temporalCli.js.
-  return (cachedRoot = path.resolve(__dirname, '../..'));
-}
 
 /** Where `npm install` (scripts/install-temporal.mjs) puts the pip-installed CLI. */
 export function projectCliPath(): string {

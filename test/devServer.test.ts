@@ -5,7 +5,8 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { DevServer, SEARCH_ATTRIBUTE_NAMES, startDevServer } from '../dev/server';
-import { packageRoot, resolveTemporalCli } from '../dev/temporalCli';
+import { resolveTemporalCli } from '../dev/temporalCli';
+import { packageRoot } from '../runtime/stateDir';
 import { startCodecServer } from '../client/codecServer';
 
 // Independent of test/support/hooks.js: own temp db, own ports (port 0).

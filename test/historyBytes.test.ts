@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { DEFAULT_THRESHOLD_BYTES } from '../client/largePayloads';
+import { DEFAULT_THRESHOLD_BYTES } from '../runtime/largePayloads';
 import type { FakeModelServer } from './support/fakeModelServer';
 import { startFakeModelServer } from './support/fakeModelServer';
 import { measureHistoryBytes } from './support/historyBytes';

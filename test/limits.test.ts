@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { Worker } from '@temporalio/worker';
 import { faultSinks } from '../activities/faults';
 import { approve } from '../client/decisions';
-import { defaultPayloadCodecs } from '../client/encryption';
+import { defaultPayloadCodecs } from '../runtime/encryption';
 import { workflowSource } from '../worker/worker';
 import { OpenWorkerError, sendMessage, sessionStatus, turnStatus, waitForTurn } from '../client/session';
 import { messageSignal, sessionWorkflowId } from '../workflows/definitions';

@@ -9,7 +9,7 @@ import type { Browser } from 'playwright-core';
 import type { CodecServer } from '../client/codecServer';
 import { newCodecToken, startCodecServer } from '../client/codecServer';
 import type { OpenWorkerClient } from '../client/connection';
-import { combinedCodec, defaultPayloadCodecs } from '../client/encryption';
+import { combinedCodec, defaultPayloadCodecs } from '../runtime/encryption';
 import { startDevServer } from '../dev/server';
 import type { DevServer } from '../dev/server';
 import { sessionWorkflowId } from '../workflows/definitions';

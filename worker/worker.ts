@@ -6,7 +6,7 @@ import { Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { faultSinks } from '../activities/faults';
-import { defaultDataConverter } from '../client/encryption';
+import { defaultDataConverter } from '../runtime/encryption';
 import type { ModelProvider } from '../activities/model';
 import { loadModel } from '../activities/models';
 import { createRegistry } from '../activities/registry';
@@ -17,8 +17,8 @@ import { limitsFromEnv } from '../activities/limits';
 import type { Tool } from '../activities/tool';
 import { isTool } from '../activities/tool';
 import { builtinTools } from '../activities/tools';
-import type { ConnectOptions } from '../client/connection';
-import { resolveConnectConfig } from '../client/connection';
+import type { ConnectOptions } from '../runtime/connection';
+import { resolveConnectConfig } from '../runtime/connection';
 import { ensureSearchAttributes } from './searchAttributes';
 
 export interface WorkerConfig extends ConnectOptions {

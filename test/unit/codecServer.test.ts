@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { CodecServer } from '../../client/codecServer';
 import { codecTokenFromEnv, newCodecToken, startCodecServer } from '../../client/codecServer';
-import { claimCheckCodec, directoryStore } from '../../client/largePayloads';
-import { combinedCodec, encryptionCodec, keyringFromList } from '../../client/encryption';
+import { claimCheckCodec, directoryStore } from '../../runtime/largePayloads';
+import { combinedCodec, encryptionCodec, keyringFromList } from '../../runtime/encryption';
 
 // The Web UI's codec endpoint: a claim-check reference in, the stored payload out.
 

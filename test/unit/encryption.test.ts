@@ -4,8 +4,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, w
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { ENCRYPTED_ENCODING, combinedCodec, defaultKeyFile, defaultPayloadCodecs, encryptionCodec, ensureLocalKeyFile, keyringFromEnv, keyringFromFile, keyringFromList } from '../../client/encryption';
-import { claimCheckCodec, directoryStore } from '../../client/largePayloads';
+import { ENCRYPTED_ENCODING, combinedCodec, defaultKeyFile, defaultPayloadCodecs, encryptionCodec, ensureLocalKeyFile, keyringFromEnv, keyringFromFile, keyringFromList } from '../../runtime/encryption';
+import { claimCheckCodec, directoryStore } from '../../runtime/largePayloads';
 
 const b64 = () => randomBytes(32).toString('base64');
 const SECRET = 'the launch is on Monday, tell nobody';

@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { CLAIM_ENCODING, claimCheckCodec, directoryStore } from '../../client/largePayloads';
+import { CLAIM_ENCODING, claimCheckCodec, directoryStore } from '../../runtime/largePayloads';
 
 describe('large payloads: claim-check codec', () => {
   let dir: string;

@@ -3,7 +3,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { stateDir } from '../dev/server';
+import { stateDir } from './stateDir';
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 

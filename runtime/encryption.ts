@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { DataConverter, PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { stateDir } from '../dev/server';
+import { stateDir } from './stateDir';
 import { claimCheckCodec } from './largePayloads';
 
 // Payload encryption: every payload a client or worker sends to Temporal (tool arguments and

@@ -1,0 +1,34 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
+// Where this package and its local state live; shared by the CLI, the worker and the dev server.
+
+/**
+ * Where local state lives: OPENWORKER_STATE_DIR, else the checkout, or the caller's cwd when
+ * installed under node_modules. (Tests point it at a temporary directory, so a key file that `dev`
+ * generated in the checkout does not leak into them.)
+ */
+export function stateDir(): string {
+  const override = process.env.OPENWORKER_STATE_DIR?.trim();
+  if (override) return path.resolve(override);
+  const root = packageRoot();
+  return path.join(root.split(path.sep).includes('node_modules') ? process.cwd() : root, '.openworker');
+}
+
+let cachedRoot: string | undefined;
+
+/** Folder holding this package's package.json; works from both source (dev/) and compiled (dist/dev/) code. */
+export function packageRoot(): string {
+  if (cachedRoot) return cachedRoot;
+  for (let dir = __dirname; ; dir = path.dirname(dir)) {
+    try {
+      const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
+      if (pkg.name === 'openworker-temporal') return (cachedRoot = dir);
+    } catch {
+      // no (readable) package.json here: keep walking up
+    }
+    if (path.dirname(dir) === dir) break;
+  }
+  // Unreachable in a normal checkout; the layout is dist/dev/temporalCli.js.
+  return (cachedRoot = path.resolve(__dirname, '../..'));
+}
