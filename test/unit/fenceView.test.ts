@@ -3,7 +3,7 @@ import { formatInbox, formatSession, formatTurn } from '../../client/format';
 import type { SessionView } from '../../client/inspect';
 import { inboxItemOf } from '../../client/inspect';
 import type { WaitedTurn } from '../../client/session';
-import { applyLedger, newEntry } from '../../workflows/ledger';
+import { applyLedger, newEntry, pendingFence } from '../../workflows/ledger';
 import type { LedgerEntry } from '../../workflows/types';
 import { AT, planned } from './helpers';
 
@@ -55,6 +55,15 @@ describe('the fence of a decided retry in show, inbox and a turn', () => {
   it("a turn's status shows it under the parked call", () => {
     const turn = { workflowId: 'wf-1', sessionId: 's1', state: 'recovery_required', ledger: [fenced()] } as unknown as WaitedTurn;
     assert.ok(formatTurn(turn).includes(FENCE), formatTurn(turn));
+  });
+
+  it('a decision refused while the retry waits leaves the fence standing, and visible', () => {
+    // A refusal changes nothing (the turn keeps waiting on the same timer), so the fence must still show.
+    const refused = applyLedger(fenced(), { type: 'decision_refused', kind: 'recover', by: 'mallory', why: 'the approval policy needs a signed decision' }, AT);
+    assert.deepEqual(pendingFence(refused), { until: UNTIL, attempt: 1, by: 'carol' });
+    assert.ok(formatInbox([item(refused)]).includes(FENCE));
+    const again = applyLedger(fenced(), { type: 'recovery_decided', decision: 'failed', by: 'dave' }, AT);
+    assert.equal(pendingFence(again), undefined, 'a newer decision that applied replaces the fence');
   });
 
   it('once the retry runs, nothing claims a fence', () => {
