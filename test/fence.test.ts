@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { PARTITION_ROWS, cellsOf } from './matrix/cells';
-import { partitionedRetry } from './matrix/partition';
+import { partitionedRetry, trace } from './matrix/partition';
 import { smtpPeer } from './matrix/peers';
 import { runWith } from './matrix/runner';
 import type { MailSinkProcess } from './support/mailSinkProcess';
@@ -32,7 +32,7 @@ describe('F14 with recover --now: the retry skips the fence', function () {
       assert.equal(r.deliveries, 2, 'both messages committed: two effects for one approval');
       assert.deepEqual([r.entry.state, r.entry.runs], ['succeeded', 2]);
       assert.equal(r.workflowTaskFailures, 0);
-      console.log(`      --now: ${r.deliveries} deliveries, retry scheduled ${r.retryScheduledAt - Date.parse(String(r.entry.events.find((e) => e.type === 'dispatched')?.at))} ms after the first dispatch, proxy ${JSON.stringify(r.proxy)}, ${Date.now() - started} ms`);
+      trace(`${ctx.cell.id} --now`, r);
       return { cell: `${ctx.cell.id} --now`, executionId: r.executionId, ms: Date.now() - started, workersKilled: 0, serverRestarts: 0, checks: ['--now: two deliveries'] };
     });
   });

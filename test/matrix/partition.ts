@@ -37,6 +37,13 @@ export interface PartitionRun {
   workflowTaskFailures: number;
   /** Connections W1 opened to the proxy, and how many of them during the partition. */
   proxy: { accepted: number; heldInPartition: number };
+  /** Milliseconds after the first dispatch: the park, the decision, the fence's end, the retry. */
+  timeline: Record<string, number>;
+}
+
+/** `OPENWORKER_TEST_TRACE=1` prints each run's timeline. */
+export function trace(label: string, r: PartitionRun): void {
+  if (process.env.OPENWORKER_TEST_TRACE) console.log(`      ${label}: ${JSON.stringify({ ...r.timeline, firstOutcome: r.firstOutcome, deliveries: r.deliveries, proxy: r.proxy })}`);
 }
 
 const RECOVER_TIMEOUT_MS = 60_000;
@@ -99,7 +106,18 @@ export async function partitionedRetry(ctx: CellContext, { now }: { now: boolean
     const history = (await ctx.c().client.workflow.getHandle(t.workflowId).fetchHistory()).events ?? [];
     const retry = history.find((ev) => ev.activityTaskScheduledEventAttributes?.activityId === activityIdFor(executionId, 2));
     assert.ok(retry, 'the retry was scheduled');
+    const final = closed.ledger.find((e) => e.toolCallId === 'c1')!;
+    const at = (type: string) => Date.parse(String(final.events.find((ev) => ev.type === type)?.at));
+    const t0 = at('dispatched');
+    const since = (ms: number) => Math.round(ms - t0);
     return {
+      timeline: {
+        parked: since(at('recovery_required')),
+        decided: since(at('recovery_decided')),
+        ...(run.fence ? { fenceUntil: since(Date.parse(run.fence.until)) } : {}),
+        retryScheduled: since(tsToMs(retry.eventTime)),
+        closed: since(Date.parse(String(final.events.at(-1)?.at))),
+      },
       ...run,
       retryScheduledAt: tsToMs(retry.eventTime),
       firstOutcome: first,
@@ -116,6 +134,7 @@ export async function partitionedRetry(ctx: CellContext, { now }: { now: boolean
 /** The matrix cell: fenced, checked by the three oracles and by what the fence promises. */
 export async function partitionRetry(ctx: CellContext): Promise<CellReport> {
   const r = await partitionedRetry(ctx, { now: false });
+  trace(ctx.cell.id, r);
   const until = Date.parse(r.fence!.until);
   assert.ok(r.retryScheduledAt >= until, `the retry was scheduled at ${new Date(r.retryScheduledAt).toISOString()}, before the fence ${r.fence!.until}`);
   assert.equal(r.firstOutcome, 'abandoned', 'the cut-off attempt had hung up before the retry: its message is never committed');
