@@ -17,7 +17,7 @@ export interface PeerObservation {
   /** Effects applied for the call's key (payments charged, emails stored). */
   effects: unknown[];
   /** Every request that reached the peer with the call's key, with what it carried. */
-  requests: { payload: string | null; outcome: string }[];
+  requests: { payload: string | null; outcome: string; hungUpAt?: string }[];
 }
 
 export interface Peer {
@@ -122,7 +122,7 @@ export function smtpPeer(sink: MailSinkProcess): Peer {
         effects: stored.map((m) => ({ to: m.to, subject: m.subject, text: m.text.trim() })),
         requests: ledger.transactions
           .filter((t) => t.messageId === id)
-          .map((t) => ({ payload: null, outcome: t.outcome })),
+          .map((t) => ({ payload: null, outcome: t.outcome, ...(t.hungUpAt ? { hungUpAt: t.hungUpAt } : {}) })),
       };
     },
   };
