@@ -15,8 +15,9 @@ import type { CellContext, CellReport } from './runner';
  * "retry" with the CLI. Once the retry's message reaches the sink, the held first message is
  * released: the sink commits it only if W1 is still connected.
  *
- * Fenced (the default), the retry starts after W1's window, W1 has hung up (its AbortSignal fired
- * at its start-to-close) and the first message is abandoned: one effect. With `now` (`--now`) the
+ * Fenced (the default), the retry starts after W1's window, W1 has hung up (its SDK cancels the
+ * attempt once its heartbeats go unacknowledged for the heartbeat timeout + 5 s, at the latest its
+ * AbortSignal fires at its start-to-close) and the first message is abandoned: one effect. With `now` (`--now`) the
  * retry runs while W1 still holds its connection and both messages commit: two effects, the
  * hazard that `--now` accepts. Nothing here sleeps: it waits on the sink's barriers and the ledger.
  */
