@@ -3,6 +3,7 @@ import type { GrantOutcome, GrantView } from './grants';
 import type { ImportResult } from './import';
 import type { InboxItem, SessionView } from './inspect';
 import type { WaitedTurn } from './session';
+import { pendingFence } from '../workflows/ledger';
 
 // Human-readable output for the CLI; `--json` prints the library's values instead.
 
@@ -10,6 +11,11 @@ const short = (value: unknown, max = 100): string => {
   const text = typeof value === 'string' ? value : JSON.stringify(value);
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 };
+
+/** A decided retry that waits out the last attempt's window: a newer decision still replaces it. */
+export function fenceLine(f: { until: string; attempt: number; by: string }): string {
+  return `retry decided by ${f.by}, waiting out attempt ${f.attempt} until ${f.until} (a slow system may still apply it); a newer recover replaces it, --now runs it at once`;
+}
 
 export function formatTurn(t: WaitedTurn): string {
   const lines = [`${t.workflowId}: ${t.state}`];
@@ -24,6 +30,8 @@ export function formatTurn(t: WaitedTurn): string {
     if (e.state === 'recovery_required') {
       const why = [...e.events].reverse().find((ev) => ev.type === 'recovery_required')?.reason;
       lines.push(`    outcome unknown${why ? `: ${String(why)}` : ''}`);
+      const fence = pendingFence(e);
+      if (fence) lines.push(`    ${fenceLine(fence)}`);
       lines.push(`    decide: openworker-temporal recover ${t.sessionId} ${e.toolCallId} --decision retry|succeeded|failed`);
     }
   }
@@ -68,7 +76,8 @@ export function formatSession(v: SessionView): string {
     const refused = e.events.filter((ev) => ev.type === 'decision_refused');
     const last = refused.at(-1);
     const note = last ? `\n    ${refused.length} decision${refused.length > 1 ? 's' : ''} refused; last: ${short(String(last.why), 200)}` : '';
-    lines.push(`  turn ${e.turn} ${e.toolCallId}  ${e.tool}  ${e.state}  attempts ${e.attempts}  ${e.executionId}  ${who}${rec}${note}`);
+    const fence = pendingFence(e);
+    lines.push(`  turn ${e.turn} ${e.toolCallId}  ${e.tool}  ${e.state}  attempts ${e.attempts}  ${e.executionId}  ${who}${rec}${note}${fence ? `\n    ${fenceLine(fence)}` : ''}`);
   }
   return lines.join('\n');
 }
@@ -83,7 +92,7 @@ export function formatInbox(items: InboxItem[]): string {
     .map((i) => {
       const age = Math.max(0, Math.round((now - Date.parse(i.since)) / 1000));
       const head = `${i.state.padEnd(18)} ${age}s ago  session ${i.sessionId} turn ${i.turn}  ${i.toolCallId}  ${i.tool}${i.target ? ` → ${i.target}` : ''}`;
-      return `${head}\n    args: ${short(i.arguments, 160)}${i.reason ? `\n    why: ${i.reason}` : ''}`;
+      return `${head}\n    args: ${short(i.arguments, 160)}${i.reason ? `\n    why: ${i.reason}` : ''}${i.fence ? `\n    ${fenceLine(i.fence)}` : ''}`;
     })
     .join('\n');
 }

@@ -1,3 +1,4 @@
+import { pendingFence } from '../workflows/ledger';
 import type { ImportInfo, LedgerEntry, Message, RefusedMessage, TurnState } from '../workflows/types';
 import type { OpenWorkerClient } from './connection';
 import { OpenWorkerError, queryWithDeadline, sessionStatus, turnStatus } from './session';
@@ -54,12 +55,38 @@ export interface InboxItem {
   arguments: unknown;
   attempts: number;
   reason?: string;
+  /** A decided retry waiting out the last attempt's window (the call stays here until it runs). */
+  fence?: { until: string; attempt: number; by: string };
 }
 
 export interface InboxFilter {
   sessionId?: string;
   tool?: string;
   state?: 'awaiting_approval' | 'recovery_required';
+}
+
+/** One waiting call as the inbox lists it. */
+export function inboxItemOf(s: { sessionId: string; turn: number }, workflowId: string, e: LedgerEntry & { state: InboxItem['state'] }): InboxItem {
+  const last = e.events[e.events.length - 1];
+  // The park's reason, also while a decided retry waits (its retry_fenced event comes last).
+  const parked = [...e.events].reverse().find((ev) => ev.type === 'recovery_required');
+  const fence = pendingFence(e);
+  return {
+    sessionId: s.sessionId,
+    turn: s.turn,
+    workflowId,
+    toolCallId: e.toolCallId,
+    executionId: e.executionId,
+    tool: e.tool,
+    ...(e.target ? { target: e.target } : {}),
+    state: e.state,
+    since: last?.at ?? '',
+    argsDigest: e.argsDigest,
+    arguments: e.arguments,
+    attempts: e.attempts,
+    ...(e.state === 'recovery_required' && typeof parked?.reason === 'string' ? { reason: parked.reason } : {}),
+    ...(fence ? { fence } : {}),
+  };
 }
 
 /** Every call waiting for approval or in recovery_required, across sessions, newest first. */
@@ -80,22 +107,7 @@ export async function inbox(c: OpenWorkerClient, filter: InboxFilter = {}): Prom
       if (e.state !== 'awaiting_approval' && e.state !== 'recovery_required') continue;
       if (filter.tool && e.tool !== filter.tool) continue;
       if (filter.state && e.state !== filter.state) continue;
-      const last = e.events[e.events.length - 1];
-      items.push({
-        sessionId: s.sessionId,
-        turn: s.turn,
-        workflowId: wf.workflowId,
-        toolCallId: e.toolCallId,
-        executionId: e.executionId,
-        tool: e.tool,
-        ...(e.target ? { target: e.target } : {}),
-        state: e.state,
-        since: last?.at ?? '',
-        argsDigest: e.argsDigest,
-        arguments: e.arguments,
-        attempts: e.attempts,
-        ...(e.state === 'recovery_required' && typeof last?.reason === 'string' ? { reason: last.reason } : {}),
-      });
+      items.push(inboxItemOf(s, wf.workflowId, { ...e, state: e.state }));
     }
   }
   // "Inbox is empty" would be a lie when the waiting turns could not be read (a missing key, say).

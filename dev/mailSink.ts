@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { promises as fs } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo, Server } from 'node:net';
 import path from 'node:path';
@@ -8,6 +7,7 @@ import { simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
 import type { SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
 import { z } from 'zod';
+import { messageFile } from './mailSinkFile';
 
 /**
  * A local SMTP sink for the demo and the tests: it accepts every message on loopback, records it,
@@ -16,23 +16,26 @@ import { z } from 'zod';
  * Runtime faults (armed by a test, in-process or through `/_control`, consumed by the next `count` messages whose
  * envelope matches `recipient`, if given), decided at the end of DATA once the message is parsed:
  * - `hold-250`: store the message, then hold the final 250 until `release()`;
+ * - `hold-commit`: a slow server: hold WITHOUT storing; `release()` stores and answers 250 only if the client is still
+ *   connected, otherwise nothing is stored (`abandoned`). A client that hangs up while held emits `hangup`;
  * - `store-then-drop`: store, then close the connection without replying;
  * - `451`: answer 451 (temporary failure), nothing stored;
  * - `554-after-store`: store, then answer 554.
  * The construction-time options (`failData`, `dropAfterData`, `delayDataReplyMs`) still apply to every message no
- * runtime fault matched. Barrier events (`stored`, `holding`, `released`, `dropped`, `failed`, `reset`) carry the
+ * runtime fault matched. Barrier events (`stored`, `holding`, `hangup`, `released`, `abandoned`, `dropped`, `failed`, `reset`) carry the
  * normalized Message-ID (`-` when there is none); tests wait on them, never on a sleep.
  */
 
-export const FAULT_MODES = ['hold-250', 'store-then-drop', '451', '554-after-store'] as const;
+export const FAULT_MODES = ['hold-250', 'hold-commit', 'store-then-drop', '451', '554-after-store'] as const;
 export type FaultMode = (typeof FAULT_MODES)[number];
 export interface Fault { mode: FaultMode; count?: number; recipient?: string }
 /**
  * `failed_451`: answered with an error, nothing stored; `stored_554`: stored, then answered with an error (`code` is
  * the reply actually sent: 451/554 for the runtime faults, `failData.code` for the option); `rejected`: not a test
- * fault (size limit, unreadable message, storage failure).
+ * fault (size limit, unreadable message, storage failure); `abandoned`: `hold-commit` found its client gone at the
+ * release, nothing stored (a `hold-commit` transaction reads `held` while held, `stored` once released to a client).
  */
-export type TransactionOutcome = 'stored' | 'held' | 'dropped' | 'failed_451' | 'stored_554' | 'rejected';
+export type TransactionOutcome = 'stored' | 'held' | 'abandoned' | 'dropped' | 'failed_451' | 'stored_554' | 'rejected';
 export interface TransactionRecord {
   at: string;
   /** Normalized Message-ID; null when the message could not be read. */
@@ -41,8 +44,10 @@ export interface TransactionRecord {
   /** The SMTP reply code, when it was not 250. */
   code?: number;
   fault?: FaultMode;
-  /** For `held`: when the 250 went out (absent while still held, or when the sink closed first). */
+  /** For `held`: when the 250 went out (absent while still held, or when the sink closed first); `hold-commit`: the release. */
   releasedAt?: string;
+  /** `hold-commit`: when the client hung up while its transaction was held. */
+  hungUpAt?: string;
 }
 export interface Ledger { messages: StoredMessage[]; transactions: TransactionRecord[] }
 
@@ -107,7 +112,9 @@ const faultSchema = z.strictObject({
   recipient: z.string().min(1).optional(),
 });
 
-interface Held { messageId: string; go: () => void; cancel: () => void }
+/** How a hold ends: `release()`, `reset()`, or the sink closing. */
+type HoldEnd = 'release' | 'reset' | 'close';
+interface Held { messageId: string; sessionId: string; end: (how: HoldEnd) => void }
 
 /** One line, also for zod's multi-issue errors. */
 function errorText(err: unknown): string {
@@ -129,23 +136,6 @@ function smtpError(code: number, message: string): Error & { responseCode: numbe
   return Object.assign(new Error(message), { responseCode: code });
 }
 
-async function loadMessages(file: string): Promise<StoredMessage[]> {
-  let text: string;
-  try {
-    text = await fs.readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw new Error(`mail sink: cannot read ${file}: ${(err as Error).message}`);
-  }
-  try {
-    const data = JSON.parse(text) as { messages?: unknown };
-    if (!Array.isArray(data.messages)) throw new Error('no "messages" array');
-    return data.messages as StoredMessage[];
-  } catch (err) {
-    throw new Error(`mail sink: ${file} is not a mail sink file: ${(err as Error).message}`);
-  }
-}
-
 function listen(server: Server, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -157,10 +147,10 @@ function listen(server: Server, port: number, host: string): Promise<void> {
 export async function startMailSink(options: MailSinkOptions = {}): Promise<MailSink> {
   const host = options.host ?? '127.0.0.1';
   if (!isLoopback(host)) throw new Error(`mail sink: host must be a loopback address, got ${JSON.stringify(host)}`);
-  const file = options.file ? path.resolve(options.file) : undefined;
+  const store = options.file ? messageFile(path.resolve(options.file)) : undefined;
   const rejected = new Set((options.rejectRecipients ?? []).map((a) => a.toLowerCase()));
 
-  const messages: StoredMessage[] = file ? await loadMessages(file) : [];
+  const messages: StoredMessage[] = store ? await store.load() : [];
   const counts = new Map<string, number>();
   const firstById = new Map<string, StoredMessage>();
   const record = (m: StoredMessage) => {
@@ -170,20 +160,7 @@ export async function startMailSink(options: MailSinkOptions = {}): Promise<Mail
   };
   messages.forEach(record);
 
-  // Writes are chained so that two messages arriving together cannot interleave their renames.
-  let writing: Promise<void> = Promise.resolve();
-  const persist = (): Promise<void> => {
-    if (!file) return Promise.resolve();
-    const snapshot = JSON.stringify({ messages }, null, 2);
-    // catch first: one failed write must not stop every later one
-    writing = writing.catch(() => undefined).then(async () => {
-      const tmp = `${file}.${process.pid}.tmp`;
-      await fs.mkdir(path.dirname(file), { recursive: true });
-      await fs.writeFile(tmp, snapshot);
-      await fs.rename(tmp, file); // atomic on POSIX: readers see the old or the new file, never half
-    });
-    return writing;
-  };
+  const persist = (): Promise<void> => store?.write(messages) ?? Promise.resolve();
 
   let transactions: TransactionRecord[] = [];
   let faults: (Omit<Fault, 'count'> & { count: number })[] = [];
@@ -211,13 +188,15 @@ export async function startMailSink(options: MailSinkOptions = {}): Promise<Mail
     if (--f.count <= 0) faults = faults.filter((x) => x !== f);
     return f;
   };
-  /** Parks a reply until released (true) or the sink closes (false). */
-  const hold = (messageId: string) =>
-    new Promise<boolean>((resolve) => {
-      const finish = (ok: boolean) => (held.delete(h), resolve(ok));
-      const h: Held = { messageId, go: () => finish(true), cancel: () => finish(false) };
+  /** Parks a reply until released, reset or the sink closes. */
+  const hold = (messageId: string, sessionId: string) =>
+    new Promise<HoldEnd>((resolve) => {
+      const h: Held = { messageId, sessionId, end: (how) => (held.delete(h), resolve(how)) };
       held.add(h);
     });
+  /** `hold-commit` transactions being held, by SMTP session, to notice a client that hangs up. */
+  const heldCommits = new Map<string, TransactionRecord>();
+  const connected = (sessionId: string) => [...smtp.connections].some((c) => c.id === sessionId);
 
   const parse = async (stream: SMTPServerDataStream, session: SMTPServerSession): Promise<StoredMessage> => {
     const parsed = await simpleParser(stream);
@@ -263,6 +242,7 @@ export async function startMailSink(options: MailSinkOptions = {}): Promise<Mail
     };
     if (fault === '451') return refuse(451, 'Temporary failure (test fault), nothing stored', 'failed_451');
     if (!fault && legacy && !legacy.afterStore) return refuse(legacy.code, 'Message refused (test fault)', 'failed_451');
+    if (fault === 'hold-commit') return holdCommit(message, session.id, callback);
     try {
       await commit(message);
     } catch {
@@ -280,7 +260,7 @@ export async function startMailSink(options: MailSinkOptions = {}): Promise<Mail
       case 'hold-250': {
         const t = transaction(id, 'held', { fault });
         emit('holding', id);
-        if (!(await hold(id))) return dropConnection(session.id); // the sink is closing: no answer
+        if ((await hold(id, session.id)) === 'close') return dropConnection(session.id); // the sink is closing: no answer
         t.releasedAt = iso();
         emit('released', id);
         return callback(null, 'Message stored');
@@ -294,6 +274,33 @@ export async function startMailSink(options: MailSinkOptions = {}): Promise<Mail
     }
     if (legacy) return refuse(legacy.code, 'Message refused after storing (test fault)', 'stored_554');
     transaction(id, 'stored');
+    callback(null, 'Message stored');
+  };
+
+  /** A slow server: nothing is stored until the release, and then only for a client still there to hear the 250. */
+  const holdCommit = async (message: StoredMessage, sessionId: string, callback: Reply): Promise<void> => {
+    const id = message.messageId;
+    const t = transaction(id, 'held', { fault: 'hold-commit' });
+    heldCommits.set(sessionId, t);
+    emit('holding', id);
+    const how = await hold(id, sessionId);
+    heldCommits.delete(sessionId);
+    if (how === 'close') return dropConnection(sessionId);
+    if (how === 'reset') return callback(smtpError(451, 'The sink was reset, nothing stored'));
+    t.releasedAt = iso();
+    if (!connected(sessionId)) {
+      t.outcome = 'abandoned';
+      return emit('abandoned', id);
+    }
+    try {
+      await commit(message);
+    } catch {
+      Object.assign(t, { outcome: 'rejected', code: 451 });
+      emit('failed', id);
+      return callback(smtpError(451, 'Could not store the message'));
+    }
+    t.outcome = 'stored';
+    emit('released', id);
     callback(null, 'Message stored');
   };
 
@@ -312,6 +319,13 @@ export async function startMailSink(options: MailSinkOptions = {}): Promise<Mail
     onRcptTo: (address, _session, callback) => {
       if (rejected.has(address.address.toLowerCase())) return callback(smtpError(550, 'Mailbox unavailable'));
       callback();
+    },
+    onClose: (session) => {
+      const t = heldCommits.get(session.id);
+      if (t && !t.hungUpAt) {
+        t.hungUpAt = iso();
+        emit('hangup', t.messageId);
+      }
     },
     onData: (stream, session, callback) => {
       onData(stream, session, callback).catch((err: Error) => {
@@ -342,11 +356,12 @@ export async function startMailSink(options: MailSinkOptions = {}): Promise<Mail
     release: (messageId) => {
       const id = messageId === undefined ? undefined : normalizeMessageId(messageId);
       const hs = [...held].filter((h) => id === undefined || h.messageId === id);
-      hs.forEach((h) => h.go());
+      hs.forEach((h) => h.end('release'));
       return hs.length;
     },
     reset: () => {
-      [...held].forEach((h) => h.go()); // a held client gets its 250 rather than hanging until its timeout
+      // A held client gets an answer rather than hanging until its timeout: hold-250 its 250, hold-commit a 451.
+      [...held].forEach((h) => h.end('reset'));
       messages.length = 0;
       counts.clear();
       firstById.clear();
@@ -369,13 +384,13 @@ export async function startMailSink(options: MailSinkOptions = {}): Promise<Mail
     },
     close: () =>
       (closing ??= (async () => {
-        [...held].forEach((h) => h.cancel()); // held replies are dropped, not answered: the sink is going away
+        [...held].forEach((h) => h.end('close')); // held replies are dropped, not answered: the sink is going away
         api.closeAllConnections();
         await Promise.all([
           new Promise<void>((resolve) => smtp.close(() => resolve())),
           new Promise<void>((resolve) => api.close(() => resolve())),
         ]);
-        await writing.catch(() => undefined);
+        await store?.flushed();
       })()),
   };
 

@@ -309,6 +309,59 @@ describe('mail sink runtime faults', function () {
     await s.waitFor('released', idOf('exec-hold'));
   });
 
+  it('hold-commit: stores nothing while held; a release commits for a connected client and abandons one that hung up', async () => {
+    s.arm({ mode: 'hold-commit', count: 3 });
+    const sending = track(send('exec-slow'));
+    await s.waitFor('holding', idOf('exec-slow'));
+    assert.equal(s.deliveries(idOf('exec-slow')), 0, 'a slow server has not committed yet');
+    assert.deepEqual(await tool.reconcile!(mail, ctxFor('exec-slow')), { status: 'not_applied' });
+    await new Promise((r) => setImmediate(r));
+    assert.equal(sending.settled, false, 'the client must still be waiting for the 250');
+    assert.equal(s.release(idOf('exec-slow')), 1);
+    assert.match((await sending.promise).response ?? '', /^250/);
+    assert.equal(s.deliveries(idOf('exec-slow')), 1);
+    await s.waitFor('released', idOf('exec-slow'));
+
+    // The client gives up (its AbortSignal, as at an activity's start-to-close) before the server commits.
+    const abort = new AbortController();
+    const giving = rejectsWith(Promise.resolve(tool.execute(mail, ctxFor('exec-gone', abort.signal))));
+    await s.waitFor('holding', idOf('exec-gone'));
+    abort.abort();
+    assert.match((await giving).message, /outcome unknown: the send was cancelled/);
+    await s.waitFor('hangup', idOf('exec-gone'));
+    assert.equal(s.release(idOf('exec-gone')), 1);
+    await s.waitFor('abandoned', idOf('exec-gone'));
+    assert.equal(s.deliveries(idOf('exec-gone')), 0, 'a transaction abandoned by its client is never committed');
+
+    // A reset answers a held client 451 and stores nothing.
+    const reset = rejectsWith(send('exec-slow-reset'));
+    await s.waitFor('holding', idOf('exec-slow-reset'));
+    s.reset();
+    assert.match((await reset).message, /451/);
+    assert.equal(s.deliveries(idOf('exec-slow-reset')), 0);
+  });
+
+  it('hold-commit: the transactions say stored and abandoned, with when the client hung up', async () => {
+    s.arm({ mode: 'hold-commit', count: 2 });
+    const kept = track(send('exec-kept'));
+    const abort = new AbortController();
+    const gone = rejectsWith(Promise.resolve(tool.execute(mail, ctxFor('exec-left', abort.signal))));
+    await Promise.all([s.waitFor('holding', idOf('exec-kept')), s.waitFor('holding', idOf('exec-left'))]);
+    abort.abort();
+    await gone;
+    await s.waitFor('hangup', idOf('exec-left'));
+    assert.equal(s.release(), 2);
+    await kept.promise;
+    await s.waitFor('abandoned', idOf('exec-left'));
+    const byId = new Map(s.ledger().transactions.map((t) => [t.messageId, t]));
+    const k = byId.get('exec-kept@openworker-temporal')!;
+    const l = byId.get('exec-left@openworker-temporal')!;
+    assert.deepEqual([k.outcome, k.fault, k.hungUpAt], ['stored', 'hold-commit', undefined]);
+    assert.deepEqual([l.outcome, l.fault], ['abandoned', 'hold-commit']);
+    assert.ok(l.hungUpAt && l.releasedAt && l.hungUpAt <= l.releasedAt, JSON.stringify(l));
+    assert.deepEqual(s.messages().map((m) => m.messageId), ['exec-kept@openworker-temporal']);
+  });
+
   it('store-then-drop: stored, the client sees an unknown outcome', async () => {
     s.arm({ mode: 'store-then-drop' });
     const err = await rejectsWith(send('exec-rt-drop'));

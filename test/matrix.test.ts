@@ -1,5 +1,5 @@
 import type { Cell } from './matrix/cells';
-import { HUMAN_ROWS, RERUN_ROWS, ROWS, SERVER_RESTART_ROWS, cellsOf } from './matrix/cells';
+import { HUMAN_ROWS, PARTITION_ROWS, RERUN_ROWS, ROWS, SERVER_RESTART_ROWS, cellsOf } from './matrix/cells';
 import type { CellEnv, CellReport } from './matrix/runner';
 import { runCell } from './matrix/runner';
 import { httpPeer, smtpPeer } from './matrix/peers';
@@ -15,7 +15,7 @@ import { startPaymentsProcess } from './support/paymentsProcess';
 // MATRIX_ONLY=<regex> runs a subset; MATRIX_CONCURRENCY sets how many run at once (default 4).
 
 const only = process.env.MATRIX_ONLY ? new RegExp(process.env.MATRIX_ONLY) : undefined;
-const CELLS: Cell[] = [...cellsOf(ROWS), ...cellsOf(SERVER_RESTART_ROWS), ...cellsOf(RERUN_ROWS), ...cellsOf(HUMAN_ROWS)].filter((c) => !only || only.test(c.id));
+const CELLS: Cell[] = [...cellsOf(ROWS), ...cellsOf(SERVER_RESTART_ROWS), ...cellsOf(RERUN_ROWS), ...cellsOf(PARTITION_ROWS), ...cellsOf(HUMAN_ROWS)].filter((c) => !only || only.test(c.id));
 const CONCURRENCY = Math.max(1, Number(process.env.MATRIX_CONCURRENCY ?? 4));
 
 type Settled = { ok: true; report: CellReport } | { ok: false; error: unknown };
@@ -52,7 +52,7 @@ function pool(n: number, heavyMax: number) {
     });
 }
 
-describe('fault matrix: F1–F13 × manual / idempotent / reconcile × HTTP / SMTP, and the human side', function () {
+describe('fault matrix: F1–F14 × manual / idempotent / reconcile × HTTP / SMTP, and the human side', function () {
   const runs = new Map<string, Promise<Settled>>();
   const privateApis: PaymentsProcess[] = [];
   let api: PaymentsProcess;

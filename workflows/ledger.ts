@@ -150,10 +150,15 @@ export function applyLedgerSafely(entry: LedgerEntry, input: LedgerInput, at: st
   }
 }
 
-/** A decided retry waiting out the last attempt's window, while it waits (the call's last event). */
+/** Events that change nothing (TRANSITIONS: 'same', no decision applied): they do not end a fence. */
+const REFUSALS: readonly string[] = ['decision_refused', 'dispatch_refused'];
+
+/** A decided retry waiting out the last attempt's window, while it waits (the call's last event but refusals). */
 export function pendingFence(entry: LedgerEntry): { until: string; attempt: number; by: string } | undefined {
-  const last = entry.events[entry.events.length - 1];
-  if (entry.state !== 'recovery_required' || last?.type !== 'retry_fenced') return undefined;
+  if (entry.state !== 'recovery_required') return undefined;
+  // A decision refused during the wait leaves the turn on the same timer: the fence still stands.
+  const last = [...entry.events].reverse().find((ev) => !REFUSALS.includes(ev.type));
+  if (last?.type !== 'retry_fenced') return undefined;
   return { until: String(last.until), attempt: Number(last.attempt), by: String(last.by) };
 }
 

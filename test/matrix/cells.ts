@@ -50,7 +50,8 @@ export type ScenarioName =
   | 'early-recover'
   | 'conflicting-recovers'
   | 'cancel-parked'
-  | 'other-session';
+  | 'other-session'
+  | 'partition-retry';
 
 export interface Expect {
   /** The reasons the call parks in recovery_required, in order; each park is answered by `human`. */
@@ -269,6 +270,24 @@ export const HUMAN_ROWS: Row[] = [
       manual: { parks: [UNKNOWN_AFTER_DISPATCH], human: [], state: 'recovery_required', effects: 1, runs: 1 },
     }),
   scenario('H', 'other-session', "waiting: decisions for an unknown call or another session's call", 'Ignored and recorded; only a decision for this call applies.', { manual: ok() }),
+];
+
+/**
+ * F14: a partition (test/support/partition.ts) cuts the worker off from Temporal mid-send at a slow
+ * SMTP server that commits only when it answers, and only to a client still connected; a person
+ * decides "retry" with the CLI. test/fence.test.ts runs the same flow with `recover --now`.
+ */
+export const PARTITION_ROWS: Row[] = [
+  {
+    row: 'F14',
+    variant: 'partition-retry',
+    title: 'partition: the worker is cut off from Temporal while a slow SMTP server holds its message uncommitted; a person decides "retry"',
+    meaning:
+      "The retry waits out the cut-off attempt's window (dispatch + start-to-close + 2 s), by which time that attempt has hung up and its message is never committed: one effect. `recover --now` skips the wait and accepts a second.",
+    peers: ['smtp'],
+    plan: { scenario: 'partition-retry', peerFault: 'slow-commit', timeout: '30s' },
+    expect: { manual: parks([/^outcome unknown after dispatch: heartbeat timeout/], ['retry'], { state: 'succeeded', effects: 1, runs: 2 }) },
+  },
 ];
 
 export function cellsOf(rows: Row[]): Cell[] {

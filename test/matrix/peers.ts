@@ -11,13 +11,13 @@ import type { Policy } from './cells';
  */
 
 /** Peer-side faults, named by what happens rather than by each fake's own mode names. */
-export type PeerFault = 'commit-then-drop' | 'commit-then-hang' | 'slow' | 'commit-then-5xx';
+export type PeerFault = 'commit-then-drop' | 'commit-then-hang' | 'slow' | 'commit-then-5xx' | 'slow-commit';
 
 export interface PeerObservation {
   /** Effects applied for the call's key (payments charged, emails stored). */
   effects: unknown[];
   /** Every request that reached the peer with the call's key, with what it carried. */
-  requests: { payload: string | null; outcome: string }[];
+  requests: { payload: string | null; outcome: string; hungUpAt?: string }[];
 }
 
 export interface Peer {
@@ -35,12 +35,12 @@ export interface Peer {
   keyOf(executionId: string): string;
   arm(fault: PeerFault, executionId: string, args: Record<string, unknown>): Promise<void>;
   /** Resolves when the peer reports `event` for the call ("committed", "hanging", "conflict" …). */
-  barrier(event: 'committed' | 'hanging' | 'dropped' | 'slow' | 'conflict' | 'stored', executionId: string, timeoutMs?: number): Promise<void>;
+  barrier(event: 'committed' | 'hanging' | 'dropped' | 'slow' | 'conflict' | 'stored' | 'abandoned', executionId: string, timeoutMs?: number): Promise<void>;
   release(executionId: string): Promise<void>;
   observe(executionId: string): Promise<PeerObservation>;
 }
 
-const HTTP_MODES: Record<PeerFault, string> = {
+const HTTP_MODES: Partial<Record<PeerFault, string>> = {
   'commit-then-drop': 'commit-then-drop',
   'commit-then-hang': 'commit-then-hang',
   slow: 'slow',
@@ -51,6 +51,8 @@ const SMTP_MODES: Record<PeerFault, string> = {
   'commit-then-hang': 'hold-250',
   slow: 'hold-250',
   'commit-then-5xx': '554-after-store',
+  // Held before it commits; commits at the release only if the client is still connected.
+  'slow-commit': 'hold-commit',
 };
 
 export function httpPeer(api: PaymentsProcess): Peer {
@@ -71,6 +73,7 @@ export function httpPeer(api: PaymentsProcess): Peer {
     keyOf: (id) => id,
     arm: async (fault, key) => {
       // A slow request is held until released; the cell decides when (after the timeout fired).
+      if (!HTTP_MODES[fault]) throw new Error(`the payments API has no '${fault}' fault`);
       await api.arm({ mode: HTTP_MODES[fault] as never, key, ...(fault === 'slow' ? { delayMs: 600_000 } : {}) });
     },
     barrier: async (event, key, timeoutMs = 60_000) => {
@@ -119,7 +122,7 @@ export function smtpPeer(sink: MailSinkProcess): Peer {
         effects: stored.map((m) => ({ to: m.to, subject: m.subject, text: m.text.trim() })),
         requests: ledger.transactions
           .filter((t) => t.messageId === id)
-          .map((t) => ({ payload: null, outcome: t.outcome })),
+          .map((t) => ({ payload: null, outcome: t.outcome, ...(t.hungUpAt ? { hungUpAt: t.hungUpAt } : {}) })),
       };
     },
   };

@@ -10,6 +10,7 @@ import { unpairedToolCalls } from '../../workflows/transcript';
 import type { LedgerEntry, TurnInput } from '../../workflows/types';
 import { eventually, scripted, uniq } from '../support/scenario';
 import type { ScenarioName } from './cells';
+import { partitionRetry } from './partition';
 import type { CellContext, CellReport } from './runner';
 
 /**
@@ -283,4 +284,5 @@ export const SCENARIOS: Record<ScenarioName, Scenario> = {
   'conflicting-recovers': conflictingRecovers,
   'cancel-parked': cancelParked,
   'other-session': otherSession,
+  'partition-retry': partitionRetry,
 };

@@ -1,5 +1,5 @@
 import type { Expect, PeerKind, Policy, Row } from './cells';
-import { HUMAN_ROWS, RERUN_ROWS, ROWS, SERVER_RESTART_ROWS } from './cells';
+import { HUMAN_ROWS, PARTITION_ROWS, RERUN_ROWS, ROWS, SERVER_RESTART_ROWS } from './cells';
 
 /**
  * The README's "Guarantees" table, generated from the matrix itself so the two cannot drift
@@ -25,7 +25,7 @@ function cell(row: Row, policy: Policy): string {
 
 export function matrixTable(): string {
   const lines = ['| # | what happens | manual | idempotent | reconcile | what it means for you |', '|---|---|---|---|---|---|'];
-  for (const row of [...ROWS, ...SERVER_RESTART_ROWS, ...RERUN_ROWS, ...HUMAN_ROWS]) {
+  for (const row of [...ROWS, ...SERVER_RESTART_ROWS, ...RERUN_ROWS, ...PARTITION_ROWS, ...HUMAN_ROWS]) {
     const id = row.variant ? `${row.row} (${row.variant})` : row.row;
     lines.push(`| ${id} | ${row.title} | ${POLICIES.map((p) => cell(row, p)).join(' | ')} | ${row.meaning} |`);
   }
