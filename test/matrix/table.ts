@@ -2,8 +2,8 @@ import type { Expect, PeerKind, Policy, Row } from './cells';
 import { HUMAN_ROWS, PARTITION_ROWS, RERUN_ROWS, ROWS, SERVER_RESTART_ROWS } from './cells';
 
 /**
- * The README's "Guarantees" table, generated from the matrix itself so the two cannot drift
- * (test/unit/readme.test.ts compares them). `node dist/test/matrix/table.js` prints it.
+ * The fault-matrix table of docs/guarantees.md, generated from the matrix itself so the two cannot drift
+ * (test/unit/docs.test.ts compares them). `node dist/test/matrix/table.js` prints it.
  */
 
 const POLICIES: Policy[] = ['manual', 'idempotent', 'reconcile'];
