@@ -86,7 +86,7 @@ export function buildCli(): Command {
     .option('--model <spec>', `${MODEL_SPECS.join(' | ')} (default: $OPENWORKER_MODEL, else a provider with a key set, else demo)`, defaultModelSpec())
     .option('--no-builtins', 'do not register the built-in tools (send_email)')
     .option('--shutdown-grace <duration>', 'how long SIGINT/SIGTERM waits for running tool calls', '60s')
-    .option('--approvers <file>', "approvers' public keys and policy (default: $OPENWORKER_APPROVERS); see README, Security")
+    .option('--approvers <file>', "approvers' public keys and policy (default: $OPENWORKER_APPROVERS); see docs/security.md, Signed approvals")
     .addOption(new Option('--only <tasks>', 'poll only workflow tasks or only activity (model and tool) tasks').choices(['workflows', 'activities']))
     .action(async (opts, cmd) => runWorker({ ...globals(cmd), ...opts }));
 

@@ -106,7 +106,7 @@ const BIN = path.join(__dirname, '..', '..', 'bin', 'openworker-temporal.js');
 
 /**
  * The whole product on one machine: the dev server, a mail sink, and a worker in its own process,
- * restarted when it dies, so a crash (see OPENWORKER_FAULTS in the README) is a real one.
+ * restarted when it dies, so a crash (see Fault points in docs/testing.md) is a real one.
  */
 export async function runDev(opts: DevOptions): Promise<void> {
   const dir = stateDir();

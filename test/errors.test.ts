@@ -4,7 +4,7 @@ import { scripted, startTurn, uniq } from './support/scenario';
 import { useWorld } from './support/world';
 
 // Errors a person understands: each is one line saying what was wrong and what to do, with the
-// exit code the README gives, and none of them hangs.
+// exit code docs/cli-and-protocol.md gives, and none of them hangs.
 
 describe('CLI errors (one line, what to do, no hanging)', function () {
   this.timeout(120_000);

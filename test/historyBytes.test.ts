@@ -6,7 +6,7 @@ import { measureHistoryBytes } from './support/historyBytes';
 import { uniq } from './support/scenario';
 import { useWorld } from './support/world';
 
-// History bytes per model call as the transcript grows (README "Performance"): large payloads are
+// History bytes per model call as the transcript grows (docs/performance.md): large payloads are
 // stored by hash outside history, so a model call costs the same whether the transcript has 100
 // messages or 1,000, and the model still receives every message.
 

@@ -8,7 +8,7 @@ import { startMailSinkProcess } from './support/mailSinkProcess';
 import type { PaymentsProcess } from './support/paymentsProcess';
 import { startPaymentsProcess } from './support/paymentsProcess';
 
-// The fault matrix (README "Guarantees"): every row × recovery policy × external system, with real
+// The fault matrix (docs/guarantees.md): every row × recovery policy × external system, with real
 // worker processes SIGKILLed at barriers they or the external system report, a real SMTP sink and
 // payments API in their own processes, and a checker over three oracles after every cell.
 // Cells run a few at a time (they mostly wait on timeouts); each `it` reports one cell.

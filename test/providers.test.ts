@@ -7,7 +7,7 @@ import { useWorld } from './support/world';
 
 // Real provider client code (the AI SDK) in a real worker process, against a local server that speaks
 // OpenAI's Chat Completions wire protocol: tool calls round-trip, and each error class behaves as
-// the README says (retried, honouring Retry-After, or a clear terminal message).
+// docs/tools-and-models.md ("Models") says (retried, honouring Retry-After, or a clear terminal message).
 
 describe('model providers (AI SDK) against local servers speaking the OpenAI and Anthropic protocols', function () {
   this.timeout(120_000);

@@ -30,7 +30,7 @@ describe('turns end to end', function () {
     assert.equal(e!.approvedBy, 'auto');
     assert.deepEqual(e!.result, { name: 'Bob', email: 'bob@example.com' });
     assert.equal(t.decisions.length, 0);
-    // The cost of durability for a read call, in history events (see "Performance" in the README).
+    // The cost of durability for a read call, in history events (see docs/performance.md).
     const events = await eventsForCall(w.c, t.workflowId, e!.executionId, false);
     assert.equal(events.length, 6, events.join(' '));
   });
@@ -62,7 +62,7 @@ describe('turns end to end', function () {
     const history = await w.c.client.workflow.getHandle(parked.workflowId).fetchHistory();
     const scheduled = history.events!.filter((ev) => ev.activityTaskScheduledEventAttributes?.activityType?.name === 'executeTool');
     assert.deepEqual(scheduled.map((ev) => ev.activityTaskScheduledEventAttributes!.activityId), [after.executionId]);
-    // Approval signal → dispatch marker → result processed: 16 events (see "Performance" in the README).
+    // Approval signal → dispatch marker → result processed: 16 events (see docs/performance.md).
     const events = await eventsForCall(w.c, parked.workflowId, after.executionId, true);
     assert.equal(events.length, 16, events.join(' '));
     await recordHistory(parked.workflowId, 'turn-approved-send-email');

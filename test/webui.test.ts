@@ -16,7 +16,8 @@ import { useWorld } from './support/world';
 
 // The Temporal Web UI, as an operator uses it, in headless Chromium: find the parked turn by the
 // OpenWorkerState search attribute, open it, read the execution ID and the ledger there, and follow
-// the session to its child turns. Screenshots land in test-artifacts/ (and the README).
+// the session to its child turns. Screenshots land in test-artifacts/; docs/chat-and-webui.md shows
+// copies of them (docs/screenshots/).
 
 describe('Temporal Web UI (headless Chromium)', function () {
   this.timeout(240_000);

@@ -16,7 +16,7 @@ import type {
   TurnStatus,
 } from './types';
 
-// Names are part of the public protocol (README): users may send them with `temporal workflow signal`.
+// Names are part of the public protocol (docs/cli-and-protocol.md): users may send them with `temporal workflow signal`.
 export const approveSignal = defineSignal<[ApproveSignal]>('approve');
 export const rejectSignal = defineSignal<[RejectSignal]>('reject');
 export const recoverSignal = defineSignal<[RecoverSignal]>('recover');

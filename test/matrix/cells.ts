@@ -72,7 +72,7 @@ export interface Row {
   row: string;
   variant?: string;
   title: string;
-  /** What the cell means for a user, one line (README "Guarantees"). */
+  /** What the cell means for a user, one line (docs/guarantees.md). */
   meaning: string;
   peers: PeerKind[];
   plan: Plan;
