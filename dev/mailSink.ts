@@ -7,6 +7,7 @@ import { simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
 import type { SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
 import { z } from 'zod';
+import { waitForBarrier } from './barriers';
 import { messageFile } from './mailSinkFile';
 
 /**
@@ -372,15 +373,7 @@ export async function startMailSink(options: MailSinkOptions = {}): Promise<Mail
     events,
     waitFor: (name, messageId, timeoutMs = 10_000) => {
       const id = messageId === undefined ? undefined : normalizeMessageId(messageId);
-      const want = (line: string) => line === `${name} ${id}` || (id === undefined && line.startsWith(`${name} `));
-      if (history.some(want)) return Promise.resolve();
-      return new Promise((resolve, reject) => {
-        const done = (then: () => void) => (clearTimeout(timer), events.off('barrier', on), then());
-        const on = (n: string, k: string) => void (want(`${n} ${k}`) && done(resolve));
-        const what = id === undefined ? name : `${name} ${id}`;
-        const timer = setTimeout(() => done(() => reject(new Error(`mail sink: "${what}" not seen within ${timeoutMs} ms`))), timeoutMs);
-        events.on('barrier', on);
-      });
+      return waitForBarrier('mail sink', events, history, name, id, timeoutMs);
     },
     close: () =>
       (closing ??= (async () => {

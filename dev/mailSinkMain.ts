@@ -12,7 +12,7 @@
  * leaves no orphan behind.
  */
 import { startMailSink } from './mailSink';
-import { integerFlag, parseFlags } from './mainArgs';
+import { integerFlag, parseFlags, runFake } from './mainArgs';
 
 const FLAGS: Record<string, string | undefined> = {
   '--host': 'MAIL_SINK_HOST',
@@ -25,7 +25,7 @@ const FLAGS: Record<string, string | undefined> = {
 /** A port flag; absent means 0 (a free port). */
 const port = (value: string | undefined, flag: string): number => integerFlag(FLAGS, value, flag, 65535) ?? 0;
 
-async function main(): Promise<void> {
+runFake('mail sink', 'MAILSINK', async () => {
   const args = parseFlags(FLAGS, process.argv.slice(2), process.env);
   const sink = await startMailSink({
     host: args['--host'],
@@ -33,28 +33,5 @@ async function main(): Promise<void> {
     httpPort: port(args['--http-port'], '--http-port'),
     file: args['--file'],
   });
-  // Barrier lines go out in the order they happen; a test waits for them instead of sleeping.
-  sink.events.on('barrier', (name: string, messageId: string) => process.stdout.write(`MAILSINK ${name} ${messageId}\n`));
-  let stopping = false;
-  const stop = (why: string) => {
-    if (stopping) return;
-    stopping = true;
-    process.stderr.write(`mail sink: ${why}, closing\n`);
-    sink.close().then(
-      () => process.exit(0),
-      (err: Error) => {
-        process.stderr.write(`mail sink: close failed: ${err.message}\n`);
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
-  if (args['--exit-with-stdin']) process.stdin.on('end', () => stop('stdin closed')).resume();
-  process.stdout.write(JSON.stringify({ smtpPort: sink.smtpPort, httpPort: sink.httpPort, lookupUrl: sink.lookupUrl }) + '\n');
-}
-
-main().catch((err: Error) => {
-  process.stderr.write(`mail sink: ${err.message.replace(/^mail sink: /, '')}\n`);
-  process.exit(1);
+  return { fake: sink, ready: { smtpPort: sink.smtpPort, httpPort: sink.httpPort, lookupUrl: sink.lookupUrl }, exitWithStdin: !!args['--exit-with-stdin'] };
 });

@@ -1,3 +1,5 @@
+import type { EventEmitter } from 'node:events';
+
 /**
  * Flags for the fakes' own-process runners: each `--flag value` (or `--flag=value`) falls back to an
  * environment variable; a flag mapped to `undefined` is a switch that takes no value.
@@ -27,4 +29,40 @@ export function integerFlag(flags: FlagSpec, value: string | undefined, flag: st
   const n = Number(value);
   if (!/^\d+$/.test(value) || n > max) throw new Error(`${flag} (${flags[flag]}) must be an integer 0-${max}, got ${JSON.stringify(value)}`);
   return n;
+}
+
+/** What a fake (the mail sink, the payments API) gives its own-process runner. */
+export interface Fake {
+  events: EventEmitter;
+  close(): Promise<void>;
+}
+
+/**
+ * Runs a started fake as a process: one JSON `ready` line on stdout, then one `<prefix> <barrier> <id>`
+ * line per barrier (a test waits for them instead of sleeping); SIGTERM/SIGINT close it, and so does
+ * the end of stdin with `exitWithStdin` (a test runner killed without cleaning up leaves no orphan).
+ */
+export function runFake(label: string, prefix: string, start: () => Promise<{ fake: Fake; ready: object; exitWithStdin: boolean }>): void {
+  const fail = (err: Error): never => {
+    process.stderr.write(`${label}: ${err.message.replace(new RegExp(`^${label}: `), '')}\n`);
+    process.exit(1);
+  };
+  start().then(({ fake, ready, exitWithStdin }) => {
+    // Barrier lines go out in the order they happen.
+    fake.events.on('barrier', (name: string, id: string) => process.stdout.write(`${prefix} ${name} ${id}\n`));
+    let stopping = false;
+    const stop = (why: string) => {
+      if (stopping) return;
+      stopping = true;
+      process.stderr.write(`${label}: ${why}, closing\n`);
+      fake.close().then(
+        () => process.exit(0),
+        (err: Error) => fail(new Error(`close failed: ${err.message}`)),
+      );
+    };
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+    if (exitWithStdin) process.stdin.on('end', () => stop('stdin closed')).resume();
+    process.stdout.write(JSON.stringify(ready) + '\n');
+  }, fail);
 }

@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
+import { waitForBarrier } from './barriers';
 
 /**
  * A payments API fake that follows the IETF Idempotency-Key header draft (draft-ietf-httpapi-idempotency-key-header),
@@ -254,17 +255,8 @@ export async function startPaymentsApi(options: PaymentsApiOptions = {}): Promis
       emit('reset');
     },
     events,
-    waitFor: (name, key, timeoutMs = 10_000) => {
-      const want = (line: string) => line === `${name} ${key}` || (key === undefined && line.startsWith(`${name} `));
-      if (history.some(want)) return Promise.resolve();
-      return new Promise((resolve, reject) => {
-        const done = (then: () => void) => (clearTimeout(timer), events.off('barrier', on), then());
-        const on = (n: string, k: string) => void (want(`${n} ${k}`) && done(resolve));
-        const what = key === undefined ? name : `${name} ${key}`;
-        const timer = setTimeout(() => done(() => reject(new Error(`payments API: "${what}" not seen within ${timeoutMs} ms`))), timeoutMs);
-        events.on('barrier', on);
-      });
-    },
+    waitFor: (name, key, timeoutMs = 10_000) =>
+      waitForBarrier('payments API', events, history, name, key, timeoutMs),
     close: () =>
       (closing ??= new Promise<void>((resolve) => {
         epoch++;

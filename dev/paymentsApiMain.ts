@@ -9,7 +9,7 @@
  * there is no key). SIGTERM/SIGINT close it. `--exit-with-stdin` also closes it when stdin ends, so a test runner
  * that dies without cleaning up (SIGKILL) leaves no orphan behind. Loopback only.
  */
-import { integerFlag, parseFlags } from './mainArgs';
+import { integerFlag, parseFlags, runFake } from './mainArgs';
 import { startPaymentsApi } from './paymentsApi';
 
 const FLAGS: Record<string, string | undefined> = {
@@ -20,34 +20,11 @@ const FLAGS: Record<string, string | undefined> = {
 
 const integer = (value: string | undefined, flag: string, max: number) => integerFlag(FLAGS, value, flag, max);
 
-async function main(): Promise<void> {
+runFake('payments API', 'PAYMENTS', async () => {
   const args = parseFlags(FLAGS, process.argv.slice(2), process.env);
   const api = await startPaymentsApi({
     port: integer(args['--port'], '--port', 65535) ?? 0,
     retentionMs: integer(args['--retention-ms'], '--retention-ms', Number.MAX_SAFE_INTEGER),
   });
-  // Barrier lines go out in the order they happen; a test waits for them instead of sleeping.
-  api.events.on('barrier', (name: string, key: string) => process.stdout.write(`PAYMENTS ${name} ${key}\n`));
-  let stopping = false;
-  const stop = (why: string) => {
-    if (stopping) return;
-    stopping = true;
-    process.stderr.write(`payments API: ${why}, closing\n`);
-    api.close().then(
-      () => process.exit(0),
-      (err: Error) => {
-        process.stderr.write(`payments API: close failed: ${err.message}\n`);
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
-  if (args['--exit-with-stdin']) process.stdin.on('end', () => stop('stdin closed')).resume();
-  process.stdout.write(JSON.stringify({ url: api.url, port: api.port }) + '\n');
-}
-
-main().catch((err: Error) => {
-  process.stderr.write(`payments API: ${err.message.replace(/^payments API: /, '')}\n`);
-  process.exit(1);
+  return { fake: api, ready: { url: api.url, port: api.port }, exitWithStdin: !!args['--exit-with-stdin'] };
 });

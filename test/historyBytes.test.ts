@@ -1,7 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { DEFAULT_THRESHOLD_BYTES } from '../runtime/largePayloads';
-import type { FakeModelServer } from './support/fakeModelServer';
-import { startFakeModelServer } from './support/fakeModelServer';
+import { useFakeModelServer } from './support/fakeModelServer';
 import { measureHistoryBytes } from './support/historyBytes';
 import { uniq } from './support/scenario';
 import { useWorld } from './support/world';
@@ -13,11 +12,7 @@ import { useWorld } from './support/world';
 describe('history bytes per model call', function () {
   this.timeout(120_000);
   const w = useWorld();
-  let fake: FakeModelServer;
-  before(async () => {
-    fake = await startFakeModelServer();
-  });
-  after(async () => fake?.close());
+  const fake = useFakeModelServer('file');
 
   it('stay bounded at 10, 100 and 1,000 messages, and the model sees the whole transcript', async () => {
     await w.worker(`openai-compatible:m@${fake.url}`);

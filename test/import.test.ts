@@ -9,8 +9,7 @@ import { sessionStatus, turnStatus, waitForTurn } from '../client/session';
 import type { WaitedTurn } from '../client/session';
 import { IMPORT_MESSAGE_ID } from '../workflows/definitions';
 import { unpairedToolCalls } from '../workflows/transcript';
-import type { FakeModelServer } from './support/fakeModelServer';
-import { startFakeModelServer } from './support/fakeModelServer';
+import { useFakeModelServer } from './support/fakeModelServer';
 import { recordHistory } from './support/histories';
 import { runCli } from './support/processes';
 import { eventually, sessionAfterCancel, startTurn, turnClosed, uniq } from './support/scenario';
@@ -47,13 +46,9 @@ const result = (id: string, content: string) => ({ role: 'tool', tool_call_id: i
 describe('import a session from another runtime (openai-jsonl-v1)', function () {
   this.timeout(120_000);
   const w = useWorld();
-  let fake: FakeModelServer;
-  beforeEach(async () => {
-    fake = await startFakeModelServer();
-  });
-  afterEach(async () => fake?.close());
+  const fake = useFakeModelServer();
 
-  const worker = () => w.worker(`openai-compatible:fake-model@${fake.url}`);
+  const worker = () => w.worker(fake.spec());
   const delivered = (t: WaitedTurn, toolCallId: string): number => {
     const e = t.ledger.find((x) => x.toolCallId === toolCallId);
     assert.ok(e, `no ledger entry for ${toolCallId}`);

@@ -8,6 +8,7 @@ import { grantsSignal, recoverSignal, turnWorkflowId } from '../workflows/defini
 import { invariantViolations, pendingFence } from '../workflows/ledger';
 import type { TurnStatus } from '../workflows/types';
 import { workflowTaskFailures } from './support/eventCounts';
+import { recordHistory } from './support/histories';
 import { startFakeModelServer } from './support/fakeModelServer';
 import { exited } from './support/processes';
 import { eventually, scripted, startTurn, turnClosed, uniq } from './support/scenario';
@@ -121,6 +122,7 @@ describe('liveness: no wedged turn, no stale grant', function () {
     assert.equal(seen.filter((e) => e === 'scheduled').length, 2, JSON.stringify(seen));
     assert.equal(w.sink.deliveries(mid(executionId)), 1);
     await healthy(t);
+    await recordHistory(parked.workflowId, 'turn-dispatch-then-not-started');
   });
 
   it('a grant revoked while a model response is pending approves none of its calls', async () => {
@@ -159,6 +161,7 @@ describe('liveness: no wedged turn, no stale grant', function () {
       assert.equal(done.ledger[0]!.approvedBy, 'carol');
       assert.equal(w.sink.deliveries(mid(executionId)), 1);
       await healthy(done);
+      await recordHistory(workflowId, 'turn-revoke-while-pending');
     } finally {
       await fake.close();
     }

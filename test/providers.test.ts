@@ -1,6 +1,5 @@
 import { strict as assert } from 'node:assert';
-import type { FakeModelServer } from './support/fakeModelServer';
-import { startFakeModelServer } from './support/fakeModelServer';
+import { useFakeModelServer } from './support/fakeModelServer';
 import { runCli } from './support/processes';
 import { startTurn, turnClosed, uniq } from './support/scenario';
 import { useWorld } from './support/world';
@@ -12,13 +11,9 @@ import { useWorld } from './support/world';
 describe('model providers (AI SDK) against local servers speaking the OpenAI and Anthropic protocols', function () {
   this.timeout(120_000);
   const w = useWorld();
-  let fake: FakeModelServer;
-  beforeEach(async () => {
-    fake = await startFakeModelServer();
-  });
-  afterEach(async () => fake?.close());
+  const fake = useFakeModelServer();
 
-  const compatible = () => w.worker(`openai-compatible:fake-model@${fake.url}`);
+  const compatible = () => w.worker(fake.spec());
   const closed = (t: { workflowId: string }) => turnClosed(w.c, t);
 
   it('a tool call round-trips: JSON schema out, the call and its result back in, never an execution ID', async () => {

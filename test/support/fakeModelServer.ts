@@ -122,3 +122,20 @@ function anthropicMessage(model: string, reply: Exclude<FakeReply, { status: num
     usage: { input_tokens: 10, output_tokens: 5 },
   };
 }
+
+/**
+ * A fake model server for each test (`per: 'test'`) or for the whole file, started and closed by
+ * mocha hooks. The returned object stands for the current server; `spec()` is the worker's --model.
+ */
+export function useFakeModelServer(per: 'test' | 'file' = 'test'): FakeModelServer & { spec(): string } {
+  let current: FakeModelServer | undefined;
+  const [up, down] = per === 'test' ? [beforeEach, afterEach] : [before, after];
+  up(async () => {
+    current = await startFakeModelServer();
+  });
+  down(async () => current?.close());
+  const spec = () => `openai-compatible:fake-model@${current!.url}`;
+  return new Proxy({ spec } as FakeModelServer & { spec(): string }, {
+    get: (target, key) => (key === 'spec' ? target.spec : Reflect.get(current!, key)),
+  });
+}

@@ -1,10 +1,9 @@
 import { strict as assert } from 'node:assert';
 import type { Decision } from '../../workflows/decisions';
 import { judgeDecision, parseDecision, splitDecisions } from '../../workflows/decisions';
-import { NOT_APPLIED_CANCELLED, createDecisionIntake } from '../../workflows/intake';
-import { applyLedger } from '../../workflows/ledger';
-import type { DecisionKind, DecisionRecord, LedgerEntry, RecoverSignal } from '../../workflows/types';
-import { AT, entryIn } from './helpers';
+import { NOT_APPLIED_CANCELLED } from '../../workflows/intake';
+import type { DecisionKind, LedgerEntry } from '../../workflows/types';
+import { entryIn, intakeOver } from './helpers';
 
 const DIGEST = 'sha256:' + 'a'.repeat(64);
 const OTHER = 'sha256:' + 'b'.repeat(64);
@@ -206,17 +205,7 @@ describe('decisions: splitDecisions (the batch signal)', () => {
 describe('decisions: the intake once the turn is cancelled', () => {
   const setup = (cancelled: boolean) => {
     const ledger = new Map([['call_1', entryIn('recovery_required')]]);
-    const decisions: DecisionRecord[] = [];
-    const recoveries = new Map<string, RecoverSignal>();
-    const intake = createDecisionIntake({
-      ledger,
-      recoveries,
-      decisions,
-      record: (id, change) => ledger.set(id, applyLedger(ledger.get(id)!, change, AT)),
-      publish: () => undefined,
-      now: () => AT,
-      cancelled: () => cancelled,
-    });
+    const { intake, decisions, recoveries } = intakeOver(ledger, { cancelled: () => cancelled });
     intake.modelPending(false);
     return { ledger, decisions, recoveries, intake };
   };

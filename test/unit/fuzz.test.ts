@@ -12,12 +12,11 @@ import { builtinTools } from '../../activities/tools';
 import { createApproverKey } from '../../client/keys';
 import { parseDecision, splitDecisions } from '../../workflows/decisions';
 import { activeGrants, addGrant, grantsUpdate, revokeGrant } from '../../workflows/grants';
-import { createDecisionIntake } from '../../workflows/intake';
-import { applyLedger, newEntry } from '../../workflows/ledger';
+import { newEntry } from '../../workflows/ledger';
 import { authorizeDecision } from '../../workflows/signatures';
-import type { DecisionKind, DecisionRecord, LedgerEntry, RecoverSignal, ToolCall } from '../../workflows/types';
+import type { DecisionKind, LedgerEntry, ToolCall } from '../../workflows/types';
 import { hostileDecision, hostileToolCall, hostileValue } from '../support/hostile';
-import { planned } from './helpers';
+import { intakeOver, planned } from './helpers';
 
 // The pure fuzz tier: every function that reads input from outside (a signal from any Temporal
 // client, a model's tool calls) gets thousands of hostile values: wrong types, huge strings,
@@ -94,16 +93,7 @@ describe(`fuzz: signal payloads (fast-check, ${RUNS} runs each, seed ${SEED})`, 
           ['c1', waiting],
           ['c2', parked],
         ]);
-        const decisions: DecisionRecord[] = [];
-        const recoveries = new Map<string, RecoverSignal>();
-        const intake = createDecisionIntake({
-          ledger,
-          recoveries,
-          decisions,
-          record: (id, change) => ledger.set(id, applyLedger(ledger.get(id)!, change, now())),
-          publish: () => undefined,
-          now,
-        });
+        const { intake, decisions, recoveries } = intakeOver(ledger, { now });
         intake.modelPending(false);
         let expected = 0;
         for (const [kind, raw] of signals) {

@@ -1,4 +1,6 @@
-import type { CallState, LedgerEntry, PlannedCall, ToolSpec } from '../../workflows/types';
+import { createDecisionIntake } from '../../workflows/intake';
+import { applyLedger } from '../../workflows/ledger';
+import type { CallState, DecisionRecord, LedgerEntry, PlannedCall, RecoverSignal, ToolSpec } from '../../workflows/types';
 
 export const ALL_STATES: readonly CallState[] = [
   'invalid',
@@ -57,4 +59,21 @@ export function entryIn(state: CallState, over: Partial<LedgerEntry> = {}): Ledg
     events: [{ at: AT, type: 'created' }],
     ...over,
   };
+}
+
+/** A decision intake over an in-memory ledger, as the turn wires it (every write applied with applyLedger). */
+export function intakeOver(ledger: Map<string, LedgerEntry>, opts: { now?: () => string; cancelled?: () => boolean } = {}) {
+  const now = opts.now ?? (() => AT);
+  const decisions: DecisionRecord[] = [];
+  const recoveries = new Map<string, RecoverSignal>();
+  const intake = createDecisionIntake({
+    ledger,
+    recoveries,
+    decisions,
+    record: (id, change) => ledger.set(id, applyLedger(ledger.get(id)!, change, now())),
+    publish: () => undefined,
+    now,
+    ...(opts.cancelled ? { cancelled: opts.cancelled } : {}),
+  });
+  return { intake, decisions, recoveries };
 }
