@@ -13,7 +13,7 @@ import { approveSignal } from '../workflows/definitions';
 import { invariantViolations } from '../workflows/ledger';
 import type { LedgerEntry, TurnStatus } from '../workflows/types';
 import type { Job, Sent, Waiting } from './support/multijob';
-import { historyOf, inOneTask, resultProcessed, resultWaiting, sendJobs, settle } from './support/multijob';
+import { describeHistory, dispatchProblems, historyOf, inOneTask, jobEvents, resultProcessed, resultWaiting, sendJobs, settle } from './support/multijob';
 import { spawnWorker } from './support/processes';
 import { TOOLS, eventually, scripted, startTurn, uniq } from './support/scenario';
 
@@ -85,6 +85,8 @@ function checkState(s: Status, k: Case, sent: Sent, deliveries: number, final: b
   for (const d of s.decisions) if (d.outcome === 'ignored') assert.ok(d.why, `an ignored decision without a reason: ${JSON.stringify(d)}`);
   if (!final) return;
   assert.ok(['completed', 'cancelled', 'failed'].includes(s.state), `closed in state ${s.state}`);
+  // A closed turn leaves no call looking in flight (the inbox and the UI read the ledger).
+  assert.ok(!['running', 'dispatched', 'reconciling'].includes(entry.state), `the turn closed (${s.state}) with the call ${entry.state}: ${JSON.stringify(entry.events.slice(-4))}`);
   for (const id of sent.decisions.keys()) assert.ok(s.decisions.some((d) => d.decisionId === id), `decision ${id} (${sent.decisions.get(id)}) is not in the audit: ${JSON.stringify(s.decisions)}`);
 }
 
@@ -93,6 +95,7 @@ async function play(k: Case, sink: MailSink, procs: Set<ChildProcess>): Promise<
   const taskQueue = uniq('mj');
   const c = await connectClient({ taskQueue });
   const sent: Sent = { decisions: new Map(), abort: new AbortController(), updates: [] };
+  let workflowId = '';
   try {
     const to = `${uniq('mj')}@example.com`;
     const model = scripted([{ toolCalls: [{ id: 'c1', name: 'send_email', arguments: { to, subject: 'Hi', body: 'Hello.' } }] }, { text: 'done' }]);
@@ -114,7 +117,7 @@ async function play(k: Case, sink: MailSink, procs: Set<ChildProcess>): Promise<
     const sessionId = uniq('mj');
     const w1 = await worker(k.start === 'approval' ? undefined : `${k.point}@send_email`);
     const parked = await startTurn(c, sessionId, `email ${to}`);
-    const { workflowId } = parked;
+    workflowId = parked.workflowId;
     let entry: LedgerEntry = parked.ledger[0]!;
     const t = { sessionId, workflowId, toolCallId: 'c1' };
     const handle = c.client.workflow.getHandle(workflowId);
@@ -144,7 +147,7 @@ async function play(k: Case, sink: MailSink, procs: Set<ChildProcess>): Promise<
     await worker();
     const deliveries = () => sink.deliveries(messageIdFor(entry.executionId));
     let r = await settle(c, t, 'after the jobs');
-    assert.ok(inOneTask(r.history, before), 'the jobs reached the turn in more than one workflow task');
+    assert.ok(inOneTask(r.history, before, jobEvents(k.jobs)), 'the jobs did not all reach the turn in one workflow task');
     // A cancel ends the turn: settled calls stay, the others get results; nobody has to answer first.
     if (k.jobs.some((j) => j.kind === 'cancel')) assert.equal(r.waiting, 'closed', `cancelled, but the turn waits (${r.waiting}): ${JSON.stringify(r.status.ledger[0]!.events.slice(-4))}`);
     const trail = [`${entry.state} → ${r.waiting}`];
@@ -158,7 +161,13 @@ async function play(k: Case, sink: MailSink, procs: Set<ChildProcess>): Promise<
       checkState(r.status, k, sent, deliveries(), false);
     }
     checkState(r.status, k, sent, deliveries(), true);
+    assert.deepEqual(dispatchProblems(r.history), [], 'the dispatch marker');
     if (process.env.MULTIJOB_VERBOSE) console.log(`      ${JSON.stringify(k)}: ${trail.join(' → ')} (${r.status.state}; ${deliveries()} sent; ${r.status.decisions.map((d) => `${d.kind}:${d.outcome}${d.why ? `(${d.why.slice(0, 60)})` : ''}`).join(', ')})`);
+  } catch (err) {
+    // The evidence: the turn's raw history and the call's ledger, as the failure found them.
+    const history = await historyOf(c, workflowId).then(describeHistory, (e: Error) => e.message);
+    const ledger = await c.client.withDeadline(Date.now() + 5_000, () => turnStatus(c, workflowId)).then((s) => JSON.stringify(s.ledger[0]?.events), (e: Error) => e.message);
+    throw new Error(`${(err as Error).message}\n--- history of ${workflowId}:\n${history}\n--- ledger events: ${ledger}`, { cause: err });
   } finally {
     sent.abort.abort();
     await Promise.all(sent.updates);

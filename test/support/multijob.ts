@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { OpenWorkerClient } from '../../client/connection';
 import { grant } from '../../client/grants';
@@ -156,6 +157,8 @@ export type Waiting = 'closed' | 'approval' | 'recovery' | 'fence';
 /** What the turn waits for, if it waits for a human with a reason; undefined while it works. */
 export function waitingFor(s: TurnStatus & { closed: boolean }, toolCallId: string): Waiting | undefined {
   if (s.closed) return 'closed';
+  // A query answered while the turn completes (describe still said running) shows its final state.
+  if (['completed', 'cancelled', 'failed'].includes(s.state)) return undefined;
   const e = s.ledger.find((x) => x.toolCallId === toolCallId);
   if (e?.state === 'awaiting_approval') return 'approval';
   if (e?.state !== 'recovery_required') return undefined;
@@ -188,10 +191,56 @@ export async function settle(c: OpenWorkerClient, t: { sessionId: string; workfl
   }
 }
 
-/** Whether the jobs sent after event `after` all went out in one workflow task (none started between them). */
-export function inOneTask(events: readonly Event[], after: number): boolean {
-  const jobs = events.filter((e) => Number(e.eventId) > after && (e.workflowExecutionSignaledEventAttributes || e.workflowExecutionCancelRequestedEventAttributes)).map((e) => Number(e.eventId));
-  if (!jobs.length) return true;
-  const [first, last] = [Math.min(...jobs), Math.max(...jobs)];
-  return !events.some((e) => e.workflowTaskStartedEventAttributes && Number(e.eventId) > first && Number(e.eventId) < last);
+/** How many history events the jobs add to the turn's own history (the session forwards grants later; an update is no event until accepted). */
+export const jobEvents = (jobs: readonly Job[]): number =>
+  jobs.filter((j) => ['approve', 'reject', 'recover'].includes(j.kind) || (j.kind === 'grant' && j.via === 'raw')).length + (jobs.some((j) => j.kind === 'cancel') ? 1 : 0);
+
+/** Whether all `expected` job events after event `after` were in history before the next workflow task started. */
+export function inOneTask(events: readonly Event[], after: number, expected: number): boolean {
+  const started = events.find((e) => e.workflowTaskStartedEventAttributes && Number(e.eventId) > after);
+  const upTo = started ? Number(started.eventId) : Infinity;
+  const jobs = events.filter((e) => Number(e.eventId) > after && Number(e.eventId) < upTo && (e.workflowExecutionSignaledEventAttributes || e.workflowExecutionCancelRequestedEventAttributes));
+  return jobs.length === expected;
+}
+
+const decode = (payloads: temporal.api.common.v1.IPayloads | null | undefined): unknown[] =>
+  (payloads?.payloads ?? []).map((p) => defaultPayloadConverter.fromPayload(p as never));
+
+/**
+ * The dispatch marker, read from the raw history: a "proceed" only for an activity already
+ * scheduled, and at most one per activity (a second would let two callers reach the adapter).
+ */
+export function dispatchProblems(events: readonly Event[]): string[] {
+  const scheduled = new Set<string>();
+  const accepted = new Map<string, string>();
+  const proceeded: string[] = [];
+  const problems: string[] = [];
+  for (const ev of events) {
+    const a = ev.activityTaskScheduledEventAttributes;
+    if (a?.activityId) scheduled.add(a.activityId);
+    const acc = ev.workflowExecutionUpdateAcceptedEventAttributes;
+    if (acc?.acceptedRequest?.input?.name === 'dispatch') {
+      const req = decode(acc.acceptedRequest.input.args)[0] as { activityId: string };
+      accepted.set(acc.acceptedRequest.meta?.updateId ?? '', req.activityId);
+    }
+    const done = ev.workflowExecutionUpdateCompletedEventAttributes;
+    const id = done?.meta?.updateId ? accepted.get(done.meta.updateId) : undefined;
+    if (id === undefined || !(decode(done!.outcome?.success)[0] as { proceed?: boolean } | undefined)?.proceed) continue;
+    if (!scheduled.has(id)) problems.push(`event ${String(ev.eventId)}: dispatch of ${id} proceeded before any activity ${id} was scheduled`);
+    if (proceeded.includes(id)) problems.push(`event ${String(ev.eventId)}: a second dispatch of ${id} proceeded`);
+    proceeded.push(id);
+  }
+  return problems;
+}
+
+/** A compact listing of a history for a failure report: id, type, and what a signal or update carried. */
+export function describeHistory(events: readonly Event[]): string {
+  return events
+    .map((e) => {
+      const type = Object.keys(e).find((k) => k.endsWith('EventAttributes') && (e as Record<string, unknown>)[k]) ?? '?';
+      const sig = e.workflowExecutionSignaledEventAttributes;
+      const extra = sig ? ` ${sig.signalName} ${JSON.stringify(decode(sig.input)[0]).slice(0, 120)}` : '';
+      return `${String(e.eventId)} ${type.replace('EventAttributes', '')}${extra}`;
+    })
+    .join('\n');
 }
