@@ -85,6 +85,9 @@ function checkState(s: Status, k: Case, sent: Sent, deliveries: number, final: b
   for (const d of s.decisions) if (d.outcome === 'ignored') assert.ok(d.why, `an ignored decision without a reason: ${JSON.stringify(d)}`);
   if (!final) return;
   assert.ok(['completed', 'cancelled', 'failed'].includes(s.state), `closed in state ${s.state}`);
+  // An effect the external system holds is never reported as a call that did not run.
+  const via = entry.events.filter((e) => e.type === 'failed').at(-1)?.via;
+  assert.ok(!(deliveries > 0 && entry.state === 'failed' && via === 'not_dispatched'), `${deliveries} delivered, but the call failed as never run: ${entry.error}`);
   // A closed turn leaves no call looking in flight (the inbox and the UI read the ledger).
   assert.ok(!['running', 'dispatched', 'reconciling'].includes(entry.state), `the turn closed (${s.state}) with the call ${entry.state}: ${JSON.stringify(entry.events.slice(-4))}`);
   for (const id of sent.decisions.keys()) assert.ok(s.decisions.some((d) => d.decisionId === id), `decision ${id} (${sent.decisions.get(id)}) is not in the audit: ${JSON.stringify(s.decisions)}`);
