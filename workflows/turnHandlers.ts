@@ -102,7 +102,12 @@ export function handleDispatch(deps: { entries: () => LedgerEntry[]; record: Rec
         if (!req || typeof req.executionId !== 'string' || typeof req.activityId !== 'string' || typeof req.attempt !== 'number') {
           throw new Error('dispatch: expected { executionId, activityId, attempt }');
         }
-        if (!entries().some((e) => e.executionId === req.executionId)) throw new Error(`dispatch: unknown execution ${req.executionId}`);
+        const entry = entries().find((e) => e.executionId === req.executionId);
+        if (!entry) throw new Error(`dispatch: unknown execution ${req.executionId}`);
+        // An approved call whose first run is not scheduled yet has no activity: run 1's ID would pass
+        // as current (activityIdFor(id, 0) is run 1's) and mark it dispatched, so scheduling it then
+        // breaks the ledger. Refused here, where no trace goes to history (validators do not replay).
+        if (entry.runs === 0 && entry.state === 'running') throw new Error(`dispatch: no run of ${req.executionId} has been scheduled`);
       },
       description: 'Internal: the execute activity records "dispatched" before calling the tool',
     },
