@@ -195,7 +195,8 @@ export function callLifecycle(ctx: CallContext) {
     }
   };
 
-  const steps = async (call: PlannedCall, first: NextStep): Promise<Message> => {
+  // `approvedBy`: a person approved the call in the task that starts it (a cancel may overtake it there).
+  const steps = async (call: PlannedCall, first: NextStep, approvedBy?: string): Promise<Message> => {
     const id = call.toolCallId;
     let next = first;
     let decided: string | undefined;
@@ -209,8 +210,10 @@ export function callLifecycle(ctx: CallContext) {
             intake.notApplied(id, `${NOT_APPLIED_CANCELLED} before the retry ran`);
             if (next.do === 'recovery_required') next = { ...next, reason: `the turn was cancelled before the retry decided by ${decided} ran` };
           }
+          if (approvedBy !== undefined && next !== planned) intake.notApplied(id, `${NOT_APPLIED_CANCELLED} before the call ran`, 'approve');
         }
         decided = undefined;
+        approvedBy = undefined;
         switch (next.do) {
           case 'run':
             next = await execute(call);
@@ -262,8 +265,10 @@ export function callLifecycle(ctx: CallContext) {
       ctx.rerun && isProtected(call.spec!.effect, call.spec!.recovery)
         ? { do: 'recovery_required', reason: `this turn was ${ctx.rerun}: an earlier run may already have executed this call with the same execution ID` }
         : (start ?? { do: 'run', why: 'approved' });
+    const person = current(id).approvedBy;
+    const approvedNow = !start && person !== undefined && person !== 'auto' && current(id).grantId === undefined && current(id).runs === 0 ? person : undefined;
     try {
-      return await steps(call, first);
+      return await steps(call, first, approvedNow);
     } catch (err) {
       if (isCancellation(err) && shields.lettingCallsFinish()) markInterrupted(call);
       throw err;

@@ -121,9 +121,9 @@ export function createDecisionIntake(deps: IntakeDeps) {
     },
     /** After a call reaches recovery_required or a terminal state: judge the decisions that waited for it. */
     judgeWaiting,
-    /** An applied recovery decision that the turn could not act on (it was cancelled first): audited as such. */
-    notApplied(toolCallId: string, why: string): void {
-      const applied = [...decisions].reverse().find((r) => r.kind === 'recover' && r.toolCallId === toolCallId && r.outcome === 'applied');
+    /** An applied decision (a recovery by default) that the turn could not act on, being cancelled first: audited as such. */
+    notApplied(toolCallId: string, why: string, kind: DecisionKind = 'recover'): void {
+      const applied = [...decisions].reverse().find((r) => r.kind === kind && r.toolCallId === toolCallId && r.outcome === 'applied');
       if (applied) Object.assign(applied, { outcome: 'ignored', why });
       recoveries.delete(toolCallId);
       publish();

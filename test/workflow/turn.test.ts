@@ -122,6 +122,20 @@ describe('workflow tier: the call lifecycle in process', function () {
     assert.equal(effects.length, 1);
   });
 
+  it('an approval and a cancel in one workflow task: nothing runs, and the approval is audited as not applied', async () => {
+    const h = await tier.start(steps);
+    await tier.withWorker([send], steps, () => until(h, (s) => s.state === 'awaiting_approval', 'the call waits'));
+    await h.signal(approveSignal, { toolCallId: 'c1', by: 'alice' });
+    await h.cancel();
+    const s = await tier.withWorker([send], steps, () => until(h, (x) => x.state === 'cancelled', 'the turn ends cancelled'));
+    assert.equal(effects.length, 0);
+    assert.deepEqual(
+      s.decisions.map((d) => [d.kind, d.outcome, d.why]),
+      [['approve', 'ignored', 'not applied: the turn is cancelled before the call ran']],
+    );
+    await assertLive(h, s);
+  });
+
   for (const skipFence of [true, false]) {
     it(`a retry${skipFence ? ' (skipping the fence)' : ''} and a cancel in one workflow task: cancelled, re-parked, audited, never wedged`, async () => {
       const h = await tier.withWorker([send], steps, parkUnknown);
