@@ -33,11 +33,11 @@ const temporalNonWorkflowPackages = [
   '@temporalio/envconfig',
 ];
 
-// Folders depend downward only: workflows ← activities ← runtime ← worker; client/ and dev/ on top.
+// Folders depend downward only: workflows ← runtime ← activities ← worker; client/ and dev/ on top.
 // `layer(...folders)` forbids importing those folders from the files a block covers.
 const layer = (...folders) => ({
   group: folders.flatMap((f) => [`../${f}`, `../${f}/**`, `../../${f}`, `../../${f}/**`]),
-  message: 'Folders depend downward only (workflows ← activities ← runtime ← worker; client/ and dev/ on top): move the shared piece down, e.g. into runtime/.',
+  message: 'Folders depend downward only (workflows ← runtime ← activities ← worker; client/ and dev/ on top): move the shared piece down, e.g. into runtime/.',
 });
 
 export default defineConfig(
@@ -124,7 +124,7 @@ export default defineConfig(
 
   {
     files: ['activities/**/*.ts'],
-    rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [layer('runtime', 'worker', 'client', 'dev', 'bench')] }] },
+    rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [layer('worker', 'client', 'dev', 'bench')] }] },
   },
   {
     files: ['runtime/**/*.ts'],

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { DEFAULT_MAX_AGE_MS, keyIdOf } from '../workflows/signatures';
 import type { ApprovalRequirement, ApproverKey, PlannedCall } from '../workflows/types';
 import type { ToolRegistry } from './registry';
+import { readString } from '../runtime/config';
 
 // Who may approve what, on the worker. The approvers file holds public keys only:
 //
@@ -109,4 +110,4 @@ export function withApprovals(registry: ToolRegistry, config: ApproversConfig | 
 
 /** From $OPENWORKER_APPROVERS (a file path), if set. */
 export const approversFromEnv = (env: NodeJS.ProcessEnv = process.env): ApproversConfig | undefined =>
-  env.OPENWORKER_APPROVERS ? loadApprovers(env.OPENWORKER_APPROVERS) : undefined;
+  readString('OPENWORKER_APPROVERS', env) ? loadApprovers(readString('OPENWORKER_APPROVERS', env)!) : undefined;

@@ -1,6 +1,7 @@
 import { writeSync } from 'node:fs';
 import type { InjectedSinks } from '@temporalio/worker';
 import type { FaultSinks, WorkflowFaultPoint } from '../workflows/definitions';
+import { readString } from '../runtime/config';
 
 /**
  * Named fault points for crash tests. `OPENWORKER_FAULTS` holds a comma-separated list of
@@ -14,7 +15,7 @@ export type FaultPoint = 'tool.before_dispatch' | 'tool.after_dispatch' | 'tool.
 export const FAULT_REPORT_PREFIX = 'OPENWORKER_FAULT';
 
 function armed(point: FaultPoint, tool: string): boolean {
-  const spec = process.env.OPENWORKER_FAULTS;
+  const spec = readString('OPENWORKER_FAULTS');
   if (!spec) return false;
   return spec.split(',').some((entry) => {
     const [p, t] = entry.trim().split('@');
@@ -25,7 +26,7 @@ function armed(point: FaultPoint, tool: string): boolean {
 export async function faultPoint(point: FaultPoint, tool: string, executionId: string): Promise<void> {
   if (!armed(point, tool)) return;
   writeSync(2, `${FAULT_REPORT_PREFIX} ${point} ${executionId}\n`);
-  if (process.env.OPENWORKER_FAULT_ACTION === 'kill') process.kill(process.pid, 'SIGKILL');
+  if (readString('OPENWORKER_FAULT_ACTION') === 'kill') process.kill(process.pid, 'SIGKILL');
   await new Promise<never>(() => undefined);
 }
 

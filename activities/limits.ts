@@ -1,5 +1,7 @@
 import type { ToolCall } from '../workflows/types';
 import { cutUtf8, utf8Bytes } from '../workflows/limits';
+import type { Setting } from '../runtime/config';
+import { readString } from '../runtime/config';
 
 // What a model response and a tool result may cost. Large payloads are stored outside history
 // (client/largePayloads.ts), so these limits are about bounded memory, storage and model context,
@@ -23,7 +25,7 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
   maxModelTextBytes: 64 * 1024,
 });
 
-export const LIMIT_ENV: Readonly<Record<keyof Limits, string>> = Object.freeze({
+export const LIMIT_ENV: Readonly<Record<keyof Limits, Setting>> = Object.freeze({
   maxArgsBytes: 'OPENWORKER_MAX_ARGS_BYTES',
   maxResultBytes: 'OPENWORKER_MAX_RESULT_BYTES',
   maxToolCalls: 'OPENWORKER_MAX_TOOL_CALLS',
@@ -41,7 +43,7 @@ const MAX_CALL_ID_CHARS = 200;
 export function limitsFromEnv(env: Readonly<Record<string, string | undefined>>): Limits {
   const out = { ...DEFAULT_LIMITS };
   for (const key of Object.keys(LIMIT_ENV) as (keyof Limits)[]) {
-    const raw = env[LIMIT_ENV[key]]?.trim();
+    const raw = readString(LIMIT_ENV[key], env);
     if (!raw) continue;
     const n = Number(raw);
     if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${LIMIT_ENV[key]} must be a positive whole number, got '${raw}' (default ${DEFAULT_LIMITS[key]})`);

@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { PayloadCodec } from '@temporalio/common';
 import { combinedCodec, defaultPayloadCodecs } from '../runtime/encryption';
+import { readString } from '../runtime/config';
 
 /**
  * A codec endpoint for the Temporal Web UI (`temporal server start-dev --ui-codec-endpoint`): the
@@ -41,7 +42,7 @@ export const newCodecToken = (): string => randomBytes(32).toString('base64url')
 
 /** OPENWORKER_CODEC_TOKEN, else a fresh token. */
 export function codecTokenFromEnv(env: NodeJS.ProcessEnv = process.env): string {
-  const t = env.OPENWORKER_CODEC_TOKEN?.trim();
+  const t = readString('OPENWORKER_CODEC_TOKEN', env);
   if (!t) return newCodecToken();
   if (!TOKEN_CHARS.test(t)) throw new Error("OPENWORKER_CODEC_TOKEN must be 16-256 letters, digits, '.', '_', '~' or '-' (it goes into a URL path)");
   return t;

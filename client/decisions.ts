@@ -9,6 +9,7 @@ import type { ApproverKeyPair } from './keys';
 import { signDecision } from './keys';
 import type { OpenWorkerClient } from './connection';
 import { activeTurn, checkSessionId, OpenWorkerError } from './session';
+import { readString } from '../runtime/config';
 
 export interface DecisionTarget {
   sessionId: string;
@@ -36,7 +37,7 @@ export interface DecisionOutcome {
 
 const RECOVERY: readonly RecoveryDecision[] = ['retry', 'succeeded', 'failed'];
 
-export const defaultApprover = (): string => process.env.OPENWORKER_USER ?? process.env.USER ?? 'cli';
+export const defaultApprover = (): string => readString('OPENWORKER_USER') ?? process.env.USER ?? 'cli';
 
 interface OneDecision {
   kind: DecisionKind;

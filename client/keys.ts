@@ -6,6 +6,7 @@ import type { SignedFields } from '../workflows/signatures';
 import { keyIdOf, signedMessage } from '../workflows/signatures';
 import type { DecisionSignature } from '../workflows/types';
 import { OpenWorkerError } from './session';
+import { readString } from '../runtime/config';
 
 // Approver keys on the approver's machine: one Ed25519 key pair per name, the private half in a
 // 0600 file that never leaves it. The worker gets only the public halves (see activities/approvers.ts).
@@ -24,7 +25,7 @@ const NAME = /^[A-Za-z0-9._@-]{1,64}$/;
 // The fixed 12-byte SPKI prefix of an Ed25519 public key (RFC 8410).
 const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 
-export const keysDir = (env: NodeJS.ProcessEnv = process.env): string => env.OPENWORKER_KEYS_DIR ?? path.join(homedir(), '.openworker', 'keys');
+export const keysDir = (env: NodeJS.ProcessEnv = process.env): string => readString('OPENWORKER_KEYS_DIR', env) ?? path.join(homedir(), '.openworker', 'keys');
 
 const fileOf = (dir: string, name: string): string => path.join(dir, `${name}.json`);
 
@@ -73,7 +74,7 @@ export function listApproverKeys(dir = keysDir()): ApproverKeyPair[] {
  * else the only key in the keys directory, else none (the decision goes unsigned).
  */
 export function signingKey(name: string | undefined, dir = keysDir(), env: NodeJS.ProcessEnv = process.env): ApproverKeyPair | undefined {
-  const wanted = name ?? env.OPENWORKER_APPROVER_KEY;
+  const wanted = name ?? readString('OPENWORKER_APPROVER_KEY', env);
   const keys = listApproverKeys(dir);
   if (wanted) {
     const key = keys.find((k) => k.name === wanted);

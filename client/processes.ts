@@ -13,13 +13,14 @@ import { createWorker } from '../worker/worker';
 import { connectClient } from './connection';
 import { formatTurn } from './format';
 import { activeTurn, sendMessage, turnStatus, waitForTurn } from './session';
+import { readString } from '../runtime/config';
 
 // Long-running commands: server, worker, dev. Each runs until SIGINT/SIGTERM and cleans up after itself.
 
 const LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'];
 
 function installRuntime(): void {
-  const level = (process.env.OPENWORKER_LOG_LEVEL ?? 'WARN').toUpperCase();
+  const level = (readString('OPENWORKER_LOG_LEVEL') ?? 'WARN').toUpperCase();
   if (!LEVELS.includes(level)) throw new Error(`OPENWORKER_LOG_LEVEL must be one of ${LEVELS.join(', ')}, got '${level}'`);
   Runtime.install({ logger: new DefaultLogger(level as LogLevel) });
 }
@@ -121,7 +122,7 @@ export async function runDev(opts: DevOptions): Promise<void> {
   const sink = await startMailSink({ file: path.join(dir, 'mail.json') });
   // send_email reads its settings from the environment: point it at the local sink unless the
   // user configured a real SMTP server.
-  const smtpEnv = process.env.OPENWORKER_SMTP_HOST
+  const smtpEnv = readString('OPENWORKER_SMTP_HOST')
     ? {}
     : {
         OPENWORKER_SMTP_HOST: '127.0.0.1',
@@ -136,7 +137,7 @@ export async function runDev(opts: DevOptions): Promise<void> {
   const startWorker = (): void => {
     const args = [BIN, 'worker', '--address', server.address, '--model', opts.model, ...opts.tools.flatMap((t) => ['--tools', t])];
     // Armed faults apply to the first worker only, so the restarted one can recover.
-    const faults = starts++ === 0 ? (process.env.OPENWORKER_FAULTS ?? '') : '';
+    const faults = starts++ === 0 ? (readString('OPENWORKER_FAULTS') ?? '') : '';
     worker = spawn(process.execPath, args, { env: { ...process.env, ...smtpEnv, OPENWORKER_FAULTS: faults }, stdio: ['ignore', 'pipe', 'pipe'] });
     const prefix = (chunk: Buffer) =>
       chunk

@@ -6,6 +6,7 @@ import type { SessionStatus, TurnResult, TurnState, TurnStatus } from '../workfl
 import { messageProblem } from '../workflows/limits';
 import type { OpenWorkerClient } from './connection';
 import { liveWorkers, noWorkerMessage } from './workers';
+import { readInt } from '../runtime/config';
 
 const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/;
 
@@ -25,7 +26,8 @@ export function checkSessionId(sessionId: string): string {
 
 // After a worker dies, the server first routes queries to that worker's sticky queue and only
 // falls back to the shared queue after its sticky timeout, so allow for more than that.
-const QUERY_TIMEOUT_MS = Number(process.env.OPENWORKER_QUERY_TIMEOUT_MS ?? 15_000);
+// Read when a query is made, so a bad value is a one-line error of the command, not a crash at load.
+const queryTimeoutMs = (): number => readInt('OPENWORKER_QUERY_TIMEOUT_MS', { min: 1, fallback: 15_000 });
 const NO_WORKER_QUERY_MS = 3_000;
 
 /** Runs a query with a deadline, turning "nobody answered" into an error that says what to start. */
@@ -35,7 +37,7 @@ export async function queryWithDeadline<T>(c: OpenWorkerClient, what: string, fn
   // to its predecessor's sticky queue), wait for it in full, else say that none runs.
   let none = (await liveWorkers(c).catch(() => 1)) === 0;
   for (;;) {
-    const timeoutMs = none ? NO_WORKER_QUERY_MS : QUERY_TIMEOUT_MS;
+    const timeoutMs = none ? NO_WORKER_QUERY_MS : queryTimeoutMs();
     try {
       return await c.client.withDeadline(Date.now() + timeoutMs, fn);
     } catch (err) {

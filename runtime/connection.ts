@@ -1,5 +1,6 @@
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { DEFAULT_TASK_QUEUE } from '../workflows/definitions';
+import { readString } from './config';
 
 /** Where to find Temporal: explicit options win, then the standard TEMPORAL_* variables and config profile. */
 export interface ConnectOptions {
@@ -28,7 +29,7 @@ export function resolveConnectConfig(options: ConnectOptions = {}): ResolvedConn
   return {
     address: options.address ?? c.address ?? 'localhost:7233',
     namespace: options.namespace ?? fromEnv.namespace ?? 'default',
-    taskQueue: options.taskQueue ?? process.env.OPENWORKER_TASK_QUEUE ?? DEFAULT_TASK_QUEUE,
+    taskQueue: options.taskQueue ?? readString('OPENWORKER_TASK_QUEUE') ?? DEFAULT_TASK_QUEUE,
     ...(c.tls ? { tls: c.tls } : {}),
     ...(c.apiKey && typeof c.apiKey === 'string' ? { apiKey: c.apiKey } : {}),
     ...(c.metadata ? { metadata: c.metadata as Record<string, string> } : {}),

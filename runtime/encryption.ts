@@ -5,6 +5,7 @@ import type { DataConverter, PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { stateDir } from './stateDir';
 import { claimCheckCodec } from './largePayloads';
+import { readString } from './config';
 
 // Payload encryption: every payload a client or worker sends to Temporal (tool arguments and
 // results, transcripts, decisions) is AES-256-GCM ciphertext in history, tagged with the id of the
@@ -74,11 +75,12 @@ export function keyringFromFile(file: string): Keyring {
  * `OPENWORKER_ENCRYPTION_KEY_FILE`; else `.openworker/encryption-keys.json` if it exists; else none.
  */
 export function keyringFromEnv(env: NodeJS.ProcessEnv = process.env): Keyring | undefined {
-  const mode = env.OPENWORKER_ENCRYPTION?.trim().toLowerCase();
+  const mode = readString('OPENWORKER_ENCRYPTION', env)?.toLowerCase();
   if (mode === 'off') return undefined;
-  if (mode && mode !== 'on') throw new Error(`OPENWORKER_ENCRYPTION must be 'on' or 'off', got '${env.OPENWORKER_ENCRYPTION}'`);
-  if (env.OPENWORKER_ENCRYPTION_KEYS?.trim()) return keyringFromList(env.OPENWORKER_ENCRYPTION_KEYS);
-  const file = env.OPENWORKER_ENCRYPTION_KEY_FILE?.trim();
+  if (mode && mode !== 'on') throw new Error(`OPENWORKER_ENCRYPTION must be 'on' or 'off', got '${readString('OPENWORKER_ENCRYPTION', env)}'`);
+  const list = readString('OPENWORKER_ENCRYPTION_KEYS', env);
+  if (list) return keyringFromList(list);
+  const file = readString('OPENWORKER_ENCRYPTION_KEY_FILE', env);
   if (file) return keyringFromFile(path.resolve(file));
   const local = defaultKeyFile();
   if (existsSync(local)) return keyringFromFile(local);
@@ -94,8 +96,8 @@ export const defaultKeyFile = (): string => path.join(stateDir(), 'encryption-ke
  * key to the worker, the CLI and the codec endpoint. Returns the file it created, else undefined.
  */
 export function ensureLocalKeyFile(env: NodeJS.ProcessEnv = process.env, now = new Date()): string | undefined {
-  if (env.OPENWORKER_ENCRYPTION?.trim().toLowerCase() === 'off') return undefined;
-  if (env.OPENWORKER_ENCRYPTION_KEYS?.trim() || env.OPENWORKER_ENCRYPTION_KEY_FILE?.trim()) return undefined;
+  if (readString('OPENWORKER_ENCRYPTION', env)?.toLowerCase() === 'off') return undefined;
+  if (readString('OPENWORKER_ENCRYPTION_KEYS', env) || readString('OPENWORKER_ENCRYPTION_KEY_FILE', env)) return undefined;
   const file = defaultKeyFile();
   if (existsSync(file)) return undefined;
   const id = `local-${now.toISOString().slice(0, 10).replaceAll('-', '')}`;

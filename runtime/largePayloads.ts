@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { stateDir } from './stateDir';
+import { readString } from './config';
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 
@@ -58,7 +59,7 @@ export function directoryStore(dir: string): PayloadStore {
 }
 
 export function defaultPayloadStore(env: NodeJS.ProcessEnv = process.env): PayloadStore {
-  return directoryStore(path.resolve(env.OPENWORKER_PAYLOAD_STORE?.trim() || path.join(stateDir(), 'payloads')));
+  return directoryStore(path.resolve(readString('OPENWORKER_PAYLOAD_STORE', env) ?? path.join(stateDir(), 'payloads')));
 }
 
 const encoder = new TextEncoder();

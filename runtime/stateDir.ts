@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { readString } from './config';
 
 // Where this package and its local state live; shared by the CLI, the worker and the dev server.
 
@@ -9,7 +10,7 @@ import path from 'node:path';
  * generated in the checkout does not leak into them.)
  */
 export function stateDir(): string {
-  const override = process.env.OPENWORKER_STATE_DIR?.trim();
+  const override = readString('OPENWORKER_STATE_DIR');
   if (override) return path.resolve(override);
   const root = packageRoot();
   return path.join(root.split(path.sep).includes('node_modules') ? process.cwd() : root, '.openworker');

@@ -20,6 +20,7 @@ import { builtinTools } from '../activities/tools';
 import type { ConnectOptions } from '../runtime/connection';
 import { resolveConnectConfig } from '../runtime/connection';
 import { ensureSearchAttributes } from './searchAttributes';
+import { readString } from '../runtime/config';
 
 export interface WorkerConfig extends ConnectOptions {
   /** Tools besides the built-in ones. */
@@ -54,7 +55,7 @@ export interface WorkerConfig extends ConnectOptions {
 
 export const DEFAULT_MAX_CACHED_WORKFLOWS = 250;
 
-export function cacheFromEnv(raw = process.env.OPENWORKER_MAX_CACHED_WORKFLOWS): number {
+export function cacheFromEnv(raw = readString('OPENWORKER_MAX_CACHED_WORKFLOWS')): number {
   if (raw === undefined || raw === '') return DEFAULT_MAX_CACHED_WORKFLOWS;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0) throw new Error(`OPENWORKER_MAX_CACHED_WORKFLOWS must be a whole number (0 disables the cache), got '${raw}'`);

@@ -2,6 +2,7 @@
  * `--model` specs for real providers: `openai:<model>`, `anthropic:<model>` and
  * `openai-compatible:<model>@<baseURL>` (Ollama, vLLM, LM Studio, OpenRouter …). No SDK here.
  */
+import { readString } from '../../runtime/config';
 
 export type ProviderName = 'openai' | 'anthropic' | 'openai-compatible';
 export interface ProviderSpec {
@@ -32,7 +33,8 @@ export function parseProviderSpec(spec: string): ProviderSpec | undefined {
 
 /** The model `dev` and `worker` use when no `--model` is given: a configured provider, else the demo. */
 export function defaultModelSpec(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.OPENWORKER_MODEL?.trim()) return env.OPENWORKER_MODEL.trim();
+  const model = readString('OPENWORKER_MODEL', env);
+  if (model) return model;
   if (env.OPENAI_API_KEY) return 'openai:gpt-4.1';
   if (env.ANTHROPIC_API_KEY) return 'anthropic:claude-sonnet-4-5';
   return 'demo';

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Duration, RecoveryPolicy } from '../tool';
 import { ToolFailure, UnknownOutcome, defineTool } from '../tool';
+import { readString } from '../../runtime/config';
 
 /**
  * `create_payment`: an HTTP API with Idempotency-Key semantics (the IETF draft), the shape of most
@@ -21,13 +22,13 @@ type PaymentResult = Record<string, unknown>;
 const RECOVERIES: readonly RecoveryPolicy[] = ['idempotent', 'reconcile', 'manual'];
 
 export function paymentsConfigFromEnv(env: NodeJS.ProcessEnv = process.env): PaymentsConfig | undefined {
-  const url = env.OPENWORKER_PAYMENTS_URL?.trim();
+  const url = readString('OPENWORKER_PAYMENTS_URL', env);
   if (!url) return undefined;
   if (!/^https?:\/\//.test(url)) throw new Error('OPENWORKER_PAYMENTS_URL must be an http(s) URL');
-  const recovery = (env.OPENWORKER_PAYMENTS_RECOVERY?.trim() || 'idempotent') as RecoveryPolicy;
+  const recovery = (readString('OPENWORKER_PAYMENTS_RECOVERY', env) ?? 'idempotent') as RecoveryPolicy;
   if (!RECOVERIES.includes(recovery)) throw new Error(`OPENWORKER_PAYMENTS_RECOVERY must be one of ${RECOVERIES.join(', ')}, got '${recovery}'`);
-  const keyRetention = env.OPENWORKER_PAYMENTS_KEY_RETENTION?.trim();
-  const timeout = env.OPENWORKER_PAYMENTS_TIMEOUT?.trim();
+  const keyRetention = readString('OPENWORKER_PAYMENTS_KEY_RETENTION', env);
+  const timeout = readString('OPENWORKER_PAYMENTS_TIMEOUT', env);
   return { url: url.replace(/\/+$/, ''), recovery, ...(keyRetention ? { keyRetention } : {}), ...(timeout ? { timeout } : {}) };
 }
 

@@ -3,6 +3,8 @@ import MailComposer from 'nodemailer/lib/mail-composer';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import { z } from 'zod';
 import { defineTool, ToolFailure, type ReconcileAnswer, type ToolContext } from '../tool';
+import type { Setting } from '../../runtime/config';
+import { readString } from '../../runtime/config';
 
 export interface SmtpConfig {
   host: string;
@@ -36,7 +38,7 @@ export class EmailOutcomeUnknown extends Error {
 }
 
 export function smtpConfigFromEnv(env: NodeJS.ProcessEnv = process.env): SmtpConfig | undefined {
-  const get = (name: string) => env[name]?.trim() || undefined;
+  const get = (name: Setting) => readString(name, env);
   const host = get('OPENWORKER_SMTP_HOST');
   if (!host) return undefined;
   const secureRaw = get('OPENWORKER_SMTP_SECURE')?.toLowerCase();
@@ -50,7 +52,7 @@ export function smtpConfigFromEnv(env: NodeJS.ProcessEnv = process.env): SmtpCon
     throw new Error(`OPENWORKER_SMTP_PORT must be a port number 1-65535, got ${JSON.stringify(portRaw)}`);
   }
   const user = get('OPENWORKER_SMTP_USER');
-  const pass = env.OPENWORKER_SMTP_PASS || undefined; // not trimmed: a password may end in a space
+  const pass = env['OPENWORKER_SMTP_PASS' satisfies Setting] || undefined; // not trimmed: a password may end in a space
   if (pass && !user) throw new Error('OPENWORKER_SMTP_PASS is set but OPENWORKER_SMTP_USER is not');
   const lookupUrl = get('OPENWORKER_SMTP_LOOKUP_URL');
   if (lookupUrl !== undefined && !/^https?:$/.test(safeUrlProtocol(lookupUrl))) {
