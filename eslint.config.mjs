@@ -37,7 +37,8 @@ const temporalNonWorkflowPackages = [
 // `layer(...folders)` forbids importing those folders from the files a block covers.
 const layer = (...folders) => ({
   group: folders.flatMap((f) => [`../${f}`, `../${f}/**`, `../../${f}`, `../../${f}/**`]),
-  message: 'Folders depend downward only (workflows ← runtime ← activities ← worker; client/ and dev/ on top): move the shared piece down, e.g. into runtime/.',
+  message:
+    'Folders depend downward only (workflows ← runtime ← activities ← worker; client/ and dev/ on top): move the shared piece down, e.g. into runtime/.',
 });
 
 export default defineConfig(
@@ -103,11 +104,13 @@ export default defineConfig(
         },
         {
           name: 'setInterval',
-          message: 'Workflow code must be deterministic: setInterval does not exist in the Temporal sandbox; loop with sleep() from @temporalio/workflow.',
+          message:
+            'Workflow code must be deterministic: setInterval does not exist in the Temporal sandbox; loop with sleep() from @temporalio/workflow.',
         },
         {
           name: 'setImmediate',
-          message: 'Workflow code must be deterministic: setImmediate does not exist in the Temporal sandbox; use sleep() or condition() from @temporalio/workflow.',
+          message:
+            'Workflow code must be deterministic: setImmediate does not exist in the Temporal sandbox; use sleep() or condition() from @temporalio/workflow.',
         },
         {
           name: 'process',
@@ -116,7 +119,8 @@ export default defineConfig(
         },
         {
           name: 'require',
-          message: 'Workflow code runs in the Temporal sandbox: use a static import of a deterministic module, never require().',
+          message:
+            'Workflow code runs in the Temporal sandbox: use a static import of a deterministic module, never require().',
         },
       ],
     },
@@ -124,11 +128,18 @@ export default defineConfig(
 
   {
     files: ['activities/**/*.ts'],
-    rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [layer('worker', 'client', 'dev', 'bench')] }] },
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', { patterns: [layer('worker', 'client', 'dev', 'bench')] }],
+    },
   },
   {
     files: ['runtime/**/*.ts'],
-    rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [layer('activities', 'worker', 'client', 'dev', 'bench')] }] },
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { patterns: [layer('activities', 'worker', 'client', 'dev', 'bench')] },
+      ],
+    },
   },
   {
     files: ['worker/**/*.ts'],

@@ -1,6 +1,15 @@
 // The public API of openworker-temporal.
 export { defineTool, ToolFailure, UnknownOutcome, isTool } from './activities/tool';
-export type { Tool, ToolConfig, ToolContext, ToolEffect, RecoveryPolicy, ReconcileAnswer, ToolTimeouts, Duration } from './activities/tool';
+export type {
+  Tool,
+  ToolConfig,
+  ToolContext,
+  ToolEffect,
+  RecoveryPolicy,
+  ReconcileAnswer,
+  ToolTimeouts,
+  Duration,
+} from './activities/tool';
 export type { ModelProvider, ModelRequest, ModelResponse, ToolDescriptor } from './activities/model';
 export { ModelError } from './activities/model';
 export { scriptedModel } from './activities/models/scripted';

@@ -34,15 +34,19 @@ export function parseApprovers(raw: unknown, source: string): ApproversConfig {
   const fail = (why: string): never => {
     throw new Error(`${source}: ${why}`);
   };
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) fail('expected { "approvers": { "<name>": "<base64 public key>" }, "policy"?: [...] }');
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw))
+    fail('expected { "approvers": { "<name>": "<base64 public key>" }, "policy"?: [...] }');
   const r = raw as Record<string, unknown>;
-  if (!r.approvers || typeof r.approvers !== 'object' || Array.isArray(r.approvers)) fail('"approvers" must map names to public keys (openworker-temporal keys list prints them)');
+  if (!r.approvers || typeof r.approvers !== 'object' || Array.isArray(r.approvers))
+    fail('"approvers" must map names to public keys (openworker-temporal keys list prints them)');
   const approvers: ApproverKey[] = [];
   for (const [name, value] of Object.entries(r.approvers as Record<string, unknown>)) {
-    if (!NAME.test(name)) fail(`approver name '${name.slice(0, 70)}' must be 1-64 letters, digits, '.', '_', '@' or '-'`);
+    if (!NAME.test(name))
+      fail(`approver name '${name.slice(0, 70)}' must be 1-64 letters, digits, '.', '_', '@' or '-'`);
     for (const key of Array.isArray(value) ? value : [value]) {
       const bytes = typeof key === 'string' ? Buffer.from(key, 'base64') : Buffer.alloc(0);
-      if (bytes.length !== 32 || bytes.toString('base64') !== key) fail(`approver '${name}': each key must be a 32-byte Ed25519 public key in base64`);
+      if (bytes.length !== 32 || bytes.toString('base64') !== key)
+        fail(`approver '${name}': each key must be a 32-byte Ed25519 public key in base64`);
       const keyId = keyIdOf(bytes);
       if (approvers.some((a) => a.keyId === keyId)) fail(`approver '${name}': key ${keyId} is listed twice`);
       approvers.push({ name, keyId, publicKey: key as string });
@@ -57,16 +61,26 @@ export function parseApprovers(raw: unknown, source: string): ApproversConfig {
       const p = (rule ?? {}) as Record<string, unknown>;
       const at = `policy[${i}]`;
       if (typeof p.tool !== 'string' || !p.tool) fail(`${at}.tool must name a tool, or be "*"`);
-      if (p.targets !== undefined && !(Array.isArray(p.targets) && p.targets.length && p.targets.every((t) => typeof t === 'string' && t))) fail(`${at}.targets must be a non-empty list of patterns ("*" matches any characters)`);
-      if (!Array.isArray(p.approvers) || !p.approvers.every((a) => typeof a === 'string')) fail(`${at}.approvers must be a list of approver names`);
+      if (
+        p.targets !== undefined &&
+        !(Array.isArray(p.targets) && p.targets.length && p.targets.every((t) => typeof t === 'string' && t))
+      )
+        fail(`${at}.targets must be a non-empty list of patterns ("*" matches any characters)`);
+      if (!Array.isArray(p.approvers) || !p.approvers.every((a) => typeof a === 'string'))
+        fail(`${at}.approvers must be a list of approver names`);
       const unknown = (p.approvers as string[]).filter((a) => !known.has(a));
       if (unknown.length) fail(`${at}.approvers names ${unknown.join(', ')}, who have no key in "approvers"`);
-      return { tool: p.tool as string, ...(p.targets ? { targets: p.targets as string[] } : {}), approvers: p.approvers as string[] };
+      return {
+        tool: p.tool as string,
+        ...(p.targets ? { targets: p.targets as string[] } : {}),
+        approvers: p.approvers as string[],
+      };
     });
   }
   let maxAgeMs = DEFAULT_MAX_AGE_MS;
   if (r.maxAgeSeconds !== undefined) {
-    if (!Number.isInteger(r.maxAgeSeconds) || (r.maxAgeSeconds as number) < 1) fail('"maxAgeSeconds" must be a positive integer');
+    if (!Number.isInteger(r.maxAgeSeconds) || (r.maxAgeSeconds as number) < 1)
+      fail('"maxAgeSeconds" must be a positive integer');
     maxAgeMs = (r.maxAgeSeconds as number) * 1000;
   }
   return { approvers, ...(policy ? { policy } : {}), maxAgeMs };
@@ -84,21 +98,37 @@ export function loadApprovers(file: string): ApproversConfig {
 
 /** `*` matches any run of characters; everything else literally. */
 const glob = (pattern: string, value: string): boolean =>
-  new RegExp(`^${pattern.split('*').map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 's').test(value);
+  new RegExp(
+    `^${pattern
+      .split('*')
+      .map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+    's',
+  ).test(value);
 
 /** The requirement the worker attaches to a call when it plans it. */
 export function approvalFor(config: ApproversConfig, tool: string, target: string | undefined): ApprovalRequirement {
   const base = { approvers: config.approvers, maxAgeMs: config.maxAgeMs };
   if (!config.policy) return { ...base, signed: false, allowed: [...new Set(config.approvers.map((a) => a.name))] };
-  const index = config.policy.findIndex((r) => (r.tool === '*' || r.tool === tool) && (!r.targets || (target !== undefined && r.targets.some((t) => glob(t, target)))));
+  const index = config.policy.findIndex(
+    (r) =>
+      (r.tool === '*' || r.tool === tool) &&
+      (!r.targets || (target !== undefined && r.targets.some((t) => glob(t, target)))),
+  );
   if (index < 0) return { ...base, signed: true, allowed: [], rule: 'no rule matches' };
   const rule = config.policy[index]!;
-  return { ...base, signed: true, allowed: [...rule.approvers], rule: `policy[${index}] ${rule.tool}${rule.targets ? ` → ${rule.targets.join(' | ')}` : ''}` };
+  return {
+    ...base,
+    signed: true,
+    allowed: [...rule.approvers],
+    rule: `policy[${index}] ${rule.tool}${rule.targets ? ` → ${rule.targets.join(' | ')}` : ''}`,
+  };
 }
 
 /** Calls that can cause an effect carry the requirement: approving them, and recovering them. */
 export function attachApprovals(call: PlannedCall, config: ApproversConfig | undefined): PlannedCall {
-  if (!config || call.invalid || !call.spec || !(call.spec.requiresApproval || call.spec.effect === 'external')) return call;
+  if (!config || call.invalid || !call.spec || !(call.spec.requiresApproval || call.spec.effect === 'external'))
+    return call;
   return { ...call, approval: approvalFor(config, call.name, call.target) };
 }
 

@@ -34,7 +34,10 @@ export async function faultPoint(point: FaultPoint, tool: string, executionId: s
 export function faultSinks(): InjectedSinks<FaultSinks> {
   return {
     openworkerFaults: {
-      reached: { fn: (_info, point, tool, executionId) => faultPoint(point, tool, executionId), callDuringReplay: false },
+      reached: {
+        fn: (_info, point, tool, executionId) => faultPoint(point, tool, executionId),
+        callDuringReplay: false,
+      },
     },
   };
 }

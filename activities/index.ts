@@ -55,7 +55,10 @@ async function recordDispatch(ctx: Context, executionId: string, attempt: number
   for (let i = 0; i < 3 && !ctx.cancellationSignal.aborted; i++) {
     try {
       const update = ctx.client.withAbortSignal(ctx.cancellationSignal, () =>
-        handle.executeUpdate(dispatchUpdate, { args: [{ executionId, activityId: info.activityId, attempt }], updateId }),
+        handle.executeUpdate(dispatchUpdate, {
+          args: [{ executionId, activityId: info.activityId, attempt }],
+          updateId,
+        }),
       );
       // The client keeps waiting for an answer after the abort (no workflow worker may be up to give
       // one), so the attempt stops waiting itself: a grant that comes later is refused or unused.
@@ -65,7 +68,10 @@ async function recordDispatch(ctx: Context, executionId: string, attempt: number
       await new Promise((r) => setTimeout(r, 200 * (i + 1)));
     }
   }
-  throw ApplicationFailure.nonRetryable(`could not record dispatch, tool not called: ${(last as Error)?.message ?? 'cancelled'}`, FAILURE.notStarted);
+  throw ApplicationFailure.nonRetryable(
+    `could not record dispatch, tool not called: ${(last as Error)?.message ?? 'cancelled'}`,
+    FAILURE.notStarted,
+  );
 }
 
 /** `p`, or a rejection as soon as `signal` aborts (`p` is left to settle unobserved). */
@@ -97,7 +103,13 @@ export function createActivities({ registry, model, limits: given }: ActivityDep
       const beat = setInterval(() => ctx.heartbeat(), 2_000);
       try {
         const response = await model.generate(
-          { sessionId: input.sessionId, turn: input.turn, iteration: input.iteration, messages: input.messages, tools: registry.descriptors() },
+          {
+            sessionId: input.sessionId,
+            turn: input.turn,
+            iteration: input.iteration,
+            messages: input.messages,
+            tools: registry.descriptors(),
+          },
           { signal: ctx.cancellationSignal },
         );
         if (!response || typeof response.text !== 'string' || !Array.isArray(response.toolCalls)) {
@@ -112,7 +124,11 @@ export function createActivities({ registry, model, limits: given }: ActivityDep
         if (!(err instanceof ModelError)) throw err;
         if (!err.retryable) throw ApplicationFailure.nonRetryable(err.message, FAILURE.modelError, { kind: err.kind });
         // Temporal's backoff, unless the provider said how long to wait.
-        throw ApplicationFailure.create({ message: err.message, type: FAILURE.modelUnavailable, ...(err.retryAfterMs !== undefined ? { nextRetryDelay: err.retryAfterMs } : {}) });
+        throw ApplicationFailure.create({
+          message: err.message,
+          type: FAILURE.modelUnavailable,
+          ...(err.retryAfterMs !== undefined ? { nextRetryDelay: err.retryAfterMs } : {}),
+        });
       } finally {
         clearInterval(beat);
       }
@@ -128,11 +144,17 @@ export function createActivities({ registry, model, limits: given }: ActivityDep
       const attempt = input.attemptBase + info.attempt;
       const tool = registry.get(input.tool);
       if (!tool) {
-        throw ApplicationFailure.nonRetryable(`tool '${input.tool}' is not registered on this worker; not executed`, FAILURE.notRegistered);
+        throw ApplicationFailure.nonRetryable(
+          `tool '${input.tool}' is not registered on this worker; not executed`,
+          FAILURE.notRegistered,
+        );
       }
       const parsed = tool.input.safeParse(input.arguments);
       if (!parsed.success) {
-        throw ApplicationFailure.nonRetryable(`invalid arguments for '${tool.name}': ${describeIssues(parsed.error)}`, FAILURE.invalidArguments);
+        throw ApplicationFailure.nonRetryable(
+          `invalid arguments for '${tool.name}': ${describeIssues(parsed.error)}`,
+          FAILURE.invalidArguments,
+        );
       }
       // Heartbeats carry the phase, so a lost attempt still tells the turn how far it got.
       let phase: ToolHeartbeat['phase'] = 'starting';
@@ -149,16 +171,24 @@ export function createActivities({ registry, model, limits: given }: ActivityDep
         await faultPoint('tool.before_dispatch', tool.name, input.executionId);
         if (input.protect) {
           const answer = await recordDispatch(ctx, input.executionId, attempt);
-          if (!answer.proceed) throw ApplicationFailure.nonRetryable(`dispatch refused: ${answer.reason}; not executed`, FAILURE.dispatchRefused);
+          if (!answer.proceed)
+            throw ApplicationFailure.nonRetryable(
+              `dispatch refused: ${answer.reason}; not executed`,
+              FAILURE.dispatchRefused,
+            );
           phase = 'dispatched';
           beat();
           await faultPoint('tool.after_dispatch', tool.name, input.executionId);
         }
-        if (signal.aborted) throw ApplicationFailure.nonRetryable('cancelled before the tool was called', FAILURE.notStarted);
+        if (signal.aborted)
+          throw ApplicationFailure.nonRetryable('cancelled before the tool was called', FAILURE.notStarted);
         // A paused or partitioned attempt that wakes up past its own window must not act: the turn's
         // fences (reconcile, a decided retry) count on no attempt calling the adapter after it.
         if (Date.now() >= deadline) {
-          throw ApplicationFailure.nonRetryable('past its start-to-close window before the tool was called', FAILURE.notStarted);
+          throw ApplicationFailure.nonRetryable(
+            'past its start-to-close window before the tool was called',
+            FAILURE.notStarted,
+          );
         }
         checkIdempotencyWindow(tool, input, info);
         phase = 'executing';
@@ -177,13 +207,23 @@ export function createActivities({ registry, model, limits: given }: ActivityDep
         return { result, attempt };
       } catch (err) {
         if (err instanceof ApplicationFailure && !adapterCalled) throw err;
-        if (err instanceof ApplicationFailure && err.nonRetryable) throw ApplicationFailure.nonRetryable(`outcome unknown: ${err.message}`, FAILURE.unknownFinal);
-        if (err instanceof UnknownOutcome) throw ApplicationFailure.nonRetryable(`outcome unknown: ${err.message}`, FAILURE.unknownFinal);
+        if (err instanceof ApplicationFailure && err.nonRetryable)
+          throw ApplicationFailure.nonRetryable(`outcome unknown: ${err.message}`, FAILURE.unknownFinal);
+        if (err instanceof UnknownOutcome)
+          throw ApplicationFailure.nonRetryable(`outcome unknown: ${err.message}`, FAILURE.unknownFinal);
         if (err instanceof ToolFailure) {
-          throw ApplicationFailure.create({ message: err.message, type: FAILURE.toolFailure, nonRetryable: true, details: err.details === undefined ? [] : [err.details] });
+          throw ApplicationFailure.create({
+            message: err.message,
+            type: FAILURE.toolFailure,
+            nonRetryable: true,
+            details: err.details === undefined ? [] : [err.details],
+          });
         }
         // Anything else from an adapter that may have run: the outcome is unknown.
-        throw ApplicationFailure.retryable(`outcome unknown: ${(err as Error)?.message ?? String(err)}`, FAILURE.outcomeUnknown);
+        throw ApplicationFailure.retryable(
+          `outcome unknown: ${(err as Error)?.message ?? String(err)}`,
+          FAILURE.outcomeUnknown,
+        );
       } finally {
         clearInterval(timer);
       }
@@ -192,9 +232,11 @@ export function createActivities({ registry, model, limits: given }: ActivityDep
     async reconcileTool(input: ToolActivityInput): Promise<ReconcileAnswer> {
       const ctx = Context.current();
       const tool = registry.get(input.tool);
-      if (!tool?.reconcile) return { status: 'unknown', reason: `tool '${input.tool}' has no reconcile() on this worker` };
+      if (!tool?.reconcile)
+        return { status: 'unknown', reason: `tool '${input.tool}' has no reconcile() on this worker` };
       const parsed = tool.input.safeParse(input.arguments);
-      if (!parsed.success) return { status: 'unknown', reason: `arguments no longer validate: ${describeIssues(parsed.error)}` };
+      if (!parsed.success)
+        return { status: 'unknown', reason: `arguments no longer validate: ${describeIssues(parsed.error)}` };
       const answer = await tool.reconcile(parsed.data, {
         executionId: input.executionId,
         attempt: input.attemptBase + ctx.info.attempt,
@@ -210,12 +252,17 @@ export function createActivities({ registry, model, limits: given }: ActivityDep
         case 'not_applied': {
           // "Never heard of this key" proves nothing once the system may have forgotten it.
           const forgotten = windowPassed(tool, input, ctx.info);
-          return forgotten ? { status: 'unknown', reason: `the lookup found nothing, but ${forgotten}` } : { status: 'not_applied' };
+          return forgotten
+            ? { status: 'unknown', reason: `the lookup found nothing, but ${forgotten}` }
+            : { status: 'not_applied' };
         }
         case 'unknown':
           return { status: 'unknown', ...(answer.reason ? { reason: String(answer.reason) } : {}) };
         default:
-          return { status: 'unknown', reason: `reconcile() of '${tool.name}' returned ${JSON.stringify(answer)?.slice(0, 100)}` };
+          return {
+            status: 'unknown',
+            reason: `reconcile() of '${tool.name}' returned ${JSON.stringify(answer)?.slice(0, 100)}`,
+          };
       }
     },
   };

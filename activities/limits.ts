@@ -46,7 +46,10 @@ export function limitsFromEnv(env: Readonly<Record<string, string | undefined>>)
     const raw = readString(LIMIT_ENV[key], env);
     if (!raw) continue;
     const n = Number(raw);
-    if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${LIMIT_ENV[key]} must be a positive whole number, got '${raw}' (default ${DEFAULT_LIMITS[key]})`);
+    if (!Number.isSafeInteger(n) || n < 1)
+      throw new Error(
+        `${LIMIT_ENV[key]} must be a positive whole number, got '${raw}' (default ${DEFAULT_LIMITS[key]})`,
+      );
     out[key] = n;
   }
   return out;
@@ -89,7 +92,10 @@ export function capResult(result: unknown, maxBytes: number): unknown {
     why = (err as Error)?.message ?? String(err);
   }
   if (json === undefined) {
-    return { truncated: true, note: `the tool ran, but its result cannot be represented as JSON${why ? ` (${why})` : ''}; nothing of it is kept` };
+    return {
+      truncated: true,
+      note: `the tool ran, but its result cannot be represented as JSON${why ? ` (${why})` : ''}; nothing of it is kept`,
+    };
   }
   const bytes = utf8Bytes(json);
   if (bytes <= maxBytes) return value;
@@ -115,7 +121,10 @@ export function capText(text: string, maxBytes: number): string {
  * ledger or the transcript, so a response with thousands of calls costs at most `max + 1` entries
  * and results in history, and the model still reads why its calls did not run.
  */
-export function capToolCalls(calls: readonly ToolCall[], max: number): { kept: ToolCall[]; overflow?: { call: ToolCall; reason: string } } {
+export function capToolCalls(
+  calls: readonly ToolCall[],
+  max: number,
+): { kept: ToolCall[]; overflow?: { call: ToolCall; reason: string } } {
   if (calls.length <= max) return { kept: [...calls] };
   const dropped = calls.length - max;
   return {
@@ -137,7 +146,10 @@ function describeValue(value: unknown): string {
 }
 
 /** The provider's name and id for a call, bounded: neither may grow the ledger without limit. */
-export function boundedCallFields(call: Partial<ToolCall> | undefined, index: number): { toolCallId: string; name: string } {
+export function boundedCallFields(
+  call: Partial<ToolCall> | undefined,
+  index: number,
+): { toolCallId: string; name: string } {
   const id = typeof call?.id === 'string' && call.id ? call.id : `call_missing_${index}`;
   const name = typeof call?.name === 'string' ? call.name : describeValue(call?.name);
   return {

@@ -34,8 +34,12 @@ export function specOf(tool: Tool): ToolSpec {
 const ISSUES_SHOWN = 10;
 
 /** One line naming the fields that failed (the first ten: an array of bad items must not make a huge error). */
-export function describeIssues(error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }): string {
-  const shown = error.issues.slice(0, ISSUES_SHOWN).map((i) => `${i.path.map(String).join('.').slice(0, 200) || '(input)'}: ${i.message.slice(0, 200)}`);
+export function describeIssues(error: {
+  issues: readonly { path: readonly PropertyKey[]; message: string }[];
+}): string {
+  const shown = error.issues
+    .slice(0, ISSUES_SHOWN)
+    .map((i) => `${i.path.map(String).join('.').slice(0, 200) || '(input)'}: ${i.message.slice(0, 200)}`);
   const more = error.issues.length - shown.length;
   return shown.join('; ') + (more > 0 ? `; and ${more} more` : '');
 }
@@ -46,12 +50,17 @@ export function createRegistry(tools: readonly Tool[], options: { maxArgsBytes?:
   // A Map, not an object: a model naming `__proto__` or `toString` finds no tool.
   const byName = new Map<string, Tool>();
   for (const tool of tools) {
-    if (!isTool(tool)) throw new TypeError(`not a tool: ${JSON.stringify(tool)?.slice(0, 80)}; build tools with defineTool()`);
+    if (!isTool(tool))
+      throw new TypeError(`not a tool: ${JSON.stringify(tool)?.slice(0, 80)}; build tools with defineTool()`);
     if (byName.has(tool.name)) throw new Error(`two tools are named '${tool.name}'; tool names must be unique`);
     specOf(tool); // fail at startup, not mid-turn, on a bad duration
     byName.set(tool.name, tool);
   }
-  const descriptors = [...byName.values()].map((t) => ({ name: t.name, description: t.description, inputSchema: jsonSchemaOf(t) }));
+  const descriptors = [...byName.values()].map((t) => ({
+    name: t.name,
+    description: t.description,
+    inputSchema: jsonSchemaOf(t),
+  }));
 
   const planOne = (call: ToolCall, index: number): PlannedCall => {
     const { toolCallId, name } = boundedCallFields(call, index);
@@ -69,12 +78,29 @@ export function createRegistry(tools: readonly Tool[], options: { maxArgsBytes?:
     // transcript hold a placeholder; the digest still identifies what the model sent.
     const bytes = jsonBytes(args) ?? 0;
     const tooLarge = argsProblem(name, bytes, tool?.maxArgsBytes ?? defaultMaxArgs);
-    if (tooLarge) return { toolCallId, name, arguments: omittedArgs(bytes), argsDigest: argsDigest(args), ...(tool ? { spec: specOf(tool) } : {}), invalid: tooLarge };
+    if (tooLarge)
+      return {
+        toolCallId,
+        name,
+        arguments: omittedArgs(bytes),
+        argsDigest: argsDigest(args),
+        ...(tool ? { spec: specOf(tool) } : {}),
+        invalid: tooLarge,
+      };
     const base = { toolCallId, name, arguments: args, argsDigest: argsDigest(args) };
     if (invalid) return { ...base, invalid };
-    if (!tool) return { ...base, invalid: `unknown tool '${name}'; available tools: ${[...byName.keys()].join(', ') || '(none)'}` };
+    if (!tool)
+      return {
+        ...base,
+        invalid: `unknown tool '${name}'; available tools: ${[...byName.keys()].join(', ') || '(none)'}`,
+      };
     const parsed = tool.input.safeParse(args);
-    if (!parsed.success) return { ...base, spec: specOf(tool), invalid: `invalid arguments for '${name}': ${describeIssues(parsed.error)}` };
+    if (!parsed.success)
+      return {
+        ...base,
+        spec: specOf(tool),
+        invalid: `invalid arguments for '${name}': ${describeIssues(parsed.error)}`,
+      };
     let target: string | undefined;
     try {
       target = tool.target?.(parsed.data) ?? undefined;

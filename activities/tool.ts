@@ -68,7 +68,10 @@ export interface Tool<S extends Schema = Schema, R = unknown> extends ToolConfig
 
 /** A tool's outcome is definitely "not applied": the model sees the message, nothing is retried. */
 export class ToolFailure extends Error {
-  constructor(message: string, readonly details?: unknown) {
+  constructor(
+    message: string,
+    readonly details?: unknown,
+  ) {
     super(message);
     this.name = 'ToolFailure';
   }
@@ -111,10 +114,12 @@ export function defineTool<S extends Schema, R>(config: ToolConfig<S, R>): Tool<
     throw new TypeError(`${where}: recovery 'reconcile' needs a reconcile(input, ctx) function`);
   }
   const maxAttempts = config.maxAttempts ?? (effect === 'read' ? 3 : 5);
-  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new TypeError(`${where}: maxAttempts must be a positive integer`);
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1)
+    throw new TypeError(`${where}: maxAttempts must be a positive integer`);
   for (const key of ['maxArgsBytes', 'maxResultBytes'] as const) {
     const v = config[key];
-    if (v !== undefined && (!Number.isSafeInteger(v) || v < 1)) throw new TypeError(`${where}: ${key} must be a positive whole number of bytes`);
+    if (v !== undefined && (!Number.isSafeInteger(v) || v < 1))
+      throw new TypeError(`${where}: ${key} must be a positive whole number of bytes`);
   }
   return Object.freeze({
     ...config,

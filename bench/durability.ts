@@ -23,36 +23,56 @@ const CALL = callIdsFor(0, 1)[0]!;
 const AFTER_EXECUTE = 'tool.after_execute';
 const ARMED = `${AFTER_EXECUTE}@effect`;
 
-
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`bench: ${what} took over ${ms / 1000} s`)), ms)))]);
+    return await Promise.race([
+      p,
+      new Promise<never>(
+        (_, reject) => (timer = setTimeout(() => reject(new Error(`bench: ${what} took over ${ms / 1000} s`)), ms)),
+      ),
+    ]);
   } finally {
     clearTimeout(timer);
   }
 }
 
-async function startTurn(c: OpenWorkerClient, taskQueue: string, sessionId: string, tool: BenchTool, approve: boolean): Promise<WorkflowHandle> {
-  const h = await c.client.workflow.start('agentTurn', { taskQueue, workflowId: turnWorkflowId(sessionId, 1), args: [{ sessionId, turn: 1, history: [], message: benchMessage(1, tool) }] });
+async function startTurn(
+  c: OpenWorkerClient,
+  taskQueue: string,
+  sessionId: string,
+  tool: BenchTool,
+  approve: boolean,
+): Promise<WorkflowHandle> {
+  const h = await c.client.workflow.start('agentTurn', {
+    taskQueue,
+    workflowId: turnWorkflowId(sessionId, 1),
+    args: [{ sessionId, turn: 1, history: [], message: benchMessage(1, tool) }],
+  });
   if (approve) await h.signal(approveSignal, { toolCallId: CALL, by: 'bench' });
   return h;
 }
 
 /** Polls a turn's history (server timestamps carry the timing, so the polling rate does not). */
-async function waitForEvents(h: WorkflowHandle, done: (evs: HistoryEvent[]) => boolean, ms: number): Promise<HistoryEvent[]> {
+async function waitForEvents(
+  h: WorkflowHandle,
+  done: (evs: HistoryEvent[]) => boolean,
+  ms: number,
+): Promise<HistoryEvent[]> {
   const until = Date.now() + ms;
   for (;;) {
     const evs = (await h.fetchHistory()).events ?? [];
     if (done(evs)) return evs;
-    if (Date.now() > until) throw new Error(`bench: ${h.workflowId} did not reach the expected event within ${ms / 1000} s`);
+    if (Date.now() > until)
+      throw new Error(`bench: ${h.workflowId} did not reach the expected event within ${ms / 1000} s`);
     await sleep(100);
   }
 }
 
-const parkedIn = (evs: HistoryEvent[]): HistoryEvent | undefined => evs.find((e) => upsertedState(e) === 'recovery_required');
+const parkedIn = (evs: HistoryEvent[]): HistoryEvent | undefined =>
+  evs.find((e) => upsertedState(e) === 'recovery_required');
 
 /** Execution IDs the effect log holds more than once. */
 export function duplicateEffects(file: string): number {
@@ -92,9 +112,11 @@ export async function parkedTurns(c: OpenWorkerClient, quick: boolean): Promise<
     const ids = Array.from({ length: count }, () => `park-${++seq}`);
     const t0 = Date.now();
     let next = 0;
-    await Promise.all(Array.from({ length: 32 }, async () => {
-      while (next < ids.length) await startTurn(c, taskQueue, ids[next++]!, 'noop', false);
-    }));
+    await Promise.all(
+      Array.from({ length: 32 }, async () => {
+        while (next < ids.length) await startTurn(c, taskQueue, ids[next++]!, 'noop', false);
+      }),
+    );
     parkedTotal += count;
     const query = `TaskQueue="${taskQueue}" AND OpenWorkerState="awaiting_approval"`;
     const until = Date.now() + 30 * 60_000;
@@ -122,15 +144,32 @@ export async function parkedTurns(c: OpenWorkerClient, quick: boolean): Promise<
   };
 
   // Room for every parked turn in the heap, so the large cache measures memory, not an OOM.
-  const large = await startBenchWorker({ system: 'b3', taskQueue, maxCachedWorkflows: largeCache, env: { NODE_OPTIONS: '--max-old-space-size=12288' } });
+  const large = await startBenchWorker({
+    system: 'b3',
+    taskQueue,
+    maxCachedWorkflows: largeCache,
+    env: { NODE_OPTIONS: '--max-old-space-size=12288' },
+  });
   const parkedIds: string[] = [];
   try {
-    rows.push({ cache: `large (${largeCache})`, parked: 0, parkPerSec: NaN, rssMiB: rssMiB(large.pid), approveToDispatchMs: spreadOf([]) });
+    rows.push({
+      cache: `large (${largeCache})`,
+      parked: 0,
+      parkPerSec: NaN,
+      rssMiB: rssMiB(large.pid),
+      approveToDispatchMs: spreadOf([]),
+    });
     for (const size of sizes) {
       const { ids, perSec } = await park(size - parkedIds.length);
       parkedIds.push(...ids);
       const rss = rssMiB(large.pid);
-      rows.push({ cache: `large (${largeCache})`, parked: parkedTotal, parkPerSec: perSec, rssMiB: rss, approveToDispatchMs: await approveSample(parkedIds) });
+      rows.push({
+        cache: `large (${largeCache})`,
+        parked: parkedTotal,
+        parkPerSec: perSec,
+        rssMiB: rss,
+        approveToDispatchMs: await approveSample(parkedIds),
+      });
       console.log(`bench: parked ${parkedTotal}, worker RSS ${rss.toFixed(0)} MiB`);
     }
   } finally {
@@ -142,7 +181,13 @@ export async function parkedTurns(c: OpenWorkerClient, quick: boolean): Promise<
   try {
     const { ids, perSec } = await park(small.park);
     const rss = rssMiB(smallWorker.pid);
-    rows.push({ cache: `small (${small.cache}${small.cache === DEFAULT_MAX_CACHED_WORKFLOWS ? ', the default' : ''})`, parked: parkedTotal, parkPerSec: perSec, rssMiB: rss, approveToDispatchMs: await approveSample(ids) });
+    rows.push({
+      cache: `small (${small.cache}${small.cache === DEFAULT_MAX_CACHED_WORKFLOWS ? ', the default' : ''})`,
+      parked: parkedTotal,
+      parkPerSec: perSec,
+      rssMiB: rss,
+      approveToDispatchMs: await approveSample(ids),
+    });
   } finally {
     await killHard(smallWorker);
   }
@@ -194,7 +239,11 @@ export async function crashToRecovery(c: OpenWorkerClient, kills: number, effect
       if (seq > kills * 10) throw new Error('bench: calls keep missing the armed worker');
       const sessionId = `crash-${++seq}`;
       const h = await startTurn(c, taskQueue, sessionId, 'effect', true);
-      const hit = await within(Promise.race([fault.then((id) => id), h.result().then(() => undefined)]), 60_000, `crash turn ${sessionId}`);
+      const hit = await within(
+        Promise.race([fault.then((id) => id), h.result().then(() => undefined)]),
+        60_000,
+        `crash turn ${sessionId}`,
+      );
       if (hit === undefined) {
         elsewhere++;
         continue;
@@ -206,17 +255,33 @@ export async function crashToRecovery(c: OpenWorkerClient, kills: number, effect
       const evs = await waitForEvents(h, (e) => parkedIn(e) !== undefined, 60_000);
       const parked = parkedIn(evs)!;
       const timedOut = evs.find((e) => eventName(e) === 'ACTIVITY_TASK_TIMED_OUT')!;
-      const completed = evs.find((e) => e.eventId?.toString() === parked.upsertWorkflowSearchAttributesEventAttributes!.workflowTaskCompletedEventId?.toString())!;
-      const scheduled = evs.find((e) => e.eventId?.toString() === completed.workflowTaskCompletedEventAttributes!.scheduledEventId?.toString())!;
+      const completed = evs.find(
+        (e) =>
+          e.eventId?.toString() ===
+          parked.upsertWorkflowSearchAttributesEventAttributes!.workflowTaskCompletedEventId?.toString(),
+      )!;
+      const scheduled = evs.find(
+        (e) => e.eventId?.toString() === completed.workflowTaskCompletedEventAttributes!.scheduledEventId?.toString(),
+      )!;
       // A task sent to the dead worker's sticky queue times out (schedule-to-start) before another worker gets it.
-      const viaDeadSticky = evs.some((e) => eventName(e) === 'WORKFLOW_TASK_TIMED_OUT' && Number(e.eventId) > Number(timedOut.eventId));
+      const viaDeadSticky = evs.some(
+        (e) => eventName(e) === 'WORKFLOW_TASK_TIMED_OUT' && Number(e.eventId) > Number(timedOut.eventId),
+      );
       rows.push({
         toRecoveryMs: eventMs(parked) - killedAt,
         detectMs: eventMs(timedOut) - killedAt,
         stickyWaitMs: eventMs(scheduled) - eventMs(timedOut),
         viaDeadSticky,
       });
-      await recover(c, { sessionId, turn: 1, toolCallId: CALL, decision: 'succeeded', result: { ok: 0 }, by: 'bench-operator', reason: 'the effect log has it' });
+      await recover(c, {
+        sessionId,
+        turn: 1,
+        toolCallId: CALL,
+        decision: 'succeeded',
+        result: { ok: 0 },
+        by: 'bench-operator',
+        reason: 'the effect log has it',
+      });
       await within(h.result(), 60_000, `recovered turn ${sessionId}`);
       victim = await respawn;
       fault = victim.nextFault(AFTER_EXECUTE);
@@ -264,7 +329,10 @@ export interface ScaleOutResult {
  * SIGKILLed. Throughput is counted before the kill and from the kill to the end; an operator confirms
  * the call the kill interrupted, as in the crash measurement.
  */
-export async function scaleOut(c: OpenWorkerClient, opts: { workers: number; sessions: number; seconds: number; effectsFile: string }): Promise<ScaleOutResult> {
+export async function scaleOut(
+  c: OpenWorkerClient,
+  opts: { workers: number; sessions: number; seconds: number; effectsFile: string },
+): Promise<ScaleOutResult> {
   const taskQueue = `bench-scale-${opts.workers}`;
   writeFileSync(opts.effectsFile, '');
   const env = { BENCH_EFFECTS: opts.effectsFile, BENCH_ARM_ON_USR2: ARMED };
@@ -276,7 +344,11 @@ export async function scaleOut(c: OpenWorkerClient, opts: { workers: number; ses
   const turn = async (): Promise<string> => {
     const sessionId = `scale-${opts.workers}-${++seq}`;
     bySession.set(executionIdFor(sessionId, 1, CALL), sessionId);
-    await within((await startTurn(c, taskQueue, sessionId, 'effect', true)).result(), 120_000, `scale-out turn ${sessionId}`);
+    await within(
+      (await startTurn(c, taskQueue, sessionId, 'effect', true)).result(),
+      120_000,
+      `scale-out turn ${sessionId}`,
+    );
     return sessionId;
   };
   try {
@@ -305,14 +377,22 @@ export async function scaleOut(c: OpenWorkerClient, opts: { workers: number; ses
           const sessionId = /^session-(.+)-turn-1$/.exec(wf.workflowId)![1]!;
           const h = c.client.workflow.getHandle(wf.workflowId);
           const evs = (await h.fetchHistory()).events ?? [];
-          const applied = readFileSync(opts.effectsFile, 'utf8').split('\n').includes(executionIdFor(sessionId, 1, CALL));
-          parkedByKill.push({ sessionId, toRecoveryMs: eventMs(parkedIn(evs) ?? evs.at(-1)!) - killedAt, effectApplied: applied });
+          const applied = readFileSync(opts.effectsFile, 'utf8')
+            .split('\n')
+            .includes(executionIdFor(sessionId, 1, CALL));
+          parkedByKill.push({
+            sessionId,
+            toRecoveryMs: eventMs(parkedIn(evs) ?? evs.at(-1)!) - killedAt,
+            effectApplied: applied,
+          });
           await recover(c, {
             sessionId,
             turn: 1,
             toolCallId: CALL,
             by: 'bench-operator',
-            ...(applied ? { decision: 'succeeded' as const, result: { ok: 0 }, reason: 'the effect log has it' } : { decision: 'retry' as const, reason: 'the effect log does not have it' }),
+            ...(applied
+              ? { decision: 'succeeded' as const, result: { ok: 0 }, reason: 'the effect log has it' }
+              : { decision: 'retry' as const, reason: 'the effect log does not have it' }),
           });
         }
         await sleep(250);
@@ -320,20 +400,33 @@ export async function scaleOut(c: OpenWorkerClient, opts: { workers: number; ses
       return bySession.get(executionId)!;
     })();
     operator.catch(() => undefined); // awaited below; a failure must not go unhandled meanwhile
-    await Promise.all(Array.from({ length: opts.sessions }, async () => {
-      while (Date.now() < deadline) {
-        const start = Date.now();
-        const sessionId = await turn();
-        done.push({ start, end: Date.now(), sessionId });
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: opts.sessions }, async () => {
+        while (Date.now() < deadline) {
+          const start = Date.now();
+          const sessionId = await turn();
+          done.push({ start, end: Date.now(), sessionId });
+        }
+      }),
+    );
     loopDone = true;
     const killedSession = await within(operator, 120_000, 'the scale-out kill');
     const killed = parkedByKill.find((p) => p.sessionId === killedSession);
     const before = done.filter((d) => d.end < killedAt);
     const after = done.filter((d) => d.end >= killedAt && d.end <= deadline);
-    const p99 = percentile(before.map((d) => d.end - d.start), 99);
-    const stalled = done.filter((d) => !parkedByKill.some((p) => p.sessionId === d.sessionId) && d.start < killedAt && d.end > killedAt && d.end - d.start > Math.max(1000, 3 * p99)).map((d) => d.end - d.start);
+    const p99 = percentile(
+      before.map((d) => d.end - d.start),
+      99,
+    );
+    const stalled = done
+      .filter(
+        (d) =>
+          !parkedByKill.some((p) => p.sessionId === d.sessionId) &&
+          d.start < killedAt &&
+          d.end > killedAt &&
+          d.end - d.start > Math.max(1000, 3 * p99),
+      )
+      .map((d) => d.end - d.start);
     const effects = readFileSync(opts.effectsFile, 'utf8').split('\n').filter(Boolean).length;
     return {
       workers: opts.workers,
@@ -341,7 +434,11 @@ export async function scaleOut(c: OpenWorkerClient, opts: { workers: number; ses
       seconds: opts.seconds,
       turnsPerSecBefore: before.length / ((killedAt - t0) / 1000),
       turnsPerSecAfter: after.length / ((deadline - killedAt) / 1000),
-      stalled: { count: stalled.length, maxMs: stalled.length ? maxOf(stalled) : 0, p50Ms: stalled.length ? percentile(stalled, 50) : 0 },
+      stalled: {
+        count: stalled.length,
+        maxMs: stalled.length ? maxOf(stalled) : 0,
+        p50Ms: stalled.length ? percentile(stalled, 50) : 0,
+      },
       killedCall: { toRecoveryMs: killed?.toRecoveryMs ?? NaN },
       parkedByKill,
       latencyBeforeMs: spreadOf(before.map((d) => d.end - d.start)),

@@ -4,9 +4,11 @@ import { temporal } from '@temporalio/proto';
 
 export type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
-export const eventName = (e: HistoryEvent): string => String(temporal.api.enums.v1.EventType[e.eventType ?? 0]).replace('EVENT_TYPE_', '');
+export const eventName = (e: HistoryEvent): string =>
+  String(temporal.api.enums.v1.EventType[e.eventType ?? 0]).replace('EVENT_TYPE_', '');
 
-export const eventMs = (e: HistoryEvent): number => Number(e.eventTime?.seconds ?? 0) * 1000 + Math.floor((e.eventTime?.nanos ?? 0) / 1e6);
+export const eventMs = (e: HistoryEvent): number =>
+  Number(e.eventTime?.seconds ?? 0) * 1000 + Math.floor((e.eventTime?.nanos ?? 0) / 1e6);
 
 /** The OpenWorkerState value an UpsertWorkflowSearchAttributes event sets, if any. */
 export function upsertedState(e: HistoryEvent): string | undefined {

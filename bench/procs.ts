@@ -27,8 +27,16 @@ export interface WorkerSpec {
 }
 
 export function startBenchWorker(spec: WorkerSpec): Promise<BenchWorker> {
-  const args = [join(__dirname, 'worker.js'), spec.system, spec.taskQueue, ...(spec.maxCachedWorkflows !== undefined ? [String(spec.maxCachedWorkflows)] : [])];
-  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...spec.env } });
+  const args = [
+    join(__dirname, 'worker.js'),
+    spec.system,
+    spec.taskQueue,
+    ...(spec.maxCachedWorkflows !== undefined ? [String(spec.maxCachedWorkflows)] : []),
+  ];
+  const proc = spawn(process.execPath, args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...spec.env },
+  });
   const waiters: { point: string; resolve: (id: string) => void }[] = [];
   createInterface({ input: proc.stderr! }).on('line', (line) => {
     if (!line.startsWith(FAULT_REPORT_PREFIX)) return void process.stderr.write(`${line}\n`);
@@ -81,12 +89,18 @@ export function freePort(): Promise<number> {
 }
 
 /** Sums and counts of the SDK's latency histograms, from a worker's Prometheus endpoint. */
-export async function scrapeHistograms(port: number, names: readonly string[]): Promise<Record<string, { sum: number; count: number }>> {
+export async function scrapeHistograms(
+  port: number,
+  names: readonly string[],
+): Promise<Record<string, { sum: number; count: number }>> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   const out: Record<string, { sum: number; count: number }> = {};
   for (const name of names) {
     const total = (suffix: string) =>
-      text.split('\n').filter((l) => l.startsWith(`${name}${suffix}`)).reduce((acc, l) => acc + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+      text
+        .split('\n')
+        .filter((l) => l.startsWith(`${name}${suffix}`))
+        .reduce((acc, l) => acc + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
     out[name] = { sum: total('_sum'), count: total('_count') };
   }
   return out;

@@ -53,18 +53,39 @@ export function cells(runs: readonly RunResult[]): Cell[] {
     const seconds = rs.reduce((a, r) => a + r.seconds, 0);
     const lat = rs.flatMap((r) => r.latencies);
     const procs = [...new Set(rs.flatMap((r) => Object.keys(r.cpuPerTurn)))];
-    const cpuPerTurn = Object.fromEntries(procs.map((p) => [p, rs.reduce((a, r) => a + (r.cpuPerTurn[p] ?? 0) * r.turns, 0) / Math.max(1, turns)]));
-    return { system, k, tool, n, turnsPerSec: turns / seconds, callsPerSec: (turns * k) / seconds, p50: percentile(lat, 50), p99: percentile(lat, 99), max: maxOf(lat), cpuPerTurn, samples: lat.length };
+    const cpuPerTurn = Object.fromEntries(
+      procs.map((p) => [p, rs.reduce((a, r) => a + (r.cpuPerTurn[p] ?? 0) * r.turns, 0) / Math.max(1, turns)]),
+    );
+    return {
+      system,
+      k,
+      tool,
+      n,
+      turnsPerSec: turns / seconds,
+      callsPerSec: (turns * k) / seconds,
+      p50: percentile(lat, 50),
+      p99: percentile(lat, 99),
+      max: maxOf(lat),
+      cpuPerTurn,
+      samples: lat.length,
+    };
   });
 }
 
 const f = (x: number, d = 1): string => (Number.isFinite(x) ? x.toFixed(d) : '—');
 
 export function markdownTable(cs: readonly Cell[], systems: readonly string[]): string {
-  const head = '| system | k | tool | N | turns/s | calls/s | p50 ms | p99 ms | max ms | CPU ms/turn (server / worker / driver) |';
+  const head =
+    '| system | k | tool | N | turns/s | calls/s | p50 ms | p99 ms | max ms | CPU ms/turn (server / worker / driver) |';
   const rows = [...cs]
-    .sort((a, b) => a.k - b.k || a.tool.localeCompare(b.tool) || a.n - b.n || systems.indexOf(a.system) - systems.indexOf(b.system))
-    .map((c) => `| ${c.system} | ${c.k} | ${c.k ? c.tool : '—'} | ${c.n} | ${f(c.turnsPerSec)} | ${c.k ? f(c.callsPerSec) : '—'} | ${f(c.p50)} | ${f(c.p99)} | ${f(c.max)} | ${f(c.cpuPerTurn.server ?? NaN)} / ${f(c.cpuPerTurn.worker ?? NaN)} / ${f(c.cpuPerTurn.driver ?? NaN)} |`);
+    .sort(
+      (a, b) =>
+        a.k - b.k || a.tool.localeCompare(b.tool) || a.n - b.n || systems.indexOf(a.system) - systems.indexOf(b.system),
+    )
+    .map(
+      (c) =>
+        `| ${c.system} | ${c.k} | ${c.k ? c.tool : '—'} | ${c.n} | ${f(c.turnsPerSec)} | ${c.k ? f(c.callsPerSec) : '—'} | ${f(c.p50)} | ${f(c.p99)} | ${f(c.max)} | ${f(c.cpuPerTurn.server ?? NaN)} / ${f(c.cpuPerTurn.worker ?? NaN)} / ${f(c.cpuPerTurn.driver ?? NaN)} |`,
+    );
   return [head, '|---|---|---|---|---|---|---|---|---|---|', ...rows].join('\n');
 }
 
@@ -80,21 +101,39 @@ export function svgChart(cs: readonly Cell[], systems: readonly string[], title:
     const values = cs.map((c) => c[metric]).filter((v) => Number.isFinite(v) && v > 0);
     const lo = 10 ** Math.floor(Math.log10(Math.max(0.1, Math.min(...values, 1))));
     const hi = 10 ** Math.ceil(Math.log10(Math.max(lo * 10, ...values)));
-    const px = (n: number): number => x0 + pad.l + (ns.length > 1 ? (ns.indexOf(n) / (ns.length - 1)) * (W - pad.l - pad.r) : 0);
-    const py = (v: number): number => pad.t + (1 - (Math.log10(Math.max(v, lo)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * (H - pad.t - pad.b);
+    const px = (n: number): number =>
+      x0 + pad.l + (ns.length > 1 ? (ns.indexOf(n) / (ns.length - 1)) * (W - pad.l - pad.r) : 0);
+    const py = (v: number): number =>
+      pad.t +
+      (1 - (Math.log10(Math.max(v, lo)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * (H - pad.t - pad.b);
     const lines = systems.map((s, i) => {
       const pts = cs.filter((c) => c.system === s && Number.isFinite(c[metric])).sort((a, b) => a.n - b.n);
       if (!pts.length) return '';
       const d = pts.map((c) => `${px(c.n).toFixed(1)},${py(c[metric]).toFixed(1)}`).join(' ');
-      const dots = pts.map((c) => `<circle cx="${px(c.n).toFixed(1)}" cy="${py(c[metric]).toFixed(1)}" r="3" fill="${colors[i % colors.length]}"/>`).join('');
+      const dots = pts
+        .map(
+          (c) =>
+            `<circle cx="${px(c.n).toFixed(1)}" cy="${py(c[metric]).toFixed(1)}" r="3" fill="${colors[i % colors.length]}"/>`,
+        )
+        .join('');
       return `<polyline fill="none" stroke="${colors[i % colors.length]}" stroke-width="2" points="${d}"/>${dots}`;
     });
     const decades = Array.from({ length: Math.round(Math.log10(hi / lo)) + 1 }, (_, i) => lo * 10 ** i);
-    const ticks = decades.map((t) => `<text x="${x0 + pad.l - 6}" y="${py(t) + 4}" text-anchor="end" font-size="10">${t >= 1 ? t.toLocaleString('en-US') : t}</text><line x1="${x0 + pad.l}" x2="${x0 + W - pad.r}" y1="${py(t)}" y2="${py(t)}" stroke="#eee"/>`);
-    const xt = ns.map((n) => `<text x="${px(n)}" y="${H - pad.b + 16}" text-anchor="middle" font-size="10">N=${n}</text>`);
+    const ticks = decades.map(
+      (t) =>
+        `<text x="${x0 + pad.l - 6}" y="${py(t) + 4}" text-anchor="end" font-size="10">${t >= 1 ? t.toLocaleString('en-US') : t}</text><line x1="${x0 + pad.l}" x2="${x0 + W - pad.r}" y1="${py(t)}" y2="${py(t)}" stroke="#eee"/>`,
+    );
+    const xt = ns.map(
+      (n) => `<text x="${px(n)}" y="${H - pad.b + 16}" text-anchor="middle" font-size="10">N=${n}</text>`,
+    );
     return `<g>${ticks.join('')}${xt.join('')}<text x="${x0 + W / 2}" y="16" text-anchor="middle" font-size="12">${label}</text>${lines.join('')}</g>`;
   };
-  const legend = systems.map((s, i) => `<text x="${10 + i * 205}" y="${H + 18}" font-size="11" fill="${colors[i % colors.length]}">■ ${s}</text>`).join('');
+  const legend = systems
+    .map(
+      (s, i) =>
+        `<text x="${10 + i * 205}" y="${H + 18}" font-size="11" fill="${colors[i % colors.length]}">■ ${s}</text>`,
+    )
+    .join('');
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${2 * W}" height="${H + 48}" font-family="sans-serif"><rect width="100%" height="100%" fill="white"/><text x="${W}" y="${H + 40}" text-anchor="middle" font-size="11">${title}</text>${panel('turnsPerSec', 'turns/s, log scale (higher is better)', 0)}${panel('p50', 'p50 turn latency, ms, log scale (lower is better)', W)}${legend}</svg>\n`;
 }
 
@@ -112,11 +151,14 @@ export function durabilityMarkdown(
   const out: string[] = [];
   if (parked?.length) {
     out.push(
-      '**Turns parked on approval**: worker RSS (/proc VmRSS) after parking; approve → dispatch is the approval signal\'s event to the dispatch update\'s acceptance (server timestamps), over turns approved one at a time (p50 / p99 / max ms).',
+      "**Turns parked on approval**: worker RSS (/proc VmRSS) after parking; approve → dispatch is the approval signal's event to the dispatch update's acceptance (server timestamps), over turns approved one at a time (p50 / p99 / max ms).",
       '',
       '| worker cache | parked turns | parked per s | worker RSS MiB | approve → dispatch ms |',
       '|---|---|---|---|---|',
-      ...parked.map((r) => `| ${r.cache} | ${r.parked.toLocaleString('en-US')} | ${Number.isFinite(r.parkPerSec) ? r.parkPerSec.toFixed(0) : '—'} | ${r.rssMiB.toFixed(0)} | ${sp(r.approveToDispatchMs)} |`),
+      ...parked.map(
+        (r) =>
+          `| ${r.cache} | ${r.parked.toLocaleString('en-US')} | ${Number.isFinite(r.parkPerSec) ? r.parkPerSec.toFixed(0) : '—'} | ${r.rssMiB.toFixed(0)} | ${sp(r.approveToDispatchMs)} |`,
+      ),
       '',
     );
   }
@@ -141,7 +183,10 @@ export function durabilityMarkdown(
       '',
       '| workers | sessions | turns/s before | turns/s after | stalled turns (p50 / max ms) | parked by the kill (effect applied) | kill → recovery_required ms | duplicates |',
       '|---|---|---|---|---|---|---|---|',
-      ...scale.map((r) => `| ${r.workers} → ${r.workers - 1} | ${r.sessions} | ${r.turnsPerSecBefore.toFixed(1)} | ${r.turnsPerSecAfter.toFixed(1)} | ${r.stalled.count} (${ms(r.stalled.p50Ms)} / ${ms(r.stalled.maxMs)}) | ${r.parkedByKill.length} (${r.parkedByKill.filter((p) => p.effectApplied).length}) | ${r.parkedByKill.map((p) => ms(p.toRecoveryMs)).join(', ')} | ${r.duplicates} of ${r.effects} effects |`),
+      ...scale.map(
+        (r) =>
+          `| ${r.workers} → ${r.workers - 1} | ${r.sessions} | ${r.turnsPerSecBefore.toFixed(1)} | ${r.turnsPerSecAfter.toFixed(1)} | ${r.stalled.count} (${ms(r.stalled.p50Ms)} / ${ms(r.stalled.maxMs)}) | ${r.parkedByKill.length} (${r.parkedByKill.filter((p) => p.effectApplied).length}) | ${r.parkedByKill.map((p) => ms(p.toRecoveryMs)).join(', ')} | ${r.duplicates} of ${r.effects} effects |`,
+      ),
       '',
       'A turn is parked by the kill when its call was on the killed worker between dispatch and result; the operator checks the effect log (applied → `recover succeeded`, else `recover retry`).',
       '',
@@ -150,4 +195,9 @@ export function durabilityMarkdown(
   return out.join('\n');
 }
 
-export const spreadOf = (v: readonly number[]): Spread => ({ p50: percentile(v, 50), p99: percentile(v, 99), max: maxOf(v), samples: v.length });
+export const spreadOf = (v: readonly number[]): Spread => ({
+  p50: percentile(v, 50),
+  p99: percentile(v, 99),
+  max: maxOf(v),
+  samples: v.length,
+});

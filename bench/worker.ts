@@ -15,7 +15,9 @@ Runtime.install({
   logger: new DefaultLogger('WARN'),
   // The SDK's default list includes SIGUSR2, which this process uses to arm a fault point.
   shutdownSignals: ['SIGINT', 'SIGTERM'],
-  ...(metricsPort ? { telemetryOptions: { metrics: { prometheus: { bindAddress: `127.0.0.1:${metricsPort}` } } } } : {}),
+  ...(metricsPort
+    ? { telemetryOptions: { metrics: { prometheus: { bindAddress: `127.0.0.1:${metricsPort}` } } } }
+    : {}),
 });
 
 const arm = process.env.BENCH_ARM_ON_USR2;
@@ -23,13 +25,22 @@ if (arm) process.on('SIGUSR2', () => (process.env.OPENWORKER_FAULTS = arm));
 
 async function main(): Promise<void> {
   const [system, taskQueue, cache] = process.argv.slice(2);
-  if ((system !== 'b2' && system !== 'b3') || !taskQueue) throw new Error('usage: worker.js <b2|b3> <taskQueue> [maxCachedWorkflows]');
+  if ((system !== 'b2' && system !== 'b3') || !taskQueue)
+    throw new Error('usage: worker.js <b2|b3> <taskQueue> [maxCachedWorkflows]');
   const maxCachedWorkflows = cache ? Number(cache) : undefined;
   const identity = `bench-${system}-${process.pid}`;
   const sticky = process.env.BENCH_STICKY_TIMEOUT;
   let worker: Worker;
   if (system === 'b3') {
-    ({ worker } = await createWorker({ taskQueue, model: benchModel(), tools: benchTools, builtins: false, identity, ...(sticky ? { stickyQueueTimeout: sticky } : {}), ...(maxCachedWorkflows !== undefined ? { maxCachedWorkflows } : {}) }));
+    ({ worker } = await createWorker({
+      taskQueue,
+      model: benchModel(),
+      tools: benchTools,
+      builtins: false,
+      identity,
+      ...(sticky ? { stickyQueueTimeout: sticky } : {}),
+      ...(maxCachedWorkflows !== undefined ? { maxCachedWorkflows } : {}),
+    }));
   } else {
     const registry = createRegistry(benchTools);
     const model = benchModel();

@@ -13,7 +13,8 @@ export const BENCH_TOOLS = ['noop', 'sleep50', 'noop_read', 'effect'] as const;
 export type BenchTool = (typeof BENCH_TOOLS)[number];
 
 /** The ids of the calls the model emits in the turn that starts at `assistantMessages` (unique per session). */
-export const callIdsFor = (assistantMessages: number, k: number): string[] => Array.from({ length: k }, (_, i) => `b${assistantMessages}-${i}`);
+export const callIdsFor = (assistantMessages: number, k: number): string[] =>
+  Array.from({ length: k }, (_, i) => `b${assistantMessages}-${i}`);
 
 /**
  * A model with no latency of its own: for "bench k=K tool=T" it answers the first call of a turn with
@@ -40,7 +41,14 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 export const benchTools: Tool[] = [
   // A protected call: external effect, approval by signal, recovery manual (the default).
-  defineTool({ name: 'noop', description: 'does nothing (protected)', input, effect: 'external', requiresApproval: true, execute: async ({ i }) => ({ ok: i }) }),
+  defineTool({
+    name: 'noop',
+    description: 'does nothing (protected)',
+    input,
+    effect: 'external',
+    requiresApproval: true,
+    execute: async ({ i }) => ({ ok: i }),
+  }),
   defineTool({
     name: 'sleep50',
     description: 'waits 50 ms (protected)',
@@ -67,5 +75,11 @@ export const benchTools: Tool[] = [
     },
   }),
   // An auto-approved read call.
-  defineTool({ name: 'noop_read', description: 'does nothing (read)', input, effect: 'read', execute: async ({ i }) => ({ ok: i }) }),
+  defineTool({
+    name: 'noop_read',
+    description: 'does nothing (read)',
+    input,
+    effect: 'read',
+    execute: async ({ i }) => ({ ok: i }),
+  }),
 ];

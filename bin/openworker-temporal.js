@@ -5,7 +5,9 @@ try {
   cli = require('../dist/client/cli.js');
 } catch (err) {
   if (err && err.code === 'MODULE_NOT_FOUND') {
-    console.error('error: openworker-temporal is not built; run `npm install` (or `npm run build`) in the project first');
+    console.error(
+      'error: openworker-temporal is not built; run `npm install` (or `npm run build`) in the project first',
+    );
     process.exit(1);
   }
   throw err;

@@ -14,19 +14,31 @@ export interface CancelledTurn extends WaitedTurn {
  * calls that may have run get "outcome unknown … check before doing it again", so the transcript
  * stays valid and the session takes the next message.
  */
-export async function cancelTurn(c: OpenWorkerClient, input: { sessionId: string; turn?: number; waitMs?: number }): Promise<CancelledTurn> {
+export async function cancelTurn(
+  c: OpenWorkerClient,
+  input: { sessionId: string; turn?: number; waitMs?: number },
+): Promise<CancelledTurn> {
   const sessionId = checkSessionId(input.sessionId);
   let workflowId: string;
   if (input.turn !== undefined) {
-    if (!Number.isInteger(input.turn) || input.turn < 1) throw new OpenWorkerError(`--turn must be a positive integer, got ${input.turn}`, 'bad_input');
+    if (!Number.isInteger(input.turn) || input.turn < 1)
+      throw new OpenWorkerError(`--turn must be a positive integer, got ${input.turn}`, 'bad_input');
     workflowId = turnWorkflowId(sessionId, input.turn);
   } else {
     const active = await activeTurn(c, sessionId);
-    if (!active) throw new OpenWorkerError(`session '${sessionId}' has no running turn to cancel; see 'openworker-temporal show ${sessionId}'`, 'not_found');
+    if (!active)
+      throw new OpenWorkerError(
+        `session '${sessionId}' has no running turn to cancel; see 'openworker-temporal show ${sessionId}'`,
+        'not_found',
+      );
     workflowId = active.workflowId;
   }
   const before = await turnStatus(c, workflowId);
-  if (before.closed) throw new OpenWorkerError(`turn ${before.turn} of session '${sessionId}' has already ended (${before.state}); nothing to cancel`, 'bad_input');
+  if (before.closed)
+    throw new OpenWorkerError(
+      `turn ${before.turn} of session '${sessionId}' has already ended (${before.state}); nothing to cancel`,
+      'bad_input',
+    );
   await c.client.workflow.getHandle(workflowId).cancel();
   const until = Date.now() + (input.waitMs ?? 30_000);
   for (;;) {

@@ -3,7 +3,15 @@ import type { LedgerEntry } from '../workflows/types';
 import { pendingFence } from '../workflows/ledger';
 import { cancelTurn } from './cancel';
 import type { ApprovalAnswer } from './chatView';
-import { approvalPrompt, callChange, parseApproval, parseRecovery, recoveryLines, statusLine, turnEnd } from './chatView';
+import {
+  approvalPrompt,
+  callChange,
+  parseApproval,
+  parseRecovery,
+  recoveryLines,
+  statusLine,
+  turnEnd,
+} from './chatView';
 import type { OpenWorkerClient } from './connection';
 import { approve, defaultApprover, recover, reject } from './decisions';
 import type { DecisionOutcome } from './decisions';
@@ -21,7 +29,8 @@ export interface ChatOptions {
 }
 
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
-const HELP = 'type a message · /grants lists standing approvals · /exit or Ctrl-D leaves (turns keep running) · Ctrl-C cancels the running turn';
+const HELP =
+  'type a message · /grants lists standing approvals · /exit or Ctrl-D leaves (turns keep running) · Ctrl-C cancels the running turn';
 
 /**
  * An interactive session: messages go to the session workflow, the turn is followed by polling its
@@ -112,7 +121,10 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
 
   const decided = (kind: string, d: DecisionOutcome): void => {
     if (d.outcome === 'ignored') print(`  ${kind} NOT applied: ${d.why}`);
-    else if (d.fence) print(`  retry waits out attempt ${d.fence.attempt} until ${d.fence.until} (a slow system may still apply it); decide again meanwhile with openworker-temporal recover, --now to skip`);
+    else if (d.fence)
+      print(
+        `  retry waits out attempt ${d.fence.attempt} until ${d.fence.until} (a slow system may still apply it); decide again meanwhile with openworker-temporal recover, --now to skip`,
+      );
     else if (d.outcome === 'delivered') print(`  ${kind} delivered; it takes effect when a worker runs`);
   };
 
@@ -130,7 +142,10 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
     else if (a.kind === 'always') {
       const d = await approveAlways(c, { ...target, argsDigest: e.argsDigest, always: a.scope });
       decided('approve', d);
-      if (d.grant) print(`  granted ${d.grant.grant.id}: ${d.grant.grant.target ? `${e.tool} → ${d.grant.grant.target}` : `${e.tool}, any target`}, for this session (revoke: /grants, then openworker-temporal revoke ${sessionId} ${d.grant.grant.id})`);
+      if (d.grant)
+        print(
+          `  granted ${d.grant.grant.id}: ${d.grant.grant.target ? `${e.tool} → ${d.grant.grant.target}` : `${e.tool}, any target`}, for this session (revoke: /grants, then openworker-temporal revoke ${sessionId} ${d.grant.grant.id})`,
+        );
     } else {
       const reason = await ask('reason (the model sees it): ');
       if (reason === undefined) return false;
@@ -148,7 +163,17 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
       d = parseRecovery(line);
       if (!d) print('  answer r, s or f');
     }
-    decided('recover', await recover(c, { sessionId, toolCallId: e.toolCallId, by, turn: Number(/-turn-(\d+)$/.exec(current!)?.[1]), decision: d, reason: 'decided in chat' }));
+    decided(
+      'recover',
+      await recover(c, {
+        sessionId,
+        toolCallId: e.toolCallId,
+        by,
+        turn: Number(/-turn-(\d+)$/.exec(current!)?.[1]),
+        decision: d,
+        reason: 'decided in chat',
+      }),
+    );
     return true;
   };
 
@@ -165,7 +190,11 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
         let t;
         try {
           current ??= await find();
-          t = current ? await turnStatus(c, current).catch((err) => (err instanceof OpenWorkerError && err.code === 'not_found' ? undefined : Promise.reject(err))) : undefined;
+          t = current
+            ? await turnStatus(c, current).catch((err) =>
+                err instanceof OpenWorkerError && err.code === 'not_found' ? undefined : Promise.reject(err),
+              )
+            : undefined;
         } catch (err) {
           // No worker right now (restarting, or not started): the turn waits durably, and so does the chat.
           if (!(err instanceof OpenWorkerError && err.code === 'no_worker')) throw err;
@@ -190,7 +219,10 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
         // Ask once per call and park; a decision that no worker has applied yet is not asked again.
         const waiting = t.ledger.find((e) => e.state === 'awaiting_approval' && !asked.has(`a:${e.toolCallId}`));
         // A retry waiting out its fence is decided: not asked again.
-        const parked = t.ledger.find((e) => e.state === 'recovery_required' && !pendingFence(e) && !asked.has(`r:${e.toolCallId}:${e.events.length}`));
+        const parked = t.ledger.find(
+          (e) =>
+            e.state === 'recovery_required' && !pendingFence(e) && !asked.has(`r:${e.toolCallId}:${e.events.length}`),
+        );
         if (!cancelling && waiting) {
           asked.add(`a:${waiting.toolCallId}`);
           if (!(await askApproval(waiting)) && closed) return false;
@@ -237,7 +269,9 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
     }
     try {
       const sent = await sendMessage(c, { sessionId, text });
-      const done = await follow(async () => (await sessionStatus(c, sessionId)).turns.find((t) => t.messageId === sent.messageId)?.workflowId);
+      const done = await follow(
+        async () => (await sessionStatus(c, sessionId)).turns.find((t) => t.messageId === sent.messageId)?.workflowId,
+      );
       if (!done) break;
     } catch (err) {
       print(`error: ${(err as Error).message.split('\n')[0]}`);

@@ -7,7 +7,7 @@ const ARG_MAX = 200;
 
 /** One argument value for a person: strings as they are, long ones cut with a count of what is left. */
 export function shortValue(value: unknown, max = ARG_MAX): string {
-  const text = typeof value === 'string' ? value : JSON.stringify(value) ?? String(value);
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
   const flat = text.replace(/\s+/g, ' ');
   return flat.length > max ? `${flat.slice(0, max)}… (${flat.length - max} more characters)` : flat;
 }
@@ -21,7 +21,8 @@ export function argumentLines(args: unknown, indent = '    '): string[] {
   return lines;
 }
 
-export const callLabel = (e: Pick<LedgerEntry, 'tool' | 'target' | 'toolCallId'>): string => `${e.tool}${e.target ? ` → ${e.target}` : ''} [${e.toolCallId}]`;
+export const callLabel = (e: Pick<LedgerEntry, 'tool' | 'target' | 'toolCallId'>): string =>
+  `${e.tool}${e.target ? ` → ${e.target}` : ''} [${e.toolCallId}]`;
 
 export type ApprovalAnswer = { kind: 'once' } | { kind: 'always'; scope: 'session' | 'target' } | { kind: 'reject' };
 
@@ -63,7 +64,10 @@ export function recoveryLines(e: LedgerEntry): string[] {
     `    why: ${String(parked?.reason ?? 'unknown')}`,
     `    attempts: ${e.attempts}, runs: ${e.runs}, dispatch marker: ${e.dispatched ? 'yes (the tool was called)' : 'no'}${unknown?.lastHeartbeatPhase ? `, last phase: ${String(unknown.lastHeartbeatPhase)}` : ''}`,
   ];
-  if (reconciled) lines.push(`    reconcile answer: ${String(reconciled.answer)}${reconciled.reason ? ` (${String(reconciled.reason)})` : ''}`);
+  if (reconciled)
+    lines.push(
+      `    reconcile answer: ${String(reconciled.answer)}${reconciled.reason ? ` (${String(reconciled.reason)})` : ''}`,
+    );
   lines.push(`    execution ID (the idempotency key): ${e.executionId}`);
   lines.push('  r = retry with the same execution ID · s = it succeeded · f = it failed');
   return lines;
@@ -80,7 +84,13 @@ export function parseRecovery(line: string): RecoveryAnswer | undefined {
 }
 
 const approval = (e: LedgerEntry): string =>
-  e.grantId ? `approved by grant ${e.grantId}` : e.approvedBy === 'auto' ? 'needs no approval' : e.approvedBy ? `approved by ${e.approvedBy}` : 'imported';
+  e.grantId
+    ? `approved by grant ${e.grantId}`
+    : e.approvedBy === 'auto'
+      ? 'needs no approval'
+      : e.approvedBy
+        ? `approved by ${e.approvedBy}`
+        : 'imported';
 
 /** The lines to print for what changed in a call since the last look (`before` undefined = new). */
 export function callChange(before: LedgerEntry | undefined, now: LedgerEntry): string[] {

@@ -6,7 +6,15 @@ import type { OpenWorkerClient } from './connection';
 import { connectClient } from './connection';
 import { cancelTurn } from './cancel';
 import { approve, approveAll, recover, reject } from './decisions';
-import { formatDecision, formatGrantChange, formatGrants, formatImport, formatInbox, formatSession, formatTurn } from './format';
+import {
+  formatDecision,
+  formatGrantChange,
+  formatGrants,
+  formatImport,
+  formatInbox,
+  formatSession,
+  formatTurn,
+} from './format';
 import { importSession } from './import';
 import { runChat } from './chat';
 import { approveAlways, grant, listGrants, revoke } from './grants';
@@ -25,11 +33,13 @@ interface Globals {
   taskQueue?: string;
 }
 
-const positiveInt = (flag: string) => (value: string): number => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${flag} must be a positive integer`);
-  return n;
-};
+const positiveInt =
+  (flag: string) =>
+  (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${flag} must be a positive integer`);
+    return n;
+  };
 const port = (value: string): number => {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number 0-65535');
@@ -82,12 +92,29 @@ export function buildCli(): Command {
   program
     .command('worker')
     .description('run a worker: the session and turn workflows, the model and the tools')
-    .option('--tools <module>', 'a .js/.mjs module whose default export is an array of tools (repeatable)', (v: string, prev: string[]) => [...prev, v], [])
-    .option('--model <spec>', `${MODEL_SPECS.join(' | ')} (default: $OPENWORKER_MODEL, else a provider with a key set, else demo)`, defaultModelSpec())
+    .option(
+      '--tools <module>',
+      'a .js/.mjs module whose default export is an array of tools (repeatable)',
+      (v: string, prev: string[]) => [...prev, v],
+      [],
+    )
+    .option(
+      '--model <spec>',
+      `${MODEL_SPECS.join(' | ')} (default: $OPENWORKER_MODEL, else a provider with a key set, else demo)`,
+      defaultModelSpec(),
+    )
     .option('--no-builtins', 'do not register the built-in tools (send_email)')
     .option('--shutdown-grace <duration>', 'how long SIGINT/SIGTERM waits for running tool calls', '60s')
-    .option('--approvers <file>', "approvers' public keys and policy (default: $OPENWORKER_APPROVERS); see docs/security.md, Signed approvals")
-    .addOption(new Option('--only <tasks>', 'poll only workflow tasks or only activity (model and tool) tasks').choices(['workflows', 'activities']))
+    .option(
+      '--approvers <file>',
+      "approvers' public keys and policy (default: $OPENWORKER_APPROVERS); see docs/security.md, Signed approvals",
+    )
+    .addOption(
+      new Option('--only <tasks>', 'poll only workflow tasks or only activity (model and tool) tasks').choices([
+        'workflows',
+        'activities',
+      ]),
+    )
     .action(async (opts, cmd) => runWorker({ ...globals(cmd), ...opts }));
 
   program
@@ -96,10 +123,18 @@ export function buildCli(): Command {
     .option('--db <file>', 'SQLite file (default .openworker/temporal.db)')
     .option('--port <port>', 'gRPC port', port, 7233)
     .option('--headless', 'no Web UI')
-    .option('--model <spec>', `${MODEL_SPECS.join(' | ')} (default: $OPENWORKER_MODEL, else a provider with a key set, else demo)`, defaultModelSpec())
+    .option(
+      '--model <spec>',
+      `${MODEL_SPECS.join(' | ')} (default: $OPENWORKER_MODEL, else a provider with a key set, else demo)`,
+      defaultModelSpec(),
+    )
     .option('--tools <module>', 'extra tools module (repeatable)', (v: string, prev: string[]) => [...prev, v], [])
     .option('--no-demo', 'do not start the demo turn')
-    .addOption(new Option('--recovery <policy>', "send_email's recovery policy: reconcile (ask the mail sink) or manual").choices(['reconcile', 'manual']).default('reconcile'))
+    .addOption(
+      new Option('--recovery <policy>', "send_email's recovery policy: reconcile (ask the mail sink) or manual")
+        .choices(['reconcile', 'manual'])
+        .default('reconcile'),
+    )
     .action(async (opts) => runDev(opts));
 
   program
@@ -111,35 +146,49 @@ export function buildCli(): Command {
       withClient(cmd, async (c) => {
         const sent = await sendMessage(c, { sessionId, text: message });
         if (!opts.wait) return print(cmd, sent, `queued message ${sent.messageId} in session ${sessionId}`);
-        const t = await waitForTurn(c, { sessionId, messageId: sent.messageId, timeoutMs: opts.timeout * 1000 }).catch((err: unknown) => {
-          if (err instanceof OpenWorkerError && err.code === 'no_worker') {
-            throw new OpenWorkerError(`queued message ${sent.messageId} in session ${sessionId}, but ${err.message.replace(/^[^:]*: /, '')}; the turn runs when one does`, 'no_worker');
-          }
-          throw err;
-        });
+        const t = await waitForTurn(c, { sessionId, messageId: sent.messageId, timeoutMs: opts.timeout * 1000 }).catch(
+          (err: unknown) => {
+            if (err instanceof OpenWorkerError && err.code === 'no_worker') {
+              throw new OpenWorkerError(
+                `queued message ${sent.messageId} in session ${sessionId}, but ${err.message.replace(/^[^:]*: /, '')}; the turn runs when one does`,
+                'no_worker',
+              );
+            }
+            throw err;
+          },
+        );
         print(cmd, t, formatTurn(t));
       }),
     );
 
   program
     .command('import <sessionId> <file>')
-    .description('start a session from a JSONL transcript of another runtime (OpenAI chat messages, one per line; - reads stdin)')
+    .description(
+      'start a session from a JSONL transcript of another runtime (OpenAI chat messages, one per line; - reads stdin)',
+    )
     .option('--wait', 'wait until the imported tool calls are resolved or wait for a decision')
     .option('--timeout <seconds>', 'how long --wait waits', positiveInt('--timeout'), 120)
     .action(async (sessionId: string, file: string, opts: { wait?: boolean; timeout: number }, cmd: Command) => {
       const jsonl = readInput(file);
       await withClient(cmd, async (c) => {
         const r = await importSession(c, { sessionId, jsonl, source: file === '-' ? 'stdin' : file });
-        const t = opts.wait && r.resumeMessageId ? await waitForTurn(c, { sessionId, messageId: r.resumeMessageId, timeoutMs: opts.timeout * 1000 }) : undefined;
+        const t =
+          opts.wait && r.resumeMessageId
+            ? await waitForTurn(c, { sessionId, messageId: r.resumeMessageId, timeoutMs: opts.timeout * 1000 })
+            : undefined;
         print(cmd, t ? { ...r, turn: t } : r, [formatImport(r), ...(t ? [formatTurn(t)] : [])].join('\n'));
       });
     });
 
   program
     .command('chat <sessionId>')
-    .description('an interactive session: messages, inline approvals (once, always for the session, always for a target, reject) and recovery decisions')
+    .description(
+      'an interactive session: messages, inline approvals (once, always for the session, always for a target, reject) and recovery decisions',
+    )
     .option('--by <name>', 'who approves (default: $OPENWORKER_USER or $USER)')
-    .action(async (sessionId: string, opts: { by?: string }, cmd: Command) => withClient(cmd, (c) => runChat(c, { sessionId, ...(opts.by ? { by: opts.by } : {}) })));
+    .action(async (sessionId: string, opts: { by?: string }, cmd: Command) =>
+      withClient(cmd, (c) => runChat(c, { sessionId, ...(opts.by ? { by: opts.by } : {}) })),
+    );
 
   program
     .command('inbox')
@@ -163,25 +212,51 @@ export function buildCli(): Command {
 
   const decisionOptions = (c: Command): Command =>
     c
-      .option('--by <name>', 'who decides (default: the signing key\'s name, else $OPENWORKER_USER or $USER)')
+      .option('--by <name>', "who decides (default: the signing key's name, else $OPENWORKER_USER or $USER)")
       .option('--turn <n>', 'the turn (default: the running one)', positiveInt('--turn'))
-      .option('--key <name>', 'sign with this approver key (default: $OPENWORKER_APPROVER_KEY, else the only key in the keys directory)')
+      .option(
+        '--key <name>',
+        'sign with this approver key (default: $OPENWORKER_APPROVER_KEY, else the only key in the keys directory)',
+      )
       .option('--no-sign', 'send the decision unsigned');
   // The key a decision is signed with, or none.
-  const keyOf = (opts: { key?: string; sign?: boolean }): ApproverKeyPair | undefined => (opts.sign === false ? undefined : signingKey(opts.key));
+  const keyOf = (opts: { key?: string; sign?: boolean }): ApproverKeyPair | undefined =>
+    opts.sign === false ? undefined : signingKey(opts.key);
 
-  decisionOptions(program.command('approve <sessionId> <toolCallIds...>').description('approve tool calls; several calls go in one signal (one workflow task)'))
+  decisionOptions(
+    program
+      .command('approve <sessionId> <toolCallIds...>')
+      .description('approve tool calls; several calls go in one signal (one workflow task)'),
+  )
     .option('--digest <argsDigest>', 'only approve if the arguments still have this digest (one call)')
-    .addOption(new Option('--always <scope>', 'also approve later calls of this tool in the session (session), or of this tool to this exact target (target); one call').choices(['session', 'target']))
+    .addOption(
+      new Option(
+        '--always <scope>',
+        'also approve later calls of this tool in the session (session), or of this tool to this exact target (target); one call',
+      ).choices(['session', 'target']),
+    )
     .action(async (sessionId: string, toolCallIds: string[], opts, cmd: Command) => {
       if (toolCallIds.length > 1) {
-        if (opts.digest || opts.always) throw new OpenWorkerError('--digest and --always take a single tool call; approve the others separately', 'bad_input');
-        const all = await withClient(cmd, (c) => approveAll(c, { sessionId, toolCallIds, by: opts.by, turn: opts.turn, key: keyOf(opts) }));
+        if (opts.digest || opts.always)
+          throw new OpenWorkerError(
+            '--digest and --always take a single tool call; approve the others separately',
+            'bad_input',
+          );
+        const all = await withClient(cmd, (c) =>
+          approveAll(c, { sessionId, toolCallIds, by: opts.by, turn: opts.turn, key: keyOf(opts) }),
+        );
         print(cmd, all, all.map((d) => formatDecision('approve', d)).join('\n'));
         if (all.some((d) => d.outcome === 'ignored')) process.exitCode = 3;
         return;
       }
-      const t = { sessionId, toolCallId: toolCallIds[0]!, by: opts.by, turn: opts.turn, argsDigest: opts.digest, key: keyOf(opts) };
+      const t = {
+        sessionId,
+        toolCallId: toolCallIds[0]!,
+        by: opts.by,
+        turn: opts.turn,
+        argsDigest: opts.digest,
+        key: keyOf(opts),
+      };
       const d: DecisionOutcome & { grant?: GrantOutcome } = await withClient(cmd, (c) =>
         opts.always ? approveAlways(c, { ...t, always: opts.always as 'session' | 'target' }) : approve(c, t),
       );
@@ -191,12 +266,19 @@ export function buildCli(): Command {
 
   program
     .command('grant <sessionId> <tool>')
-    .description('a standing approval: later calls of <tool> in the session (to --target only, if given) need no approval')
+    .description(
+      'a standing approval: later calls of <tool> in the session (to --target only, if given) need no approval',
+    )
     .option('--target <target>', 'only calls to this exact target (e.g. bob@example.com)')
     .option('--by <name>', 'who grants (default: $OPENWORKER_USER or $USER)')
     .action(async (sessionId: string, tool: string, opts: { target?: string; by?: string }, cmd: Command) =>
       withClient(cmd, async (c) => {
-        const g = await grant(c, { sessionId, tool, ...(opts.target ? { target: opts.target } : {}), ...(opts.by ? { by: opts.by } : {}) });
+        const g = await grant(c, {
+          sessionId,
+          tool,
+          ...(opts.target ? { target: opts.target } : {}),
+          ...(opts.by ? { by: opts.by } : {}),
+        });
         print(cmd, g, formatGrantChange('granted', g));
       }),
     );
@@ -222,17 +304,39 @@ export function buildCli(): Command {
       }),
     );
 
-  decisionOptions(program.command('reject <sessionId> <toolCallId>').description('reject a tool call; the model is told it was not executed'))
+  decisionOptions(
+    program
+      .command('reject <sessionId> <toolCallId>')
+      .description('reject a tool call; the model is told it was not executed'),
+  )
     .option('--reason <text>', 'why (the model sees it)')
     .action(async (sessionId: string, toolCallId: string, opts, cmd: Command) =>
-      decided(cmd, 'reject', await withClient(cmd, (c) => reject(c, { sessionId, toolCallId, by: opts.by, turn: opts.turn, reason: opts.reason, key: keyOf(opts) }))),
+      decided(
+        cmd,
+        'reject',
+        await withClient(cmd, (c) =>
+          reject(c, { sessionId, toolCallId, by: opts.by, turn: opts.turn, reason: opts.reason, key: keyOf(opts) }),
+        ),
+      ),
     );
 
-  decisionOptions(program.command('recover <sessionId> <toolCallId>').description('resolve a call in recovery_required'))
-    .addOption(new Option('--decision <decision>', 'retry: run again with the same execution ID; succeeded: use --result; failed: tell the model').choices(['retry', 'succeeded', 'failed']).makeOptionMandatory())
+  decisionOptions(
+    program.command('recover <sessionId> <toolCallId>').description('resolve a call in recovery_required'),
+  )
+    .addOption(
+      new Option(
+        '--decision <decision>',
+        'retry: run again with the same execution ID; succeeded: use --result; failed: tell the model',
+      )
+        .choices(['retry', 'succeeded', 'failed'])
+        .makeOptionMandatory(),
+    )
     .option('--result <json>', 'the tool result, with --decision succeeded', json)
     .option('--reason <text>', 'why')
-    .option('--now', "with retry: run at once instead of waiting out the last attempt's start-to-close window (audited)")
+    .option(
+      '--now',
+      "with retry: run at once instead of waiting out the last attempt's start-to-close window (audited)",
+    )
     .action(async (sessionId: string, toolCallId: string, opts, cmd: Command) =>
       decided(
         cmd,
@@ -255,31 +359,53 @@ export function buildCli(): Command {
 
   program
     .command('cancel <sessionId>')
-    .description("cancel the session's running turn: nothing new runs, every call gets a result, the session stays usable")
+    .description(
+      "cancel the session's running turn: nothing new runs, every call gets a result, the session stays usable",
+    )
     .option('--turn <n>', 'the turn (default: the running one)', positiveInt('--turn'))
     .option('--timeout <seconds>', 'how long to wait for the turn to finish cancelling', positiveInt('--timeout'), 30)
     .action(async (sessionId: string, opts: { turn?: number; timeout: number }, cmd: Command) =>
       withClient(cmd, async (c) => {
         const t = await cancelTurn(c, { sessionId, turn: opts.turn, waitMs: opts.timeout * 1000 });
-        print(cmd, t, t.settled ? formatTurn(t) : `cancel requested for turn ${t.turn} of session ${sessionId}; it finishes cancelling when a worker runs`);
+        print(
+          cmd,
+          t,
+          t.settled
+            ? formatTurn(t)
+            : `cancel requested for turn ${t.turn} of session ${sessionId}; it finishes cancelling when a worker runs`,
+        );
       }),
     );
 
-  const keys = program.command('keys').description("approver keys (Ed25519) for signed decisions; the private halves stay in $OPENWORKER_KEYS_DIR (default ~/.openworker/keys)");
+  const keys = program
+    .command('keys')
+    .description(
+      'approver keys (Ed25519) for signed decisions; the private halves stay in $OPENWORKER_KEYS_DIR (default ~/.openworker/keys)',
+    );
   keys
     .command('create <name>')
     .description("make a key pair for approver <name>; add the printed public key to the worker's approvers file")
     .action((name: string, _opts, cmd: Command) => {
       const k = createApproverKey(name);
       const { privateKey: _secret, ...shown } = k;
-      print(cmd, shown, `created approver key ${k.name} (${k.keyId}) in ${keysDir()}\nfor the worker's approvers file:  "${k.name}": "${k.publicKey}"`);
+      print(
+        cmd,
+        shown,
+        `created approver key ${k.name} (${k.keyId}) in ${keysDir()}\nfor the worker's approvers file:  "${k.name}": "${k.publicKey}"`,
+      );
     });
   keys
     .command('list')
     .description('the approver keys in the keys directory (public halves)')
     .action((_opts, cmd: Command) => {
       const list = listApproverKeys().map(({ privateKey: _secret, ...k }) => k);
-      print(cmd, list, list.length ? list.map((k) => `${k.name.padEnd(16)} ${k.keyId}  ${k.publicKey}`).join('\n') : `no approver keys in ${keysDir()} (openworker-temporal keys create <name>)`);
+      print(
+        cmd,
+        list,
+        list.length
+          ? list.map((k) => `${k.name.padEnd(16)} ${k.keyId}  ${k.publicKey}`).join('\n')
+          : `no approver keys in ${keysDir()} (openworker-temporal keys create <name>)`,
+      );
     });
 
   program
@@ -299,7 +425,10 @@ function readInput(file: string): string {
   try {
     return readFileSync(file === '-' ? 0 : file, 'utf8');
   } catch (err) {
-    throw new OpenWorkerError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}; give the path of a JSONL file or - for stdin`, 'bad_input');
+    throw new OpenWorkerError(
+      `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}; give the path of a JSONL file or - for stdin`,
+      'bad_input',
+    );
   }
 }
 

@@ -44,7 +44,10 @@ export const newCodecToken = (): string => randomBytes(32).toString('base64url')
 export function codecTokenFromEnv(env: NodeJS.ProcessEnv = process.env): string {
   const t = readString('OPENWORKER_CODEC_TOKEN', env);
   if (!t) return newCodecToken();
-  if (!TOKEN_CHARS.test(t)) throw new Error("OPENWORKER_CODEC_TOKEN must be 16-256 letters, digits, '.', '_', '~' or '-' (it goes into a URL path)");
+  if (!TOKEN_CHARS.test(t))
+    throw new Error(
+      "OPENWORKER_CODEC_TOKEN must be 16-256 letters, digits, '.', '_', '~' or '-' (it goes into a URL path)",
+    );
   return t;
 }
 
@@ -52,9 +55,12 @@ export function codecTokenFromEnv(env: NodeJS.ProcessEnv = process.env): string 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 const sameToken = (given: string, token: Buffer) => timingSafeEqual(digest(given), token);
 
-export async function startCodecServer(opts: { port?: number; codec?: PayloadCodec; allowOrigin?: string; token?: string } = {}): Promise<CodecServer> {
+export async function startCodecServer(
+  opts: { port?: number; codec?: PayloadCodec; allowOrigin?: string; token?: string } = {},
+): Promise<CodecServer> {
   const codec = opts.codec ?? combinedCodec(defaultPayloadCodecs());
-  if (opts.token !== undefined && !TOKEN_CHARS.test(opts.token)) throw new Error("codec endpoint token must be 16-256 letters, digits, '.', '_', '~' or '-'");
+  if (opts.token !== undefined && !TOKEN_CHARS.test(opts.token))
+    throw new Error("codec endpoint token must be 16-256 letters, digits, '.', '_', '~' or '-'");
   const token = opts.token === undefined ? undefined : digest(opts.token);
   const server = http.createServer((req, res) => {
     // The UI sends credentials and its own headers (x-namespace, authorization…): a wildcard origin
@@ -62,30 +68,52 @@ export async function startCodecServer(opts: { port?: number; codec?: PayloadCod
     const origin = typeof req.headers.origin === 'string' ? req.headers.origin : undefined;
     const allowed = opts.allowOrigin ?? (origin && LOOPBACK_ORIGIN.test(origin) ? origin : undefined);
     const cors: Record<string, string> = {
-      ...(allowed ? { 'access-control-allow-origin': allowed, 'access-control-allow-credentials': 'true', vary: 'origin' } : {}),
+      ...(allowed
+        ? { 'access-control-allow-origin': allowed, 'access-control-allow-credentials': 'true', vary: 'origin' }
+        : {}),
       'access-control-allow-methods': 'POST, OPTIONS',
-      'access-control-allow-headers': String(req.headers['access-control-request-headers'] ?? 'content-type, x-namespace, authorization'),
+      'access-control-allow-headers': String(
+        req.headers['access-control-request-headers'] ?? 'content-type, x-namespace, authorization',
+      ),
     };
     // Preflights carry no credentials by design: they stay open, and only grant what is asked.
     if (req.method === 'OPTIONS') return void res.writeHead(204, cors).end();
     // The UI adds query parameters (/decode?preserveStorageRefs=true): route on the path alone;
     // anything before /decode or /encode is the path token (see uiEndpoint).
-    const route = /^(?:\/([^/]*))?\/(decode|encode)$/.exec(new URL(req.url ?? '/', 'http://codec').pathname.replace(/\/+$/, ''));
+    const route = /^(?:\/([^/]*))?\/(decode|encode)$/.exec(
+      new URL(req.url ?? '/', 'http://codec').pathname.replace(/\/+$/, ''),
+    );
     // A path token only exists when the endpoint has one.
-    const op = req.method === 'POST' && route && (token || route[1] === undefined) ? (route[2] as 'decode' | 'encode') : undefined;
-    if (!op) return void res.writeHead(404, { ...cors, 'content-type': 'application/json' }).end('{"error":"POST /decode or /encode"}');
+    const op =
+      req.method === 'POST' && route && (token || route[1] === undefined)
+        ? (route[2] as 'decode' | 'encode')
+        : undefined;
+    if (!op)
+      return void res
+        .writeHead(404, { ...cors, 'content-type': 'application/json' })
+        .end('{"error":"POST /decode or /encode"}');
     const refuse = (status: number, error: string, headers: Record<string, string> = {}) =>
-      void res.writeHead(status, { ...cors, ...headers, 'content-type': 'application/json' }).end(JSON.stringify({ error }));
+      void res
+        .writeHead(status, { ...cors, ...headers, 'content-type': 'application/json' })
+        .end(JSON.stringify({ error }));
     // A page elsewhere can send a "simple" POST without a preflight, and DNS rebinding can aim one
     // here: only JSON, to a loopback Host, of bounded size.
-    if (!LOOPBACK_HOST.test(String(req.headers.host ?? ''))) return refuse(403, 'the codec endpoint answers on loopback hosts only');
+    if (!LOOPBACK_HOST.test(String(req.headers.host ?? '')))
+      return refuse(403, 'the codec endpoint answers on loopback hosts only');
     const prefix = route![1];
     if (token) {
       const bearer = /^Bearer\s+(\S+)\s*$/i.exec(String(req.headers.authorization ?? ''))?.[1];
-      const ok = (bearer !== undefined && sameToken(bearer, token)) || (prefix !== undefined && sameToken(prefix, token));
-      if (!ok) return refuse(401, 'the codec endpoint needs its token: Authorization: Bearer <token>, or <endpoint>/<token>/decode', { 'www-authenticate': 'Bearer' });
+      const ok =
+        (bearer !== undefined && sameToken(bearer, token)) || (prefix !== undefined && sameToken(prefix, token));
+      if (!ok)
+        return refuse(
+          401,
+          'the codec endpoint needs its token: Authorization: Bearer <token>, or <endpoint>/<token>/decode',
+          { 'www-authenticate': 'Bearer' },
+        );
     }
-    if (!/^application\/json\b/i.test(String(req.headers['content-type'] ?? ''))) return refuse(415, 'send application/json');
+    if (!/^application\/json\b/i.test(String(req.headers['content-type'] ?? '')))
+      return refuse(415, 'send application/json');
     let raw = '';
     let size = 0;
     req.setEncoding('utf8').on('data', (d: string) => {
@@ -101,12 +129,22 @@ export async function startCodecServer(opts: { port?: number; codec?: PayloadCod
         try {
           const { payloads } = JSON.parse(raw) as { payloads: JsonPayload[] };
           const decoded = await codec[op](
-            payloads.map((p) => ({ metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, bytes(v)])), data: bytes(p.data) })),
+            payloads.map((p) => ({
+              metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, bytes(v)])),
+              data: bytes(p.data),
+            })),
           );
-          const body = { payloads: decoded.map((p) => ({ metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, b64(v)])), data: b64(p.data) })) };
+          const body = {
+            payloads: decoded.map((p) => ({
+              metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, b64(v)])),
+              data: b64(p.data),
+            })),
+          };
           res.writeHead(200, { ...cors, 'content-type': 'application/json' }).end(JSON.stringify(body));
         } catch (err) {
-          res.writeHead(400, { ...cors, 'content-type': 'application/json' }).end(JSON.stringify({ error: (err as Error).message }));
+          res
+            .writeHead(400, { ...cors, 'content-type': 'application/json' })
+            .end(JSON.stringify({ error: (err as Error).message }));
         }
       })();
     });

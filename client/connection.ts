@@ -28,8 +28,17 @@ export async function connectClient(options: ConnectOptions = {}): Promise<OpenW
       connectTimeout: '5s',
     });
   } catch (err) {
-    throw new Error(`cannot reach Temporal at ${cfg.address} (${(err as Error).message}); start one with 'openworker-temporal server' or set TEMPORAL_ADDRESS`);
+    throw new Error(
+      `cannot reach Temporal at ${cfg.address} (${(err as Error).message}); start one with 'openworker-temporal server' or set TEMPORAL_ADDRESS`,
+    );
   }
   const client = new Client({ connection, namespace: cfg.namespace, dataConverter: defaultDataConverter() });
-  return { client, connection, address: cfg.address, namespace: cfg.namespace, taskQueue: cfg.taskQueue, close: () => connection.close() };
+  return {
+    client,
+    connection,
+    address: cfg.address,
+    namespace: cfg.namespace,
+    taskQueue: cfg.taskQueue,
+    close: () => connection.close(),
+  };
 }

@@ -1,10 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import { MAX_BATCH, MAX_RECOVERY_RESULT_BYTES } from '../workflows/decisions';
-import { approveSignal, decisionsSignal, recoverSignal, rejectSignal, turnStatusQuery, turnWorkflowId } from '../workflows/definitions';
+import {
+  approveSignal,
+  decisionsSignal,
+  recoverSignal,
+  rejectSignal,
+  turnStatusQuery,
+  turnWorkflowId,
+} from '../workflows/definitions';
 import { executionIdFor } from '../workflows/identity';
 import { pendingFence } from '../workflows/ledger';
 import { decisionToSign, resultDigestOf } from '../workflows/signatures';
-import type { DecisionKind, DecisionRecord, DecisionSignature, LedgerEntry, RecoveryDecision } from '../workflows/types';
+import type {
+  DecisionKind,
+  DecisionRecord,
+  DecisionSignature,
+  LedgerEntry,
+  RecoveryDecision,
+} from '../workflows/types';
 import type { ApproverKeyPair } from './keys';
 import { signDecision } from './keys';
 import type { OpenWorkerClient } from './connection';
@@ -45,55 +58,96 @@ interface OneDecision {
   extra: Record<string, unknown>;
 }
 
-async function send(c: OpenWorkerClient, kind: DecisionKind, target: DecisionTarget, extra: Record<string, unknown>): Promise<DecisionOutcome> {
+async function send(
+  c: OpenWorkerClient,
+  kind: DecisionKind,
+  target: DecisionTarget,
+  extra: Record<string, unknown>,
+): Promise<DecisionOutcome> {
   checkSessionId(target.sessionId);
-  if (!target.toolCallId) throw new OpenWorkerError('a tool call id is required (see `openworker-temporal inbox`)', 'bad_input');
+  if (!target.toolCallId)
+    throw new OpenWorkerError('a tool call id is required (see `openworker-temporal inbox`)', 'bad_input');
   const [one] = await sendAll(c, target, [{ kind, toolCallId: target.toolCallId, extra }]);
   return one!;
 }
 
 /** One signal for one decision (its own signal name), or one `decisions` signal for several. */
-async function sendAll(c: OpenWorkerClient, target: Omit<DecisionTarget, 'toolCallId'>, items: OneDecision[]): Promise<DecisionOutcome[]> {
+async function sendAll(
+  c: OpenWorkerClient,
+  target: Omit<DecisionTarget, 'toolCallId'>,
+  items: OneDecision[],
+): Promise<DecisionOutcome[]> {
   const sessionId = checkSessionId(target.sessionId);
   let turn: number;
   if (target.turn !== undefined) {
-    if (!Number.isInteger(target.turn) || target.turn < 1) throw new OpenWorkerError(`--turn must be a positive integer, got ${target.turn}`, 'bad_input');
+    if (!Number.isInteger(target.turn) || target.turn < 1)
+      throw new OpenWorkerError(`--turn must be a positive integer, got ${target.turn}`, 'bad_input');
     turn = target.turn;
   } else {
     const active = await activeTurn(c, sessionId);
-    if (!active) throw new OpenWorkerError(`session '${sessionId}' has no running turn waiting for decisions; see 'openworker-temporal show ${sessionId}'`, 'not_found');
+    if (!active)
+      throw new OpenWorkerError(
+        `session '${sessionId}' has no running turn waiting for decisions; see 'openworker-temporal show ${sessionId}'`,
+        'not_found',
+      );
     turn = active.turn;
   }
   const workflowId = turnWorkflowId(sessionId, turn);
   const handle = c.client.workflow.getHandle(workflowId);
   const key = target.key;
-  if (key && target.by && target.by !== key.name) throw new OpenWorkerError(`--by ${target.by} does not match the signing key '${key.name}': a signed decision is sent as its key's name`, 'bad_input');
+  if (key && target.by && target.by !== key.name)
+    throw new OpenWorkerError(
+      `--by ${target.by} does not match the signing key '${key.name}': a signed decision is sent as its key's name`,
+      'bad_input',
+    );
   const by = key?.name ?? target.by ?? defaultApprover();
-  const bindings = await bindTo(c, handle, items.map((i) => ({ kind: i.kind, sessionId, turn, toolCallId: i.toolCallId, workflowId })));
+  const bindings = await bindTo(
+    c,
+    handle,
+    items.map((i) => ({ kind: i.kind, sessionId, turn, toolCallId: i.toolCallId, workflowId })),
+  );
   const payloads = items.map((item, i) => {
     const { argsDigest, ...binding } = bindings[i]!;
-    const payload = { toolCallId: item.toolCallId, by, decisionId: randomUUID(), ...binding, ...(item.kind === 'approve' && argsDigest ? { argsDigest } : {}), ...item.extra };
+    const payload = {
+      toolCallId: item.toolCallId,
+      by,
+      decisionId: randomUUID(),
+      ...binding,
+      ...(item.kind === 'approve' && argsDigest ? { argsDigest } : {}),
+      ...item.extra,
+    };
     return key ? { ...payload, signature: signFor(key, item, { ...binding, argsDigest }, workflowId) } : payload;
   });
   const what = items.length === 1 ? items[0]!.kind : `${items.length} decisions`;
   try {
     if (items.length === 1) {
-      const def = items[0]!.kind === 'approve' ? approveSignal : items[0]!.kind === 'reject' ? rejectSignal : recoverSignal;
+      const def =
+        items[0]!.kind === 'approve' ? approveSignal : items[0]!.kind === 'reject' ? rejectSignal : recoverSignal;
       await handle.signal(def as typeof approveSignal, payloads[0] as never);
     } else {
-      await handle.signal(decisionsSignal, { decisions: payloads.map((p, i) => ({ kind: items[i]!.kind, ...p })) as never });
+      await handle.signal(decisionsSignal, {
+        decisions: payloads.map((p, i) => ({ kind: items[i]!.kind, ...p })) as never,
+      });
     }
   } catch (err) {
     throw new OpenWorkerError(`could not deliver ${what} to ${workflowId}: ${(err as Error).message}`, 'not_found');
   }
-  const outcomes: DecisionOutcome[] = payloads.map((p) => ({ sessionId, toolCallId: p.toolCallId, workflowId, decisionId: p.decisionId, outcome: 'delivered' }));
+  const outcomes: DecisionOutcome[] = payloads.map((p) => ({
+    sessionId,
+    toolCallId: p.toolCallId,
+    workflowId,
+    decisionId: p.decisionId,
+    outcome: 'delivered',
+  }));
   const until = Date.now() + (target.waitMs ?? 10_000);
   // The turn records every decision, applied or ignored, so the sender learns which it was.
   while (Date.now() < until && outcomes.some((o) => o.outcome === 'delivered')) {
     let records: DecisionRecord[];
     let ledger: LedgerEntry[];
     try {
-      ({ decisions: records, ledger } = await c.client.withDeadline(Math.min(until, Date.now() + 3000), () => handle.query(turnStatusQuery)));
+      ({ decisions: records, ledger } = await c.client.withDeadline(Math.min(until, Date.now() + 3000), () =>
+        handle.query(turnStatusQuery),
+      ));
     } catch {
       break; // no worker: the signal waits in history and is applied when one starts
     }
@@ -101,7 +155,10 @@ async function sendAll(c: OpenWorkerClient, target: Omit<DecisionTarget, 'toolCa
       const record = records.find((d) => d.decisionId === o.decisionId);
       if (record) Object.assign(o, { outcome: record.outcome, ...(record.why ? { why: record.why } : {}) });
       // The fence is recorded in the same workflow task that applied the retry.
-      const entry = record?.outcome === 'applied' && record.kind === 'recover' ? ledger.find((e) => e.toolCallId === o.toolCallId) : undefined;
+      const entry =
+        record?.outcome === 'applied' && record.kind === 'recover'
+          ? ledger.find((e) => e.toolCallId === o.toolCallId)
+          : undefined;
       const fence = entry && pendingFence(entry);
       if (fence) o.fence = { until: fence.until, attempt: fence.attempt };
     }
@@ -119,9 +176,17 @@ interface Binding {
 }
 
 /** The signature over what the turn will check: the call, its arguments, the decision and (recover) the park and result. */
-function signFor(key: ApproverKeyPair, item: OneDecision, { executionId, argsDigest, park }: Binding, workflowId: string): DecisionSignature {
+function signFor(
+  key: ApproverKeyPair,
+  item: OneDecision,
+  { executionId, argsDigest, park }: Binding,
+  workflowId: string,
+): DecisionSignature {
   if (!argsDigest) {
-    throw new OpenWorkerError(`cannot sign: ${workflowId} did not answer (is a worker running?), and a signature covers the call's arguments, which only the turn knows; start a worker and decide again`, 'not_found');
+    throw new OpenWorkerError(
+      `cannot sign: ${workflowId} did not answer (is a worker running?), and a signature covers the call's arguments, which only the turn knows; start a worker and decide again`,
+      'not_found',
+    );
   }
   const x = item.extra;
   return signDecision(key, {
@@ -152,14 +217,19 @@ async function bindTo(
   return calls.map(({ kind, toolCallId, workflowId }) => {
     const entry = status.ledger.find((e) => e.toolCallId === toolCallId);
     if (!entry) {
-      const pending = status.ledger.filter((e) => e.state === 'awaiting_approval' || e.state === 'recovery_required').map((e) => e.toolCallId);
+      const pending = status.ledger
+        .filter((e) => e.state === 'awaiting_approval' || e.state === 'recovery_required')
+        .map((e) => e.toolCallId);
       throw new OpenWorkerError(
         `no tool call '${toolCallId}' in ${workflowId}${pending.length ? `; waiting there: ${pending.join(', ')}` : ''} (see 'openworker-temporal inbox')`,
         'not_found',
       );
     }
     if (kind === 'recover' && entry.state !== 'recovery_required') {
-      throw new OpenWorkerError(`call '${toolCallId}' is ${entry.state}, not recovery_required: a recovery decision answers a parked call (see 'openworker-temporal inbox')`, 'bad_input');
+      throw new OpenWorkerError(
+        `call '${toolCallId}' is ${entry.state}, not recovery_required: a recovery decision answers a parked call (see 'openworker-temporal inbox')`,
+        'bad_input',
+      );
     }
     return {
       executionId: entry.executionId,
@@ -180,22 +250,38 @@ export const reject = (c: OpenWorkerClient, t: DecisionTarget & { reason?: strin
  * Approves several calls of one turn with one signal (one history event, one workflow task), e.g.
  * every call of a model response. Each is bound and judged as if approved alone.
  */
-export function approveAll(c: OpenWorkerClient, t: Omit<DecisionTarget, 'toolCallId'> & { toolCallIds: string[] }): Promise<DecisionOutcome[]> {
+export function approveAll(
+  c: OpenWorkerClient,
+  t: Omit<DecisionTarget, 'toolCallId'> & { toolCallIds: string[] },
+): Promise<DecisionOutcome[]> {
   const ids = [...new Set(t.toolCallIds)];
-  if (!ids.length) throw new OpenWorkerError('name at least one tool call to approve (see `openworker-temporal inbox`)', 'bad_input');
-  if (ids.length > MAX_BATCH) throw new OpenWorkerError(`at most ${MAX_BATCH} calls in one approval, got ${ids.length}`, 'bad_input');
-  return sendAll(c, t, ids.map((toolCallId) => ({ kind: 'approve', toolCallId, extra: {} })));
+  if (!ids.length)
+    throw new OpenWorkerError('name at least one tool call to approve (see `openworker-temporal inbox`)', 'bad_input');
+  if (ids.length > MAX_BATCH)
+    throw new OpenWorkerError(`at most ${MAX_BATCH} calls in one approval, got ${ids.length}`, 'bad_input');
+  return sendAll(
+    c,
+    t,
+    ids.map((toolCallId) => ({ kind: 'approve', toolCallId, extra: {} })),
+  );
 }
 
 export function recover(
   c: OpenWorkerClient,
   t: DecisionTarget & { decision: RecoveryDecision; result?: unknown; reason?: string; skipFence?: boolean },
 ): Promise<DecisionOutcome> {
-  if (t.skipFence && t.decision !== 'retry') throw new OpenWorkerError('--now only goes with --decision retry', 'bad_input');
-  if (!RECOVERY.includes(t.decision)) throw new OpenWorkerError(`--decision must be one of ${RECOVERY.join(', ')}, got '${t.decision}'`, 'bad_input');
-  if (t.result !== undefined && t.decision !== 'succeeded') throw new OpenWorkerError('--result only goes with --decision succeeded', 'bad_input');
+  if (t.skipFence && t.decision !== 'retry')
+    throw new OpenWorkerError('--now only goes with --decision retry', 'bad_input');
+  if (!RECOVERY.includes(t.decision))
+    throw new OpenWorkerError(`--decision must be one of ${RECOVERY.join(', ')}, got '${t.decision}'`, 'bad_input');
+  if (t.result !== undefined && t.decision !== 'succeeded')
+    throw new OpenWorkerError('--result only goes with --decision succeeded', 'bad_input');
   const bytes = t.result === undefined ? 0 : Buffer.byteLength(JSON.stringify(t.result) ?? '');
-  if (bytes > MAX_RECOVERY_RESULT_BYTES) throw new OpenWorkerError(`--result is ${bytes} bytes; at most ${MAX_RECOVERY_RESULT_BYTES}: give a summary, or where to find the rest`, 'bad_input');
+  if (bytes > MAX_RECOVERY_RESULT_BYTES)
+    throw new OpenWorkerError(
+      `--result is ${bytes} bytes; at most ${MAX_RECOVERY_RESULT_BYTES}: give a summary, or where to find the rest`,
+      'bad_input',
+    );
   return send(c, 'recover', t, {
     decision: t.decision,
     ...(t.result !== undefined ? { result: t.result } : {}),

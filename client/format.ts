@@ -22,17 +22,23 @@ export function formatTurn(t: WaitedTurn): string {
   if (t.text) lines.push(`assistant: ${t.text}`);
   if (t.error) lines.push(`error: ${t.error}`);
   for (const e of t.ledger) {
-    lines.push(`  ${e.toolCallId}  ${e.tool}${e.target ? ` → ${e.target}` : ''}  ${e.state}  (execution ${e.executionId})`);
+    lines.push(
+      `  ${e.toolCallId}  ${e.tool}${e.target ? ` → ${e.target}` : ''}  ${e.state}  (execution ${e.executionId})`,
+    );
     if (e.state === 'awaiting_approval') {
       lines.push(`    args: ${short(e.arguments, 160)}`);
-      lines.push(`    approve: openworker-temporal approve ${t.sessionId} ${e.toolCallId}    reject: openworker-temporal reject ${t.sessionId} ${e.toolCallId} --reason "…"`);
+      lines.push(
+        `    approve: openworker-temporal approve ${t.sessionId} ${e.toolCallId}    reject: openworker-temporal reject ${t.sessionId} ${e.toolCallId} --reason "…"`,
+      );
     }
     if (e.state === 'recovery_required') {
       const why = [...e.events].reverse().find((ev) => ev.type === 'recovery_required')?.reason;
       lines.push(`    outcome unknown${why ? `: ${String(why)}` : ''}`);
       const fence = pendingFence(e);
       if (fence) lines.push(`    ${fenceLine(fence)}`);
-      lines.push(`    decide: openworker-temporal recover ${t.sessionId} ${e.toolCallId} --decision retry|succeeded|failed`);
+      lines.push(
+        `    decide: openworker-temporal recover ${t.sessionId} ${e.toolCallId} --decision retry|succeeded|failed`,
+      );
     }
   }
   return lines.join('\n');
@@ -54,7 +60,9 @@ export function formatDecision(kind: string, d: DecisionOutcome): string {
 export function formatSession(v: SessionView): string {
   const lines = [`session ${v.sessionId}`];
   if (v.imported) {
-    lines.push(`  imported (${v.imported.protocol}) from ${v.imported.source} at ${v.imported.importedAt}: ${v.imported.messages} messages`);
+    lines.push(
+      `  imported (${v.imported.protocol}) from ${v.imported.source} at ${v.imported.importedAt}: ${v.imported.messages} messages`,
+    );
     for (const n of v.imported.notes) lines.push(`    note: ${n}`);
   }
   for (const m of v.transcript) {
@@ -65,25 +73,37 @@ export function formatSession(v: SessionView): string {
     } else lines.push(`  tool ${m.name} [${m.toolCallId}]: ${short(m.content, 160)}`);
   }
   if (v.pending.length) lines.push(`  queued: ${v.pending.map((p) => short(p.text, 60)).join(' | ')}`);
-  for (const r of v.refused ?? []) lines.push(`  refused message${r.messageId ? ` ${r.messageId}` : ''} at ${r.at}: ${r.reason}`);
+  for (const r of v.refused ?? [])
+    lines.push(`  refused message${r.messageId ? ` ${r.messageId}` : ''} at ${r.at}: ${r.reason}`);
   lines.push('turns:');
   for (const t of v.turns) lines.push(`  ${t.n}  ${t.state}  ${t.workflowId}${t.error ? `  (${t.error})` : ''}`);
   lines.push('executions:');
   if (!v.executions.length) lines.push('  (none)');
   for (const e of v.executions) {
-    const who = e.approvedBy ? `approved by ${e.approvedBy}${e.grantId ? ` (grant ${e.grantId})` : e.approvedBy === 'auto' ? '' : signedNote(e.signedApproval)}` : e.rejectedBy ? `rejected by ${e.rejectedBy}` : '';
-    const rec = e.recoveryDecision ? `, recovery ${e.recoveryDecision} by ${e.recoveredBy}${signedNote(e.signedRecovery)}` : '';
+    const who = e.approvedBy
+      ? `approved by ${e.approvedBy}${e.grantId ? ` (grant ${e.grantId})` : e.approvedBy === 'auto' ? '' : signedNote(e.signedApproval)}`
+      : e.rejectedBy
+        ? `rejected by ${e.rejectedBy}`
+        : '';
+    const rec = e.recoveryDecision
+      ? `, recovery ${e.recoveryDecision} by ${e.recoveredBy}${signedNote(e.signedRecovery)}`
+      : '';
     const refused = e.events.filter((ev) => ev.type === 'decision_refused');
     const last = refused.at(-1);
-    const note = last ? `\n    ${refused.length} decision${refused.length > 1 ? 's' : ''} refused; last: ${short(String(last.why), 200)}` : '';
+    const note = last
+      ? `\n    ${refused.length} decision${refused.length > 1 ? 's' : ''} refused; last: ${short(String(last.why), 200)}`
+      : '';
     const fence = pendingFence(e);
-    lines.push(`  turn ${e.turn} ${e.toolCallId}  ${e.tool}  ${e.state}  attempts ${e.attempts}  ${e.executionId}  ${who}${rec}${note}${fence ? `\n    ${fenceLine(fence)}` : ''}`);
+    lines.push(
+      `  turn ${e.turn} ${e.toolCallId}  ${e.tool}  ${e.state}  attempts ${e.attempts}  ${e.executionId}  ${who}${rec}${note}${fence ? `\n    ${fenceLine(fence)}` : ''}`,
+    );
   }
   return lines.join('\n');
 }
 
 /** Whether a person's decision carried a verified signature. */
-const signedNote = (signed: { keyId: string } | undefined): string => (signed ? ` (signed, key ${signed.keyId})` : ' (unsigned)');
+const signedNote = (signed: { keyId: string } | undefined): string =>
+  signed ? ` (signed, key ${signed.keyId})` : ' (unsigned)';
 
 export function formatInbox(items: InboxItem[]): string {
   if (!items.length) return 'inbox is empty: nothing awaits approval or recovery';
@@ -101,12 +121,16 @@ export function formatImport(r: ImportResult): string {
   const lines = [`imported ${r.messages} messages into session ${r.sessionId} (${r.protocol})`];
   for (const n of r.notes) lines.push(`  note: ${n}`);
   if (!r.pending.length) lines.push('  no tool call was left without a result; send a message to continue');
-  else lines.push(`  turn 1 resolves ${r.pending.length} tool call(s) left without a result; nothing that may have run is executed:`);
+  else
+    lines.push(
+      `  turn 1 resolves ${r.pending.length} tool call(s) left without a result; nothing that may have run is executed:`,
+    );
   for (const p of r.pending) lines.push(`  ${p.call.id}  ${p.call.name}  → ${p.disposition}: ${p.why}`);
   return lines.join('\n');
 }
 
-const scopeOf = (g: { tool: string; target?: string }): string => (g.target ? `${g.tool} → ${g.target}` : `${g.tool} (any target)`);
+const scopeOf = (g: { tool: string; target?: string }): string =>
+  g.target ? `${g.tool} → ${g.target}` : `${g.tool} (any target)`;
 
 export function formatGrantChange(what: 'granted' | 'revoked', g: GrantOutcome): string {
   const tail = g.outcome === 'applied' ? '' : ' (delivered; it takes effect when a worker runs)';
@@ -118,7 +142,9 @@ export function formatGrants(sessionId: string, gs: GrantView[]): string {
   return gs
     .map((g) => {
       const state = g.revokedAt ? `revoked by ${g.revokedBy} at ${g.revokedAt}` : 'active';
-      const calls = g.approved.map((a) => `turn ${a.turn} ${a.toolCallId}${a.target ? ` → ${a.target}` : ''}`).join(', ');
+      const calls = g.approved
+        .map((a) => `turn ${a.turn} ${a.toolCallId}${a.target ? ` → ${a.target}` : ''}`)
+        .join(', ');
       return `${g.id}  ${scopeOf(g)}  by ${g.by} at ${g.at}  ${state}\n    approved: ${calls || '(none yet)'}`;
     })
     .join('\n');

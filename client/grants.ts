@@ -1,6 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { grantSignal, revokeSignal, sessionStatusQuery, sessionWorkflowId, turnStatusQuery, turnWorkflowId } from '../workflows/definitions';
+import {
+  grantSignal,
+  revokeSignal,
+  sessionStatusQuery,
+  sessionWorkflowId,
+  turnStatusQuery,
+  turnWorkflowId,
+} from '../workflows/definitions';
 import type { Grant } from '../workflows/types';
 import { MAX_TARGET } from '../workflows/grants';
 import type { OpenWorkerClient } from './connection';
@@ -23,12 +30,20 @@ export interface GrantView extends Grant {
 
 const NAME = /^[A-Za-z0-9_.:-]{1,200}$/;
 
-async function signalSession(c: OpenWorkerClient, sessionId: string, send: (h: ReturnType<OpenWorkerClient['client']['workflow']['getHandle']>) => Promise<void>): Promise<void> {
+async function signalSession(
+  c: OpenWorkerClient,
+  sessionId: string,
+  send: (h: ReturnType<OpenWorkerClient['client']['workflow']['getHandle']>) => Promise<void>,
+): Promise<void> {
   const handle = c.client.workflow.getHandle(sessionWorkflowId(sessionId));
   try {
     await send(handle);
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) throw new OpenWorkerError(`session '${sessionId}' not found or ended; grants live in a running session`, 'not_found');
+    if (err instanceof WorkflowNotFoundError)
+      throw new OpenWorkerError(
+        `session '${sessionId}' not found or ended; grants live in a running session`,
+        'not_found',
+      );
     throw err;
   }
 }
@@ -37,7 +52,13 @@ async function signalSession(c: OpenWorkerClient, sessionId: string, send: (h: R
  * Waits (bounded) until the session lists the grant in the wanted form. Undefined: no worker
  * answered (the signal waits in history); a worker that answered without the change refused it.
  */
-async function confirmed(c: OpenWorkerClient, sessionId: string, ok: (grants: Grant[]) => Grant | undefined, waitMs: number, what: string): Promise<Grant | undefined> {
+async function confirmed(
+  c: OpenWorkerClient,
+  sessionId: string,
+  ok: (grants: Grant[]) => Grant | undefined,
+  waitMs: number,
+  what: string,
+): Promise<Grant | undefined> {
   const until = Date.now() + waitMs;
   const handle = c.client.workflow.getHandle(sessionWorkflowId(sessionId));
   let answered = false;
@@ -52,43 +73,98 @@ async function confirmed(c: OpenWorkerClient, sessionId: string, ok: (grants: Gr
     }
     await new Promise((r) => setTimeout(r, 150));
   }
-  if (answered) throw new OpenWorkerError(`session '${sessionId}' did not apply the ${what} within ${waitMs / 1000}s; see 'openworker-temporal grants ${sessionId}'`, 'failed');
+  if (answered)
+    throw new OpenWorkerError(
+      `session '${sessionId}' did not apply the ${what} within ${waitMs / 1000}s; see 'openworker-temporal grants ${sessionId}'`,
+      'failed',
+    );
   return undefined;
 }
 
 const checkBy = (by: string): string => {
-  if (typeof by !== 'string' || !by || by.length > 200) throw new OpenWorkerError(`--by must name who decides (1-200 characters), got '${String(by).slice(0, 40)}'; set --by or OPENWORKER_USER`, 'bad_input');
+  if (typeof by !== 'string' || !by || by.length > 200)
+    throw new OpenWorkerError(
+      `--by must name who decides (1-200 characters), got '${String(by).slice(0, 40)}'; set --by or OPENWORKER_USER`,
+      'bad_input',
+    );
   return by;
 };
 
 /** Adds a standing approval to a session: later calls of `tool` (to `target`, if given) need no approval. */
-export async function grant(c: OpenWorkerClient, input: { sessionId: string; tool: string; target?: string; by?: string; waitMs?: number }): Promise<GrantOutcome> {
+export async function grant(
+  c: OpenWorkerClient,
+  input: { sessionId: string; tool: string; target?: string; by?: string; waitMs?: number },
+): Promise<GrantOutcome> {
   const sessionId = checkSessionId(input.sessionId);
-  if (typeof input.tool !== 'string' || !NAME.test(input.tool)) throw new OpenWorkerError(`invalid tool name '${input.tool}'; give the tool's name, e.g. send_email`, 'bad_input');
+  if (typeof input.tool !== 'string' || !NAME.test(input.tool))
+    throw new OpenWorkerError(`invalid tool name '${input.tool}'; give the tool's name, e.g. send_email`, 'bad_input');
   if (input.target !== undefined && (typeof input.target !== 'string' || !input.target || input.target.length > 200)) {
-    throw new OpenWorkerError('--target must be 1-200 characters (the exact target, e.g. bob@example.com)', 'bad_input');
+    throw new OpenWorkerError(
+      '--target must be 1-200 characters (the exact target, e.g. bob@example.com)',
+      'bad_input',
+    );
   }
   if (input.target !== undefined && input.target.length >= MAX_TARGET) {
-    throw new OpenWorkerError(`a target of ${MAX_TARGET} or more characters is cut in the ledger and cannot be granted exactly; grant the tool for the session instead`, 'bad_input');
+    throw new OpenWorkerError(
+      `a target of ${MAX_TARGET} or more characters is cut in the ledger and cannot be granted exactly; grant the tool for the session instead`,
+      'bad_input',
+    );
   }
-  const payload = { grantId: `g-${randomBytes(4).toString('hex')}`, tool: input.tool, ...(input.target ? { target: input.target } : {}), by: checkBy(input.by ?? defaultApprover()) };
+  const payload = {
+    grantId: `g-${randomBytes(4).toString('hex')}`,
+    tool: input.tool,
+    ...(input.target ? { target: input.target } : {}),
+    by: checkBy(input.by ?? defaultApprover()),
+  };
   await signalSession(c, sessionId, (h) => h.signal(grantSignal, payload));
-  const g = await confirmed(c, sessionId, (gs) => gs.find((x) => x.id === payload.grantId), input.waitMs ?? 10_000, 'grant');
-  return g ? { sessionId, grant: g, outcome: 'applied' } : { sessionId, grant: { id: payload.grantId, tool: payload.tool, ...(payload.target ? { target: payload.target } : {}), by: payload.by, at: new Date().toISOString() }, outcome: 'delivered' };
+  const g = await confirmed(
+    c,
+    sessionId,
+    (gs) => gs.find((x) => x.id === payload.grantId),
+    input.waitMs ?? 10_000,
+    'grant',
+  );
+  return g
+    ? { sessionId, grant: g, outcome: 'applied' }
+    : {
+        sessionId,
+        grant: {
+          id: payload.grantId,
+          tool: payload.tool,
+          ...(payload.target ? { target: payload.target } : {}),
+          by: payload.by,
+          at: new Date().toISOString(),
+        },
+        outcome: 'delivered',
+      };
 }
 
 /** Revokes a grant; calls it already approved stay approved. */
-export async function revoke(c: OpenWorkerClient, input: { sessionId: string; grantId: string; by?: string; waitMs?: number }): Promise<GrantOutcome> {
+export async function revoke(
+  c: OpenWorkerClient,
+  input: { sessionId: string; grantId: string; by?: string; waitMs?: number },
+): Promise<GrantOutcome> {
   const sessionId = checkSessionId(input.sessionId);
   const s = await sessionStatus(c, sessionId);
   const existing = (s.grants ?? []).find((g) => g.id === input.grantId);
   if (!existing) {
     const ids = (s.grants ?? []).filter((g) => !g.revokedAt).map((g) => g.id);
-    throw new OpenWorkerError(`no grant '${input.grantId}' in session '${sessionId}'${ids.length ? `; active: ${ids.join(', ')}` : '; it has no active grants'}`, 'not_found');
+    throw new OpenWorkerError(
+      `no grant '${input.grantId}' in session '${sessionId}'${ids.length ? `; active: ${ids.join(', ')}` : '; it has no active grants'}`,
+      'not_found',
+    );
   }
   if (existing.revokedAt) return { sessionId, grant: existing, outcome: 'applied' };
-  await signalSession(c, sessionId, (h) => h.signal(revokeSignal, { grantId: input.grantId, by: checkBy(input.by ?? defaultApprover()) }));
-  const g = await confirmed(c, sessionId, (gs) => gs.find((x) => x.id === input.grantId && x.revokedAt), input.waitMs ?? 10_000, 'revoke');
+  await signalSession(c, sessionId, (h) =>
+    h.signal(revokeSignal, { grantId: input.grantId, by: checkBy(input.by ?? defaultApprover()) }),
+  );
+  const g = await confirmed(
+    c,
+    sessionId,
+    (gs) => gs.find((x) => x.id === input.grantId && x.revokedAt),
+    input.waitMs ?? 10_000,
+    'revoke',
+  );
   return { sessionId, grant: g ?? existing, outcome: g ? 'applied' : 'delivered' };
 }
 
@@ -98,7 +174,14 @@ export async function listGrants(c: OpenWorkerClient, sessionId: string): Promis
   const s = await sessionStatus(c, sessionId);
   return (s.grants ?? []).map((g) => ({
     ...g,
-    approved: v.executions.filter((e) => e.grantId === g.id).map((e) => ({ turn: e.turn, toolCallId: e.toolCallId, executionId: e.executionId, ...(e.target ? { target: e.target } : {}) })),
+    approved: v.executions
+      .filter((e) => e.grantId === g.id)
+      .map((e) => ({
+        turn: e.turn,
+        toolCallId: e.toolCallId,
+        executionId: e.executionId,
+        ...(e.target ? { target: e.target } : {}),
+      })),
   }));
 }
 
@@ -112,17 +195,35 @@ export async function approveAlways(
 ): Promise<DecisionOutcome & { grant?: GrantOutcome }> {
   const sessionId = checkSessionId(t.sessionId);
   const turn = t.turn ?? (await activeTurn(c, sessionId))?.turn;
-  if (!turn) throw new OpenWorkerError(`session '${sessionId}' has no running turn waiting for decisions; see 'openworker-temporal show ${sessionId}'`, 'not_found');
+  if (!turn)
+    throw new OpenWorkerError(
+      `session '${sessionId}' has no running turn waiting for decisions; see 'openworker-temporal show ${sessionId}'`,
+      'not_found',
+    );
   const workflowId = turnWorkflowId(sessionId, turn);
-  const status = await queryWithDeadline(c, `turn ${workflowId}`, () => c.client.workflow.getHandle(workflowId).query(turnStatusQuery));
+  const status = await queryWithDeadline(c, `turn ${workflowId}`, () =>
+    c.client.workflow.getHandle(workflowId).query(turnStatusQuery),
+  );
   const entry = status.ledger.find((e) => e.toolCallId === t.toolCallId);
-  if (!entry) throw new OpenWorkerError(`no tool call '${t.toolCallId}' in ${workflowId} (see 'openworker-temporal inbox')`, 'not_found');
+  if (!entry)
+    throw new OpenWorkerError(
+      `no tool call '${t.toolCallId}' in ${workflowId} (see 'openworker-temporal inbox')`,
+      'not_found',
+    );
   if (t.always === 'target' && !entry.target) {
-    throw new OpenWorkerError(`${entry.tool} call '${t.toolCallId}' names no target; use --always session to allow the tool for the whole session`, 'bad_input');
+    throw new OpenWorkerError(
+      `${entry.tool} call '${t.toolCallId}' names no target; use --always session to allow the tool for the whole session`,
+      'bad_input',
+    );
   }
   const decision = await approve(c, { ...t, turn });
   // No standing approval from a decision that did not take.
   if (decision.outcome === 'ignored') return decision;
-  const g = await grant(c, { sessionId, tool: entry.tool, ...(t.always === 'target' ? { target: entry.target } : {}), ...(t.by ? { by: t.by } : {}) });
+  const g = await grant(c, {
+    sessionId,
+    tool: entry.tool,
+    ...(t.always === 'target' ? { target: entry.target } : {}),
+    ...(t.by ? { by: t.by } : {}),
+  });
   return { ...decision, grant: g };
 }

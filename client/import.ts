@@ -24,7 +24,10 @@ export interface ImportResult {
  * recovery_required by the session's first turn; the others wait for approval or run as the file
  * proves allowed. Refuses a session id that exists or existed, so no execution ID is ever reused.
  */
-export async function importSession(c: OpenWorkerClient, input: { sessionId: string; jsonl: string; source: string }): Promise<ImportResult> {
+export async function importSession(
+  c: OpenWorkerClient,
+  input: { sessionId: string; jsonl: string; source: string },
+): Promise<ImportResult> {
   const sessionId = checkSessionId(input.sessionId);
   let plan;
   try {
@@ -33,7 +36,8 @@ export async function importSession(c: OpenWorkerClient, input: { sessionId: str
     if (err instanceof ImportError) throw new OpenWorkerError(`${input.source}: ${err.message}`, 'bad_input');
     throw err;
   }
-  if (!plan.transcript.length) throw new OpenWorkerError(`${input.source}: no user, assistant or tool messages to import`, 'bad_input');
+  if (!plan.transcript.length)
+    throw new OpenWorkerError(`${input.source}: no user, assistant or tool messages to import`, 'bad_input');
   const workflowId = sessionWorkflowId(sessionId);
   const imported: NonNullable<SessionInput['imported']> = {
     protocol: plan.protocol,
@@ -54,7 +58,10 @@ export async function importSession(c: OpenWorkerClient, input: { sessionId: str
     });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) {
-      throw new OpenWorkerError(`session '${sessionId}' already exists (or existed); import into a new session id`, 'bad_input');
+      throw new OpenWorkerError(
+        `session '${sessionId}' already exists (or existed); import into a new session id`,
+        'bad_input',
+      );
     }
     throw err;
   }

@@ -38,7 +38,15 @@ export async function showSession(c: OpenWorkerClient, sessionId: string): Promi
     }
     turns.push({ n: t.n, workflowId: t.workflowId, state, ...(error ? { error } : {}) });
   }
-  return { sessionId: s.sessionId, ...(s.imported ? { imported: s.imported } : {}), turns, executions, transcript: s.transcript, pending: s.pending, ...(s.refused?.length ? { refused: s.refused } : {}) };
+  return {
+    sessionId: s.sessionId,
+    ...(s.imported ? { imported: s.imported } : {}),
+    turns,
+    executions,
+    transcript: s.transcript,
+    pending: s.pending,
+    ...(s.refused?.length ? { refused: s.refused } : {}),
+  };
 }
 
 export interface InboxItem {
@@ -66,7 +74,11 @@ export interface InboxFilter {
 }
 
 /** One waiting call as the inbox lists it. */
-export function inboxItemOf(s: { sessionId: string; turn: number }, workflowId: string, e: LedgerEntry & { state: InboxItem['state'] }): InboxItem {
+export function inboxItemOf(
+  s: { sessionId: string; turn: number },
+  workflowId: string,
+  e: LedgerEntry & { state: InboxItem['state'] },
+): InboxItem {
   const last = e.events[e.events.length - 1];
   // The park's reason, also while a decided retry waits (its retry_fenced event comes last).
   const parked = [...e.events].reverse().find((ev) => ev.type === 'recovery_required');
@@ -97,10 +109,12 @@ export async function inbox(c: OpenWorkerClient, filter: InboxFilter = {}): Prom
   const unreadable: { workflowId: string; why: string }[] = [];
   for await (const wf of c.client.workflow.list({ query: clauses.join(' AND ') })) {
     const handle = c.client.workflow.getHandle(wf.workflowId, wf.runId);
-    const status = await queryWithDeadline(c, `turn ${wf.workflowId}`, () => handle.query('status')).catch((err: Error) => {
-      unreadable.push({ workflowId: wf.workflowId, why: err.message.split('\n')[0]! });
-      return undefined;
-    });
+    const status = await queryWithDeadline(c, `turn ${wf.workflowId}`, () => handle.query('status')).catch(
+      (err: Error) => {
+        unreadable.push({ workflowId: wf.workflowId, why: err.message.split('\n')[0]! });
+        return undefined;
+      },
+    );
     if (!status) continue;
     const s = status as Awaited<ReturnType<typeof turnStatus>>;
     for (const e of s.ledger) {
@@ -112,7 +126,10 @@ export async function inbox(c: OpenWorkerClient, filter: InboxFilter = {}): Prom
   }
   // "Inbox is empty" would be a lie when the waiting turns could not be read (a missing key, say).
   if (!items.length && unreadable.length) {
-    throw new OpenWorkerError(`${unreadable.length} waiting turn(s) could not be read, e.g. ${unreadable[0]!.workflowId}: ${unreadable[0]!.why}`, 'not_found');
+    throw new OpenWorkerError(
+      `${unreadable.length} waiting turn(s) could not be read, e.g. ${unreadable[0]!.workflowId}: ${unreadable[0]!.why}`,
+      'not_found',
+    );
   }
   return items.sort((a, b) => b.since.localeCompare(a.since));
 }

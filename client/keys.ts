@@ -25,14 +25,23 @@ const NAME = /^[A-Za-z0-9._@-]{1,64}$/;
 // The fixed 12-byte SPKI prefix of an Ed25519 public key (RFC 8410).
 const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 
-export const keysDir = (env: NodeJS.ProcessEnv = process.env): string => readString('OPENWORKER_KEYS_DIR', env) ?? path.join(homedir(), '.openworker', 'keys');
+export const keysDir = (env: NodeJS.ProcessEnv = process.env): string =>
+  readString('OPENWORKER_KEYS_DIR', env) ?? path.join(homedir(), '.openworker', 'keys');
 
 const fileOf = (dir: string, name: string): string => path.join(dir, `${name}.json`);
 
 export function createApproverKey(name: string, dir = keysDir()): ApproverKeyPair {
-  if (!NAME.test(name)) throw new OpenWorkerError(`key name '${name.slice(0, 70)}' must be 1-64 letters, digits, '.', '_', '@' or '-' (it is the approver's name)`, 'bad_input');
+  if (!NAME.test(name))
+    throw new OpenWorkerError(
+      `key name '${name.slice(0, 70)}' must be 1-64 letters, digits, '.', '_', '@' or '-' (it is the approver's name)`,
+      'bad_input',
+    );
   const file = fileOf(dir, name);
-  if (existsSync(file)) throw new OpenWorkerError(`a key named '${name}' already exists in ${dir}; pick another name or delete ${file}`, 'bad_input');
+  if (existsSync(file))
+    throw new OpenWorkerError(
+      `a key named '${name}' already exists in ${dir}; pick another name or delete ${file}`,
+      'bad_input',
+    );
   const { publicKey, privateKey } = generateKeyPairSync('ed25519');
   const raw = publicKey.export({ format: 'der', type: 'spki' }).subarray(SPKI_PREFIX.length);
   const key: ApproverKeyPair = {
@@ -56,7 +65,10 @@ function readKey(file: string): ApproverKeyPair {
     throw new OpenWorkerError(`approver key ${file}: ${(err as Error).message}`, 'bad_input');
   }
   if (typeof key.name !== 'string' || typeof key.publicKey !== 'string' || typeof key.privateKey !== 'string') {
-    throw new OpenWorkerError(`approver key ${file}: expected { name, publicKey, privateKey } (make one with 'openworker-temporal keys create <name>')`, 'bad_input');
+    throw new OpenWorkerError(
+      `approver key ${file}: expected { name, publicKey, privateKey } (make one with 'openworker-temporal keys create <name>')`,
+      'bad_input',
+    );
   }
   return { ...key, keyId: keyIdOf(Buffer.from(key.publicKey, 'base64')) } as ApproverKeyPair;
 }
@@ -73,19 +85,31 @@ export function listApproverKeys(dir = keysDir()): ApproverKeyPair[] {
  * The key a CLI decision is signed with: the named one (`--key`, else $OPENWORKER_APPROVER_KEY),
  * else the only key in the keys directory, else none (the decision goes unsigned).
  */
-export function signingKey(name: string | undefined, dir = keysDir(), env: NodeJS.ProcessEnv = process.env): ApproverKeyPair | undefined {
+export function signingKey(
+  name: string | undefined,
+  dir = keysDir(),
+  env: NodeJS.ProcessEnv = process.env,
+): ApproverKeyPair | undefined {
   const wanted = name ?? readString('OPENWORKER_APPROVER_KEY', env);
   const keys = listApproverKeys(dir);
   if (wanted) {
     const key = keys.find((k) => k.name === wanted);
-    if (!key) throw new OpenWorkerError(`no approver key '${wanted}' in ${dir}; have: ${keys.map((k) => k.name).join(', ') || 'none'} (openworker-temporal keys create ${wanted})`, 'bad_input');
+    if (!key)
+      throw new OpenWorkerError(
+        `no approver key '${wanted}' in ${dir}; have: ${keys.map((k) => k.name).join(', ') || 'none'} (openworker-temporal keys create ${wanted})`,
+        'bad_input',
+      );
     return key;
   }
   return keys.length === 1 ? keys[0] : undefined;
 }
 
 /** Signs what a decision covers (see signedMessage) with the approver's private key. */
-export function signDecision(key: ApproverKeyPair, fields: Omit<SignedFields, 'signedAt' | 'by'>, now = new Date()): DecisionSignature {
+export function signDecision(
+  key: ApproverKeyPair,
+  fields: Omit<SignedFields, 'signedAt' | 'by'>,
+  now = new Date(),
+): DecisionSignature {
   const signedAt = now.toISOString();
   const privateKey = createPrivateKey({ key: Buffer.from(key.privateKey, 'base64'), format: 'der', type: 'pkcs8' });
   const value = sign(null, signedMessage({ ...fields, by: key.name, signedAt }), privateKey).toString('base64');

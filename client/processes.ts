@@ -21,7 +21,8 @@ const LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'];
 
 function installRuntime(): void {
   const level = (readString('OPENWORKER_LOG_LEVEL') ?? 'WARN').toUpperCase();
-  if (!LEVELS.includes(level)) throw new Error(`OPENWORKER_LOG_LEVEL must be one of ${LEVELS.join(', ')}, got '${level}'`);
+  if (!LEVELS.includes(level))
+    throw new Error(`OPENWORKER_LOG_LEVEL must be one of ${LEVELS.join(', ')}, got '${level}'`);
   Runtime.install({ logger: new DefaultLogger(level as LogLevel) });
 }
 
@@ -42,11 +43,30 @@ async function startUiCodec(): Promise<{ codec: CodecServer; token: string }> {
 const codecHelp = (c: { codec: CodecServer; token: string }) =>
   `Codec endpoint ${c.codec.url} (decrypts payloads for the Web UI, which is given ${c.codec.uiEndpoint}); other clients send 'Authorization: Bearer ${c.token}'. Set OPENWORKER_CODEC_TOKEN to keep the token across restarts.`;
 
-export async function runServer(opts: { db?: string; port: number; uiPort?: number; headless?: boolean; json?: boolean }): Promise<void> {
+export async function runServer(opts: {
+  db?: string;
+  port: number;
+  uiPort?: number;
+  headless?: boolean;
+  json?: boolean;
+}): Promise<void> {
   const ui = opts.headless ? undefined : await startUiCodec();
   const codec = ui?.codec;
-  const server = await startDevServer({ dbFile: opts.db, port: opts.port, uiPort: opts.uiPort, headless: opts.headless, ...(codec ? { codecEndpoint: codec.uiEndpoint } : {}) });
-  const info = { address: server.address, uiUrl: server.uiUrl, dbFile: server.dbFile, logFile: server.logFile, cli: server.cliPath, ...(ui ? { codecEndpoint: ui.codec.url, codecToken: ui.token } : {}) };
+  const server = await startDevServer({
+    dbFile: opts.db,
+    port: opts.port,
+    uiPort: opts.uiPort,
+    headless: opts.headless,
+    ...(codec ? { codecEndpoint: codec.uiEndpoint } : {}),
+  });
+  const info = {
+    address: server.address,
+    uiUrl: server.uiUrl,
+    dbFile: server.dbFile,
+    logFile: server.logFile,
+    cli: server.cliPath,
+    ...(ui ? { codecEndpoint: ui.codec.url, codecToken: ui.token } : {}),
+  };
   console.log(
     opts.json
       ? JSON.stringify(info)
@@ -82,10 +102,14 @@ export async function runWorker(opts: RunWorkerOptions): Promise<void> {
     ...(opts.approvers ? { approvers: opts.approvers } : {}),
     ...(opts.only ? { only: opts.only } : {}),
   });
-  const signing = approvers ? `, approvers ${[...new Set(approvers.approvers.map((a) => a.name))].join(', ')} (${approvers.policy ? `policy of ${approvers.policy.length} rules: signed approvals only` : 'no policy: signatures checked when present'})` : '';
+  const signing = approvers
+    ? `, approvers ${[...new Set(approvers.approvers.map((a) => a.name))].join(', ')} (${approvers.policy ? `policy of ${approvers.policy.length} rules: signed approvals only` : 'no policy: signatures checked when present'})`
+    : '';
   // Tests and scripts wait for this line before they send work.
   const polls = opts.only ? `, ${opts.only} only` : '';
-  console.log(`worker ready: task queue ${taskQueue}, model ${model}, tools ${tools.join(', ') || '(none)'}${signing}${polls}`);
+  console.log(
+    `worker ready: task queue ${taskQueue}, model ${model}, tools ${tools.join(', ') || '(none)'}${signing}${polls}`,
+  );
   try {
     await worker.run(); // returns after SIGINT/SIGTERM once running tool calls finish (shutdown grace)
   } finally {
@@ -113,12 +137,20 @@ export async function runDev(opts: DevOptions): Promise<void> {
   const dir = stateDir();
   // Before anything reads keys: the codec endpoint, the worker child and the demo client load this file.
   const generated = ensureLocalKeyFile();
-  if (generated) console.log(`Generated a payload encryption key in ${generated} (mode 0600): every client, worker and CLI run from here uses it; copy it to share, or set OPENWORKER_ENCRYPTION=off.`);
+  if (generated)
+    console.log(
+      `Generated a payload encryption key in ${generated} (mode 0600): every client, worker and CLI run from here uses it; copy it to share, or set OPENWORKER_ENCRYPTION=off.`,
+    );
   console.log('Starting the Temporal dev server…');
   // The Web UI decrypts payloads and shows long transcripts (stored outside history) through this codec endpoint.
   const ui = opts.headless ? undefined : await startUiCodec();
   const codec = ui?.codec;
-  const server = await startDevServer({ dbFile: opts.db, port: opts.port, headless: opts.headless, ...(codec ? { codecEndpoint: codec.uiEndpoint } : {}) });
+  const server = await startDevServer({
+    dbFile: opts.db,
+    port: opts.port,
+    headless: opts.headless,
+    ...(codec ? { codecEndpoint: codec.uiEndpoint } : {}),
+  });
   const sink = await startMailSink({ file: path.join(dir, 'mail.json') });
   // send_email reads its settings from the environment: point it at the local sink unless the
   // user configured a real SMTP server.
@@ -135,10 +167,21 @@ export async function runDev(opts: DevOptions): Promise<void> {
   let ready: () => void = () => undefined;
   const firstReady = new Promise<void>((r) => (ready = r));
   const startWorker = (): void => {
-    const args = [BIN, 'worker', '--address', server.address, '--model', opts.model, ...opts.tools.flatMap((t) => ['--tools', t])];
+    const args = [
+      BIN,
+      'worker',
+      '--address',
+      server.address,
+      '--model',
+      opts.model,
+      ...opts.tools.flatMap((t) => ['--tools', t]),
+    ];
     // Armed faults apply to the first worker only, so the restarted one can recover.
     const faults = starts++ === 0 ? (readString('OPENWORKER_FAULTS') ?? '') : '';
-    worker = spawn(process.execPath, args, { env: { ...process.env, ...smtpEnv, OPENWORKER_FAULTS: faults }, stdio: ['ignore', 'pipe', 'pipe'] });
+    worker = spawn(process.execPath, args, {
+      env: { ...process.env, ...smtpEnv, OPENWORKER_FAULTS: faults },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const prefix = (chunk: Buffer) =>
       chunk
         .toString()
@@ -160,7 +203,9 @@ export async function runDev(opts: DevOptions): Promise<void> {
   startWorker();
   await firstReady;
   console.log(`Temporal ${server.address}${server.uiUrl ? `   Web UI ${server.uiUrl}` : ''}`);
-  console.log(`Mail sink smtp://127.0.0.1:${sink.smtpPort} (lookup ${sink.lookupUrl}); send_email recovery policy: ${opts.recovery}`);
+  console.log(
+    `Mail sink smtp://127.0.0.1:${sink.smtpPort} (lookup ${sink.lookupUrl}); send_email recovery policy: ${opts.recovery}`,
+  );
   if (ui) console.log(codecHelp(ui));
   if (opts.demo) await demo(server.address).catch((err) => console.error(`demo: ${(err as Error).message}`));
   console.log('\nPress Ctrl-C to stop (state is kept in .openworker/).');
@@ -189,7 +234,9 @@ async function demo(address: string): Promise<void> {
       () => undefined,
     );
     if (exists && !exists.turn) {
-      console.log(`\nSession 'demo' is idle. Next, in another terminal:\n  ${CLI} turn demo "email carol@example.com about the budget" --wait\n  ${CLI} show demo`);
+      console.log(
+        `\nSession 'demo' is idle. Next, in another terminal:\n  ${CLI} turn demo "email carol@example.com about the budget" --wait\n  ${CLI} show demo`,
+      );
       return;
     }
     const t = exists?.turn
@@ -198,10 +245,15 @@ async function demo(address: string): Promise<void> {
           const sent = await sendMessage(c, { sessionId: 'demo', text: 'email bob@example.com about the launch' });
           return waitForTurn(c, { sessionId: 'demo', messageId: sent.messageId, timeoutMs: 60_000 });
         })();
-    console.log(`\nDemo: session 'demo' asked the agent to "email bob@example.com about the launch".\n${formatTurn(t)}`);
+    console.log(
+      `\nDemo: session 'demo' asked the agent to "email bob@example.com about the launch".\n${formatTurn(t)}`,
+    );
     const pending = t.ledger.find((e) => e.state === 'awaiting_approval' || e.state === 'recovery_required');
     if (pending) {
-      const decide = pending.state === 'awaiting_approval' ? `approve demo ${pending.toolCallId} --by you` : `recover demo ${pending.toolCallId} --decision succeeded --by you`;
+      const decide =
+        pending.state === 'awaiting_approval'
+          ? `approve demo ${pending.toolCallId} --by you`
+          : `recover demo ${pending.toolCallId} --decision succeeded --by you`;
       console.log(`\nNext, in another terminal:\n  ${CLI} inbox\n  ${CLI} ${decide}\n  ${CLI} show demo`);
     }
   } finally {

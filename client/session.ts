@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { WorkflowHandle } from '@temporalio/client';
-import { messageSignal, sessionStatusQuery, sessionWorkflowId, turnStatusQuery, OpenWorkerSession } from '../workflows/definitions';
+import {
+  messageSignal,
+  sessionStatusQuery,
+  sessionWorkflowId,
+  turnStatusQuery,
+  OpenWorkerSession,
+} from '../workflows/definitions';
 import type { SessionStatus, TurnResult, TurnState, TurnStatus } from '../workflows/types';
 import { messageProblem } from '../workflows/limits';
 import type { OpenWorkerClient } from './connection';
@@ -11,7 +17,10 @@ import { readInt } from '../runtime/config';
 const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/;
 
 export class OpenWorkerError extends Error {
-  constructor(message: string, readonly code: 'bad_input' | 'not_found' | 'no_worker' | 'timeout' | 'ignored' | 'failed' = 'failed') {
+  constructor(
+    message: string,
+    readonly code: 'bad_input' | 'not_found' | 'no_worker' | 'timeout' | 'ignored' | 'failed' = 'failed',
+  ) {
     super(message);
     this.name = 'OpenWorkerError';
   }
@@ -19,7 +28,10 @@ export class OpenWorkerError extends Error {
 
 export function checkSessionId(sessionId: string): string {
   if (typeof sessionId !== 'string' || !SESSION_ID.test(sessionId)) {
-    throw new OpenWorkerError(`invalid session id '${sessionId}': use 1-100 letters, digits, '.', '_', ':' or '-', starting with a letter or digit`, 'bad_input');
+    throw new OpenWorkerError(
+      `invalid session id '${sessionId}': use 1-100 letters, digits, '.', '_', ':' or '-', starting with a letter or digit`,
+      'bad_input',
+    );
   }
   return sessionId;
 }
@@ -52,7 +64,10 @@ export async function queryWithDeadline<T>(c: OpenWorkerClient, what: string, fn
       }
       const msg = `${(err as Error).message ?? String(err)} ${((err as Error).cause as Error | undefined)?.message ?? ''}`;
       if (/deadline|timeout|timed out/i.test(msg)) {
-        throw new OpenWorkerError(`${what}: no worker answered within ${timeoutMs / 1000}s; is 'openworker-temporal worker' running on task queue '${c.taskQueue}'?`, 'no_worker');
+        throw new OpenWorkerError(
+          `${what}: no worker answered within ${timeoutMs / 1000}s; is 'openworker-temporal worker' running on task queue '${c.taskQueue}'?`,
+          'no_worker',
+        );
       }
       throw err;
     }
@@ -66,7 +81,10 @@ export interface SendMessageResult {
 }
 
 /** Queues a message in the session, starting the session workflow if needed. Works while no worker runs. */
-export async function sendMessage(c: OpenWorkerClient, input: { sessionId: string; text: string; messageId?: string }): Promise<SendMessageResult> {
+export async function sendMessage(
+  c: OpenWorkerClient,
+  input: { sessionId: string; text: string; messageId?: string },
+): Promise<SendMessageResult> {
   const sessionId = checkSessionId(input.sessionId);
   // The session would refuse it too (and record why); saying so here loses no time.
   const problem = messageProblem(input.text);
@@ -88,7 +106,10 @@ export async function sendMessage(c: OpenWorkerClient, input: { sessionId: strin
     });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) {
-      throw new OpenWorkerError(`session '${sessionId}' has ended (its workflow ${workflowId} is closed); use a new session id`, 'bad_input');
+      throw new OpenWorkerError(
+        `session '${sessionId}' has ended (its workflow ${workflowId} is closed); use a new session id`,
+        'bad_input',
+      );
     }
     throw err;
   }
@@ -101,13 +122,17 @@ export async function sessionStatus(c: OpenWorkerClient, sessionId: string): Pro
 }
 
 /** The turn's status: from its result when it has closed, else from its query. */
-export async function turnStatus(c: OpenWorkerClient, workflowId: string): Promise<TurnStatus & { workflowId: string; closed: boolean }> {
+export async function turnStatus(
+  c: OpenWorkerClient,
+  workflowId: string,
+): Promise<TurnStatus & { workflowId: string; closed: boolean }> {
   const handle: WorkflowHandle = c.client.workflow.getHandle(workflowId);
   let description;
   try {
     description = await handle.describe();
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) throw new OpenWorkerError(`turn workflow ${workflowId} not found`, 'not_found');
+    if (err instanceof WorkflowNotFoundError)
+      throw new OpenWorkerError(`turn workflow ${workflowId} not found`, 'not_found');
     throw err;
   }
   if (description.status.name === 'RUNNING') {
@@ -120,21 +145,47 @@ export async function turnStatus(c: OpenWorkerClient, workflowId: string): Promi
     return { ...s, workflowId, closed: true };
   }
   // A terminated or timed-out turn still has its ledger: a worker can answer a query from history.
-  const last = await queryWithDeadline(c, `turn ${workflowId}`, () => handle.query(turnStatusQuery)).catch(() => undefined);
-  if (last) return { ...last, state: description.status.name === 'CANCELLED' ? 'cancelled' : 'failed', error: `turn workflow ${description.status.name.toLowerCase()}`, workflowId, closed: true };
+  const last = await queryWithDeadline(c, `turn ${workflowId}`, () => handle.query(turnStatusQuery)).catch(
+    () => undefined,
+  );
+  if (last)
+    return {
+      ...last,
+      state: description.status.name === 'CANCELLED' ? 'cancelled' : 'failed',
+      error: `turn workflow ${description.status.name.toLowerCase()}`,
+      workflowId,
+      closed: true,
+    };
   const [, sessionId, n] = /^session-(.+)-turn-(\d+)$/.exec(workflowId) ?? [];
   const state: TurnState = description.status.name === 'CANCELLED' ? 'cancelled' : 'failed';
-  return { sessionId: sessionId ?? '', turn: Number(n ?? 0), state, iteration: 0, ledger: [], decisions: [], error: `turn workflow ${description.status.name.toLowerCase()}`, workflowId, closed: true };
+  return {
+    sessionId: sessionId ?? '',
+    turn: Number(n ?? 0),
+    state,
+    iteration: 0,
+    ledger: [],
+    decisions: [],
+    error: `turn workflow ${description.status.name.toLowerCase()}`,
+    workflowId,
+    closed: true,
+  };
 }
 
 /** The session's running turn, from the server's own record of pending children: no worker needed. */
-export async function activeTurn(c: OpenWorkerClient, sessionId: string): Promise<{ workflowId: string; turn: number } | undefined> {
+export async function activeTurn(
+  c: OpenWorkerClient,
+  sessionId: string,
+): Promise<{ workflowId: string; turn: number } | undefined> {
   const handle = c.client.workflow.getHandle(sessionWorkflowId(checkSessionId(sessionId)));
   let description;
   try {
     description = await handle.describe();
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) throw new OpenWorkerError(`session '${sessionId}' not found; start it with 'openworker-temporal turn ${sessionId} "<message>"'`, 'not_found');
+    if (err instanceof WorkflowNotFoundError)
+      throw new OpenWorkerError(
+        `session '${sessionId}' not found; start it with 'openworker-temporal turn ${sessionId} "<message>"'`,
+        'not_found',
+      );
     throw err;
   }
   const children = description.raw.pendingChildren ?? [];
@@ -156,7 +207,10 @@ export interface WaitedTurn extends TurnStatus {
 }
 
 /** Waits until the turn that handles `messageId` completes or parks for a human decision. */
-export async function waitForTurn(c: OpenWorkerClient, input: { sessionId: string; messageId: string; timeoutMs?: number; pollMs?: number }): Promise<WaitedTurn> {
+export async function waitForTurn(
+  c: OpenWorkerClient,
+  input: { sessionId: string; messageId: string; timeoutMs?: number; pollMs?: number },
+): Promise<WaitedTurn> {
   const deadline = Date.now() + (input.timeoutMs ?? 120_000);
   const pollMs = input.pollMs ?? 200;
   // A worker that is starting is not polling yet: give it a moment before saying none runs.
@@ -170,7 +224,11 @@ export async function waitForTurn(c: OpenWorkerClient, input: { sessionId: strin
       });
       workflowId = s?.turns.find((t) => t.messageId === input.messageId)?.workflowId;
       const refused = workflowId ? undefined : s?.refused?.find((r) => r.messageId === input.messageId);
-      if (refused) throw new OpenWorkerError(`session '${input.sessionId}' refused message ${input.messageId}: ${refused.reason}`, 'bad_input');
+      if (refused)
+        throw new OpenWorkerError(
+          `session '${input.sessionId}' refused message ${input.messageId}: ${refused.reason}`,
+          'bad_input',
+        );
     }
     if (workflowId) {
       // The session lists a turn a moment before the server has started its workflow.
@@ -183,7 +241,10 @@ export async function waitForTurn(c: OpenWorkerClient, input: { sessionId: strin
     }
     if (Date.now() > deadline) {
       const where = workflowId ? ` (${workflowId})` : ' (still queued behind the running turn; see inbox)';
-      throw new OpenWorkerError(`timed out waiting for the turn of message ${input.messageId} in session '${input.sessionId}'${where}`, 'timeout');
+      throw new OpenWorkerError(
+        `timed out waiting for the turn of message ${input.messageId} in session '${input.sessionId}'${where}`,
+        'timeout',
+      );
     }
     await new Promise((r) => setTimeout(r, pollMs));
   }

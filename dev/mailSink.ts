@@ -29,7 +29,11 @@ import { messageFile } from './mailSinkFile';
 
 export const FAULT_MODES = ['hold-250', 'hold-commit', 'store-then-drop', '451', '554-after-store'] as const;
 export type FaultMode = (typeof FAULT_MODES)[number];
-export interface Fault { mode: FaultMode; count?: number; recipient?: string }
+export interface Fault {
+  mode: FaultMode;
+  count?: number;
+  recipient?: string;
+}
 /**
  * `failed_451`: answered with an error, nothing stored; `stored_554`: stored, then answered with an error (`code` is
  * the reply actually sent: 451/554 for the runtime faults, `failData.code` for the option); `rejected`: not a test
@@ -50,7 +54,10 @@ export interface TransactionRecord {
   /** `hold-commit`: when the client hung up while its transaction was held. */
   hungUpAt?: string;
 }
-export interface Ledger { messages: StoredMessage[]; transactions: TransactionRecord[] }
+export interface Ledger {
+  messages: StoredMessage[];
+  transactions: TransactionRecord[];
+}
 
 export interface StoredMessage {
   messageId: string;
@@ -115,7 +122,11 @@ const faultSchema = z.strictObject({
 
 /** How a hold ends: `release()`, `reset()`, or the sink closing. */
 type HoldEnd = 'release' | 'reset' | 'close';
-interface Held { messageId: string; sessionId: string; end: (how: HoldEnd) => void }
+interface Held {
+  messageId: string;
+  sessionId: string;
+  end: (how: HoldEnd) => void;
+}
 
 /** One line, also for zod's multi-issue errors. */
 function errorText(err: unknown): string {
@@ -176,7 +187,11 @@ export async function startMailSink(options: MailSinkOptions = {}): Promise<Mail
     events.emit('barrier', name, id);
     events.emit(name, id);
   };
-  const transaction = (messageId: string | null, outcome: TransactionOutcome, extra: Omit<TransactionRecord, 'at' | 'messageId' | 'outcome'> = {}) => {
+  const transaction = (
+    messageId: string | null,
+    outcome: TransactionOutcome,
+    extra: Omit<TransactionRecord, 'at' | 'messageId' | 'outcome'> = {},
+  ) => {
     const t: TransactionRecord = { at: iso(), messageId, outcome, ...extra };
     transactions.push(t);
     return t;
@@ -228,7 +243,9 @@ export async function startMailSink(options: MailSinkOptions = {}): Promise<Mail
       message = await parse(stream, session);
     } catch (err) {
       stream.resume();
-      const e = (err as { responseCode?: number }).responseCode ? (err as Error & { responseCode: number }) : smtpError(451, 'Could not read the message');
+      const e = (err as { responseCode?: number }).responseCode
+        ? (err as Error & { responseCode: number })
+        : smtpError(451, 'Could not read the message');
       transaction(null, 'rejected', { code: e.responseCode });
       emit('failed');
       return callback(e);
@@ -242,7 +259,8 @@ export async function startMailSink(options: MailSinkOptions = {}): Promise<Mail
       callback(smtpError(code, text));
     };
     if (fault === '451') return refuse(451, 'Temporary failure (test fault), nothing stored', 'failed_451');
-    if (!fault && legacy && !legacy.afterStore) return refuse(legacy.code, 'Message refused (test fault)', 'failed_451');
+    if (!fault && legacy && !legacy.afterStore)
+      return refuse(legacy.code, 'Message refused (test fault)', 'failed_451');
     if (fault === 'hold-commit') return holdCommit(message, session.id, callback);
     try {
       await commit(message);
@@ -395,12 +413,15 @@ export async function startMailSink(options: MailSinkOptions = {}): Promise<Mail
   const controlRoutes: Record<string, (input: Record<string, unknown>) => unknown> = {
     'POST /_control/faults': (input) => (sink.arm(input as unknown as Fault), { armed: faults }),
     'DELETE /_control/faults': () => (sink.disarm(), { armed: [] }),
-    'POST /_control/release': (input) => ({ released: sink.release(typeof input.messageId === 'string' ? input.messageId : undefined) }),
+    'POST /_control/release': (input) => ({
+      released: sink.release(typeof input.messageId === 'string' ? input.messageId : undefined),
+    }),
     'POST /_control/reset': () => (sink.reset(), { reset: true }),
     'GET /_control/ledger': () => sink.ledger(),
   };
   const control = (req: http.IncomingMessage, res: http.ServerResponse, pathname: string): void => {
-    if (!isLoopback(req.socket.remoteAddress)) return send(res, 403, { error: 'the control API answers loopback clients only' });
+    if (!isLoopback(req.socket.remoteAddress))
+      return send(res, 403, { error: 'the control API answers loopback clients only' });
     let raw: string | undefined = '';
     req.setEncoding('utf8').on('data', (d: string) => {
       if (raw !== undefined && raw.length + d.length <= MAX_CONTROL_BODY) raw += d;
@@ -412,7 +433,8 @@ export async function startMailSink(options: MailSinkOptions = {}): Promise<Mail
       try {
         if (raw === undefined) throw new Error(`body larger than ${MAX_CONTROL_BODY} bytes`);
         const input: unknown = raw ? JSON.parse(raw) : {};
-        if (!input || typeof input !== 'object' || Array.isArray(input)) throw new Error('the body must be a JSON object');
+        if (!input || typeof input !== 'object' || Array.isArray(input))
+          throw new Error('the body must be a JSON object');
         send(res, 200, route(input as Record<string, unknown>));
       } catch (err) {
         send(res, 400, { error: errorText(err) });

@@ -3,7 +3,11 @@ import path from 'node:path';
 import type { StoredMessage } from './mailSink';
 
 /** The mail sink's JSON file: the messages survive a restart of the sink. */
-export function messageFile(file: string): { load(): Promise<StoredMessage[]>; write(messages: readonly StoredMessage[]): Promise<void>; flushed(): Promise<void> } {
+export function messageFile(file: string): {
+  load(): Promise<StoredMessage[]>;
+  write(messages: readonly StoredMessage[]): Promise<void>;
+  flushed(): Promise<void>;
+} {
   // Writes are chained so that two messages arriving together cannot interleave their renames.
   let writing: Promise<void> = Promise.resolve();
   return {
@@ -11,12 +15,14 @@ export function messageFile(file: string): { load(): Promise<StoredMessage[]>; w
     write: (messages) => {
       const snapshot = JSON.stringify({ messages }, null, 2);
       // catch first: one failed write must not stop every later one
-      writing = writing.catch(() => undefined).then(async () => {
-        const tmp = `${file}.${process.pid}.tmp`;
-        await fs.mkdir(path.dirname(file), { recursive: true });
-        await fs.writeFile(tmp, snapshot);
-        await fs.rename(tmp, file); // atomic on POSIX: readers see the old or the new file, never half
-      });
+      writing = writing
+        .catch(() => undefined)
+        .then(async () => {
+          const tmp = `${file}.${process.pid}.tmp`;
+          await fs.mkdir(path.dirname(file), { recursive: true });
+          await fs.writeFile(tmp, snapshot);
+          await fs.rename(tmp, file); // atomic on POSIX: readers see the old or the new file, never half
+        });
       return writing;
     },
     flushed: () => writing.catch(() => undefined),
@@ -39,4 +45,3 @@ async function loadMessages(file: string): Promise<StoredMessage[]> {
     throw new Error(`mail sink: ${file} is not a mail sink file: ${(err as Error).message}`);
   }
 }
-

@@ -33,5 +33,9 @@ runFake('mail sink', 'MAILSINK', async () => {
     httpPort: port(args['--http-port'], '--http-port'),
     file: args['--file'],
   });
-  return { fake: sink, ready: { smtpPort: sink.smtpPort, httpPort: sink.httpPort, lookupUrl: sink.lookupUrl }, exitWithStdin: !!args['--exit-with-stdin'] };
+  return {
+    fake: sink,
+    ready: { smtpPort: sink.smtpPort, httpPort: sink.httpPort, lookupUrl: sink.lookupUrl },
+    exitWithStdin: !!args['--exit-with-stdin'],
+  };
 });

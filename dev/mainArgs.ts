@@ -6,12 +6,17 @@ import type { EventEmitter } from 'node:events';
  */
 export type FlagSpec = Record<string, string | undefined>;
 
-export function parseFlags(flags: FlagSpec, argv: string[], env: NodeJS.ProcessEnv): Record<string, string | undefined> {
+export function parseFlags(
+  flags: FlagSpec,
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+): Record<string, string | undefined> {
   const values: Record<string, string | undefined> = {};
   for (const [flag, name] of Object.entries(flags)) values[flag] = name ? env[name] || undefined : undefined;
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i]!.split(/=(.*)/s, 2) as [string, string | undefined];
-    if (!(flag in flags)) throw new Error(`unknown argument ${JSON.stringify(argv[i])}; expected ${Object.keys(flags).join(', ')}`);
+    if (!(flag in flags))
+      throw new Error(`unknown argument ${JSON.stringify(argv[i])}; expected ${Object.keys(flags).join(', ')}`);
     if (!flags[flag]) {
       values[flag] = 'true';
       continue;
@@ -27,7 +32,8 @@ export function parseFlags(flags: FlagSpec, argv: string[], env: NodeJS.ProcessE
 export function integerFlag(flags: FlagSpec, value: string | undefined, flag: string, max: number): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!/^\d+$/.test(value) || n > max) throw new Error(`${flag} (${flags[flag]}) must be an integer 0-${max}, got ${JSON.stringify(value)}`);
+  if (!/^\d+$/.test(value) || n > max)
+    throw new Error(`${flag} (${flags[flag]}) must be an integer 0-${max}, got ${JSON.stringify(value)}`);
   return n;
 }
 
@@ -42,7 +48,11 @@ export interface Fake {
  * line per barrier (a test waits for them instead of sleeping); SIGTERM/SIGINT close it, and so does
  * the end of stdin with `exitWithStdin` (a test runner killed without cleaning up leaves no orphan).
  */
-export function runFake(label: string, prefix: string, start: () => Promise<{ fake: Fake; ready: object; exitWithStdin: boolean }>): void {
+export function runFake(
+  label: string,
+  prefix: string,
+  start: () => Promise<{ fake: Fake; ready: object; exitWithStdin: boolean }>,
+): void {
   const fail = (err: Error): never => {
     process.stderr.write(`${label}: ${err.message.replace(new RegExp(`^${label}: `), '')}\n`);
     process.exit(1);

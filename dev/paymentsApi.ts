@@ -20,15 +20,57 @@ import { waitForBarrier } from './barriers';
  * `slow` and the commit faults are consumed only by requests that would apply an effect, never by a replay.
  */
 
-export const FAULT_MODES = ['commit-then-drop', 'commit-then-hang', 'fail-before-commit', '5xx-after-commit', 'slow'] as const;
+export const FAULT_MODES = [
+  'commit-then-drop',
+  'commit-then-hang',
+  'fail-before-commit',
+  '5xx-after-commit',
+  'slow',
+] as const;
 export type FaultMode = (typeof FAULT_MODES)[number];
-export interface Fault { mode: FaultMode; count?: number; key?: string; delayMs?: number }
-export type Outcome = 'applied' | 'replayed' | 'conflict_409' | 'mismatch_422' | 'missing_key_400' | 'bad_key_400' | 'bad_body_400' | 'failed_503';
-export interface PaymentBody { customer: string; amount: number; currency?: string }
-export interface Effect { paymentId: string; key: string; body: PaymentBody; appliedAt: string }
-export interface RequestRecord { at: string; key: string | null; fingerprint: string | null; outcome: Outcome; fault?: FaultMode }
-export interface Ledger { effects: Effect[]; requests: RequestRecord[] }
-export interface PaymentsApiOptions { host?: string; port?: number; retentionMs?: number; now?: () => number }
+export interface Fault {
+  mode: FaultMode;
+  count?: number;
+  key?: string;
+  delayMs?: number;
+}
+export type Outcome =
+  | 'applied'
+  | 'replayed'
+  | 'conflict_409'
+  | 'mismatch_422'
+  | 'missing_key_400'
+  | 'bad_key_400'
+  | 'bad_body_400'
+  | 'failed_503';
+export interface PaymentBody {
+  customer: string;
+  amount: number;
+  currency?: string;
+}
+export interface Effect {
+  paymentId: string;
+  key: string;
+  body: PaymentBody;
+  appliedAt: string;
+}
+export interface RequestRecord {
+  at: string;
+  key: string | null;
+  fingerprint: string | null;
+  outcome: Outcome;
+  fault?: FaultMode;
+}
+export interface Ledger {
+  effects: Effect[];
+  requests: RequestRecord[];
+}
+export interface PaymentsApiOptions {
+  host?: string;
+  port?: number;
+  retentionMs?: number;
+  now?: () => number;
+}
 
 export interface PaymentsApi {
   url: string;
@@ -56,7 +98,10 @@ const MAX_KEY = 256; // the same limit as @node-idempotency/core
 const paymentSchema = z.strictObject({
   customer: z.string().min(1),
   amount: z.number().int().positive(),
-  currency: z.string().regex(/^[A-Z]{3}$/).optional(),
+  currency: z
+    .string()
+    .regex(/^[A-Z]{3}$/)
+    .optional(),
 });
 const faultSchema = z.strictObject({
   mode: z.enum(FAULT_MODES),
@@ -65,8 +110,18 @@ const faultSchema = z.strictObject({
   delayMs: z.number().int().nonnegative().optional(),
 });
 
-interface Entry { fingerprint: string; state: 'in_flight' | 'complete'; createdAt: number; status?: number; body?: unknown }
-interface Held { key: string; go: () => void; cancel: () => void }
+interface Entry {
+  fingerprint: string;
+  state: 'in_flight' | 'complete';
+  createdAt: number;
+  status?: number;
+  body?: unknown;
+}
+interface Held {
+  key: string;
+  go: () => void;
+  cancel: () => void;
+}
 
 function isLoopback(host: string | undefined): boolean {
   return !!host && (host === 'localhost' || host === '::1' || /^(::ffff:)?127(\.\d{1,3}){3}$/.test(host));
@@ -97,11 +152,13 @@ export function parseKey(header: string | string[] | undefined): string | undefi
   if (Array.isArray(header)) return new Error('Idempotency-Key must be sent once');
   let key = header.trim();
   if (key.startsWith('"')) {
-    if (!/^"(?:[^"\\]|\\["\\])*"$/.test(key)) return new Error('Idempotency-Key is not a valid structured-field string');
+    if (!/^"(?:[^"\\]|\\["\\])*"$/.test(key))
+      return new Error('Idempotency-Key is not a valid structured-field string');
     key = key.slice(1, -1).replace(/\\(["\\])/g, '$1');
   }
   // Spaces would break the one-line barrier reports, so keys are visible ASCII only.
-  if (!/^[\x21-\x7e]+$/.test(key) || key.length > MAX_KEY) return new Error(`Idempotency-Key must be 1-${MAX_KEY} visible ASCII characters`);
+  if (!/^[\x21-\x7e]+$/.test(key) || key.length > MAX_KEY)
+    return new Error(`Idempotency-Key must be 1-${MAX_KEY} visible ASCII characters`);
   return key;
 }
 
@@ -155,20 +212,31 @@ export async function startPaymentsApi(options: PaymentsApiOptions = {}): Promis
 
   const send = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
     if (res.destroyed) return;
-    res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers }).end(JSON.stringify(body));
+    res
+      .writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers })
+      .end(JSON.stringify(body));
   };
 
   async function pay(req: http.IncomingMessage, res: http.ServerResponse, raw: string | undefined): Promise<void> {
     const rec = (key: string | null, fingerprint: string | null, outcome: Outcome, fault?: FaultMode) =>
       requests.push({ at: iso(), key, fingerprint, outcome, ...(fault ? { fault } : {}) });
     /** Records the request, reports the barrier and answers: every early exit looks the same. */
-    const answer = (outcome: Outcome, event: string, key: string | null, fp: string | null, status: number, body: unknown, headers = {}) => {
+    const answer = (
+      outcome: Outcome,
+      event: string,
+      key: string | null,
+      fp: string | null,
+      status: number,
+      body: unknown,
+      headers = {},
+    ) => {
       rec(key, fp, outcome, outcome === 'failed_503' ? 'fail-before-commit' : undefined);
       emit(event, key ?? '-');
       send(res, status, body, headers);
     };
     const key = parseKey(req.headers['idempotency-key']);
-    if (key === undefined) return answer('missing_key_400', 'rejected', null, null, 400, { error: 'Idempotency-Key header is required' });
+    if (key === undefined)
+      return answer('missing_key_400', 'rejected', null, null, 400, { error: 'Idempotency-Key header is required' });
     if (key instanceof Error) return answer('bad_key_400', 'rejected', null, null, 400, { error: key.message });
     let body: PaymentBody;
     try {
@@ -178,11 +246,21 @@ export async function startPaymentsApi(options: PaymentsApiOptions = {}): Promis
       return answer('bad_body_400', 'rejected', key, null, 400, { error: `malformed payment: ${errorText(err)}` });
     }
     const fp = fingerprintOf(body);
-    if (take(['fail-before-commit'], key)) return answer('failed_503', 'failed', key, fp, 503, { error: 'service unavailable (test fault), nothing was applied' });
+    if (take(['fail-before-commit'], key))
+      return answer('failed_503', 'failed', key, fp, 503, {
+        error: 'service unavailable (test fault), nothing was applied',
+      });
     const prior = lookup(key);
-    if (prior?.state === 'in_flight') return answer('conflict_409', 'conflict', key, fp, 409, { error: 'a request with this Idempotency-Key is still being processed' });
-    if (prior && prior.fingerprint !== fp) return answer('mismatch_422', 'mismatch', key, fp, 422, { error: 'this Idempotency-Key was used with a different payload' });
-    if (prior) return answer('replayed', 'replayed', key, fp, prior.status!, prior.body, { 'idempotent-replayed': 'true' });
+    if (prior?.state === 'in_flight')
+      return answer('conflict_409', 'conflict', key, fp, 409, {
+        error: 'a request with this Idempotency-Key is still being processed',
+      });
+    if (prior && prior.fingerprint !== fp)
+      return answer('mismatch_422', 'mismatch', key, fp, 422, {
+        error: 'this Idempotency-Key was used with a different payload',
+      });
+    if (prior)
+      return answer('replayed', 'replayed', key, fp, prior.status!, prior.body, { 'idempotent-replayed': 'true' });
 
     const entry: Entry = { fingerprint: fp, state: 'in_flight', createdAt: now() };
     store.set(key, entry); // lock first: everything up to here ran without yielding, so the check-and-set is atomic
@@ -197,7 +275,10 @@ export async function startPaymentsApi(options: PaymentsApiOptions = {}): Promis
     const paymentId = `pay_${String(++paymentSeq).padStart(6, '0')}`;
     effects.push({ paymentId, key, body, appliedAt: iso() });
     entry.status = fault === '5xx-after-commit' ? 500 : 201;
-    entry.body = fault === '5xx-after-commit' ? { error: 'internal error (test fault)' } : { paymentId, customer: body.customer, amount: body.amount, currency: body.currency ?? 'USD', key };
+    entry.body =
+      fault === '5xx-after-commit'
+        ? { error: 'internal error (test fault)' }
+        : { paymentId, customer: body.customer, amount: body.amount, currency: body.currency ?? 'USD', key };
     entry.state = 'complete';
     rec(key, fp, 'applied', fault ?? slow?.mode);
     emit('committed', key);
@@ -244,7 +325,8 @@ export async function startPaymentsApi(options: PaymentsApiOptions = {}): Promis
     },
     advanceClock: (ms) => {
       if (options.now) throw new Error('payments API: the clock is injected (options.now); advance that clock instead');
-      if (!Number.isFinite(ms) || ms < 0) throw new Error(`payments API: advanceMs must be a non-negative number, got ${ms}`);
+      if (!Number.isFinite(ms) || ms < 0)
+        throw new Error(`payments API: advanceMs must be a non-negative number, got ${ms}`);
       offset += ms;
     },
     reset: () => {
@@ -255,8 +337,7 @@ export async function startPaymentsApi(options: PaymentsApiOptions = {}): Promis
       emit('reset');
     },
     events,
-    waitFor: (name, key, timeoutMs = 10_000) =>
-      waitForBarrier('payments API', events, history, name, key, timeoutMs),
+    waitFor: (name, key, timeoutMs = 10_000) => waitForBarrier('payments API', events, history, name, key, timeoutMs),
     close: () =>
       (closing ??= new Promise<void>((resolve) => {
         epoch++;
@@ -266,8 +347,14 @@ export async function startPaymentsApi(options: PaymentsApiOptions = {}): Promis
       })),
   };
 
-  const control = (req: http.IncomingMessage, res: http.ServerResponse, path: string, raw: string | undefined): void => {
-    if (!isLoopback(req.socket.remoteAddress)) return send(res, 403, { error: 'the control API answers loopback clients only' });
+  const control = (
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    path: string,
+    raw: string | undefined,
+  ): void => {
+    if (!isLoopback(req.socket.remoteAddress))
+      return send(res, 403, { error: 'the control API answers loopback clients only' });
     const route = controlRoutes[`${req.method} ${path}`];
     if (!route) return send(res, 404, { error: `no control route ${req.method} ${path}` });
     try {
@@ -279,7 +366,9 @@ export async function startPaymentsApi(options: PaymentsApiOptions = {}): Promis
   const controlRoutes: Record<string, (input: Record<string, unknown>) => unknown> = {
     'POST /_control/faults': (input) => (api.arm(input as unknown as Fault), { armed: faults }),
     'DELETE /_control/faults': () => (api.disarm(), { armed: [] }),
-    'POST /_control/release': (input) => ({ released: api.release(typeof input.key === 'string' ? input.key : undefined) }),
+    'POST /_control/release': (input) => ({
+      released: api.release(typeof input.key === 'string' ? input.key : undefined),
+    }),
     'POST /_control/clock': (input) => (api.advanceClock(Number(input.advanceMs)), { now: now() }),
     'GET /_control/ledger': () => api.ledger(),
     'POST /_control/reset': () => (api.reset(), { reset: true }),
@@ -294,7 +383,8 @@ export async function startPaymentsApi(options: PaymentsApiOptions = {}): Promis
     req.on('end', () => {
       const path = new URL(req.url ?? '/', 'http://payments').pathname;
       if (path.startsWith('/_control/')) return control(req, res, path, raw);
-      if (req.method === 'POST' && path === '/payments') return void pay(req, res, raw).catch((err: Error) => send(res, 500, { error: err.message }));
+      if (req.method === 'POST' && path === '/payments')
+        return void pay(req, res, raw).catch((err: Error) => send(res, 500, { error: err.message }));
       const m = /^\/payments\/by-key\/([^/]+)$/.exec(path);
       if (req.method === 'GET' && m) return byKey(res, m[1]!);
       send(res, 404, { error: `no route ${req.method} ${path}` });

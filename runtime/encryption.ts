@@ -31,18 +31,26 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 function parseKey(id: string, b64: unknown, source: string): Buffer {
-  if (!/^[A-Za-z0-9._-]{1,64}$/.test(id)) throw new Error(`${source}: key id '${id.slice(0, 70)}' must be 1-64 letters, digits, '.', '_' or '-'`);
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(id))
+    throw new Error(`${source}: key id '${id.slice(0, 70)}' must be 1-64 letters, digits, '.', '_' or '-'`);
   const key = typeof b64 === 'string' ? Buffer.from(b64, 'base64') : Buffer.alloc(0);
-  if (key.length !== 32) throw new Error(`${source}: key '${id}' must be 32 bytes in base64 (openssl rand -base64 32), got ${key.length} bytes`);
+  if (key.length !== 32)
+    throw new Error(
+      `${source}: key '${id}' must be 32 bytes in base64 (openssl rand -base64 32), got ${key.length} bytes`,
+    );
   return key;
 }
 
 /** `id=base64,id2=base64`: the first one seals. */
 export function keyringFromList(list: string, source = 'OPENWORKER_ENCRYPTION_KEYS'): Keyring {
   const keys = new Map<string, Buffer>();
-  for (const item of list.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const item of list
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const eq = item.indexOf('=');
-    if (eq <= 0) throw new Error(`${source}: expected id=base64key entries separated by commas, got '${item.slice(0, 20)}…'`);
+    if (eq <= 0)
+      throw new Error(`${source}: expected id=base64key entries separated by commas, got '${item.slice(0, 20)}…'`);
     const id = item.slice(0, eq);
     if (keys.has(id)) throw new Error(`${source}: key id '${id}' appears twice`);
     keys.set(id, parseKey(id, item.slice(eq + 1), source));
@@ -65,7 +73,8 @@ export function keyringFromFile(file: string): Keyring {
   }
   const keys = new Map<string, Buffer>();
   for (const [id, b64] of Object.entries(obj.keys as Record<string, unknown>)) keys.set(id, parseKey(id, b64, file));
-  if (typeof obj.active !== 'string' || !keys.has(obj.active)) throw new Error(`encryption key file ${file}: "active" must name one of its keys (${[...keys.keys()].join(', ')})`);
+  if (typeof obj.active !== 'string' || !keys.has(obj.active))
+    throw new Error(`encryption key file ${file}: "active" must name one of its keys (${[...keys.keys()].join(', ')})`);
   return { active: obj.active, keys, source: file };
 }
 
@@ -77,14 +86,18 @@ export function keyringFromFile(file: string): Keyring {
 export function keyringFromEnv(env: NodeJS.ProcessEnv = process.env): Keyring | undefined {
   const mode = readString('OPENWORKER_ENCRYPTION', env)?.toLowerCase();
   if (mode === 'off') return undefined;
-  if (mode && mode !== 'on') throw new Error(`OPENWORKER_ENCRYPTION must be 'on' or 'off', got '${readString('OPENWORKER_ENCRYPTION', env)}'`);
+  if (mode && mode !== 'on')
+    throw new Error(`OPENWORKER_ENCRYPTION must be 'on' or 'off', got '${readString('OPENWORKER_ENCRYPTION', env)}'`);
   const list = readString('OPENWORKER_ENCRYPTION_KEYS', env);
   if (list) return keyringFromList(list);
   const file = readString('OPENWORKER_ENCRYPTION_KEY_FILE', env);
   if (file) return keyringFromFile(path.resolve(file));
   const local = defaultKeyFile();
   if (existsSync(local)) return keyringFromFile(local);
-  if (mode === 'on') throw new Error('OPENWORKER_ENCRYPTION=on but no keys: set OPENWORKER_ENCRYPTION_KEYS or OPENWORKER_ENCRYPTION_KEY_FILE');
+  if (mode === 'on')
+    throw new Error(
+      'OPENWORKER_ENCRYPTION=on but no keys: set OPENWORKER_ENCRYPTION_KEYS or OPENWORKER_ENCRYPTION_KEY_FILE',
+    );
   return undefined;
 }
 
@@ -97,14 +110,19 @@ export const defaultKeyFile = (): string => path.join(stateDir(), 'encryption-ke
  */
 export function ensureLocalKeyFile(env: NodeJS.ProcessEnv = process.env, now = new Date()): string | undefined {
   if (readString('OPENWORKER_ENCRYPTION', env)?.toLowerCase() === 'off') return undefined;
-  if (readString('OPENWORKER_ENCRYPTION_KEYS', env) || readString('OPENWORKER_ENCRYPTION_KEY_FILE', env)) return undefined;
+  if (readString('OPENWORKER_ENCRYPTION_KEYS', env) || readString('OPENWORKER_ENCRYPTION_KEY_FILE', env))
+    return undefined;
   const file = defaultKeyFile();
   if (existsSync(file)) return undefined;
   const id = `local-${now.toISOString().slice(0, 10).replaceAll('-', '')}`;
   mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   try {
     // 'wx': two `dev`s starting at once must not each write a different key.
-    writeFileSync(file, `${JSON.stringify({ active: id, keys: { [id]: randomBytes(32).toString('base64') } }, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+    writeFileSync(
+      file,
+      `${JSON.stringify({ active: id, keys: { [id]: randomBytes(32).toString('base64') } }, null, 2)}\n`,
+      { mode: 0o600, flag: 'wx' },
+    );
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') return undefined;
     throw err;
@@ -119,7 +137,10 @@ export function encryptionCodec(ring: Keyring): PayloadCodec {
       return payloads.map((p) => {
         const iv = randomBytes(IV_BYTES);
         const cipher = createCipheriv('aes-256-gcm', sealWith, iv);
-        const sealed = Buffer.concat([cipher.update(temporal.api.common.v1.Payload.encode(p).finish()), cipher.final()]);
+        const sealed = Buffer.concat([
+          cipher.update(temporal.api.common.v1.Payload.encode(p).finish()),
+          cipher.final(),
+        ]);
         return {
           metadata: { encoding: encoder.encode(ENCRYPTED_ENCODING), [KEY_ID]: encoder.encode(ring.active) },
           data: Buffer.concat([iv, cipher.getAuthTag(), sealed]),
@@ -132,17 +153,22 @@ export function encryptionCodec(ring: Keyring): PayloadCodec {
         const id = p.metadata[KEY_ID] ? decoder.decode(p.metadata[KEY_ID]) : '';
         const key = ring.keys.get(id);
         if (!key) {
-          throw new Error(`payload encrypted with key '${id.slice(0, 64)}', which this process does not have (it has ${[...ring.keys.keys()].join(', ')} from ${ring.source}); add that key`);
+          throw new Error(
+            `payload encrypted with key '${id.slice(0, 64)}', which this process does not have (it has ${[...ring.keys.keys()].join(', ')} from ${ring.source}); add that key`,
+          );
         }
         const data = Buffer.from(p.data ?? new Uint8Array());
-        if (data.length < IV_BYTES + TAG_BYTES) throw new Error(`payload encrypted with key '${id}' is truncated (${data.length} bytes)`);
+        if (data.length < IV_BYTES + TAG_BYTES)
+          throw new Error(`payload encrypted with key '${id}' is truncated (${data.length} bytes)`);
         const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));
         decipher.setAuthTag(data.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
         let plain: Buffer;
         try {
           plain = Buffer.concat([decipher.update(data.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]);
         } catch {
-          throw new Error(`payload encrypted with key '${id}' does not authenticate: it was altered, or the key with that id is not the one that sealed it`);
+          throw new Error(
+            `payload encrypted with key '${id}' does not authenticate: it was altered, or the key with that id is not the one that sealed it`,
+          );
         }
         return temporal.api.common.v1.Payload.decode(plain);
       });
@@ -161,7 +187,9 @@ export function noKeysCodec(): PayloadCodec {
       for (const p of payloads) {
         if (p.metadata?.encoding && decoder.decode(p.metadata.encoding) === ENCRYPTED_ENCODING) {
           const id = p.metadata[KEY_ID] ? decoder.decode(p.metadata[KEY_ID]).slice(0, 64) : '';
-          throw new Error(`payload encrypted with key '${id}', and this process has no keys: run where \`dev\` ran (it reads ${defaultKeyFile()}) or set OPENWORKER_ENCRYPTION_KEY_FILE or OPENWORKER_ENCRYPTION_KEYS`);
+          throw new Error(
+            `payload encrypted with key '${id}', and this process has no keys: run where \`dev\` ran (it reads ${defaultKeyFile()}) or set OPENWORKER_ENCRYPTION_KEY_FILE or OPENWORKER_ENCRYPTION_KEYS`,
+          );
         }
       }
       return payloads;
@@ -174,7 +202,10 @@ export function defaultPayloadCodecs(env: NodeJS.ProcessEnv = process.env): Payl
   return codecsFor(keyringFromEnv(env));
 }
 
-const codecsFor = (ring: Keyring | undefined): PayloadCodec[] => [ring ? encryptionCodec(ring) : noKeysCodec(), claimCheckCodec()];
+const codecsFor = (ring: Keyring | undefined): PayloadCodec[] => [
+  ring ? encryptionCodec(ring) : noKeysCodec(),
+  claimCheckCodec(),
+];
 
 /**
  * The data converter of every client and worker: the default codecs, and when payloads are
@@ -182,7 +213,10 @@ const codecsFor = (ring: Keyring | undefined): PayloadCodec[] => [ring ? encrypt
  */
 export function defaultDataConverter(env: NodeJS.ProcessEnv = process.env): DataConverter {
   const ring = keyringFromEnv(env);
-  return { payloadCodecs: codecsFor(ring), ...(ring ? { failureConverterPath: require.resolve('./sealedFailures') } : {}) };
+  return {
+    payloadCodecs: codecsFor(ring),
+    ...(ring ? { failureConverterPath: require.resolve('./sealedFailures') } : {}),
+  };
 }
 
 /** Several codecs as one (the codec endpoint's shape): encode in order, decode in reverse. */

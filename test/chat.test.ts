@@ -27,7 +27,11 @@ describe('chat (in a pseudo-terminal)', function () {
     }
   });
 
-  const email = (id: string, to: string) => ({ id, name: 'send_email', arguments: { to, subject: 'Launch', body: 'We launch on Monday.' } });
+  const email = (id: string, to: string) => ({
+    id,
+    name: 'send_email',
+    arguments: { to, subject: 'Launch', body: 'We launch on Monday.' },
+  });
   const dispatchedAt = async (sessionId: string, turn: number, toolCallId: string): Promise<number> => {
     const t = await turnStatus(w.c, turnWorkflowId(sessionId, turn));
     const at = t.ledger.find((e) => e.toolCallId === toolCallId)?.events.find((e) => e.type === 'dispatched')?.at;
@@ -48,11 +52,22 @@ describe('chat (in a pseudo-terminal)', function () {
     ]);
     const w1 = await w.worker(script, { faults: 'tool.after_execute@send_email' });
     const sessionId = uniq('chat');
-    term = startTerminal('chat', [process.execPath, CLI, 'chat', sessionId, '--by', 'alice', '--task-queue', w.taskQueue]);
+    term = startTerminal('chat', [
+      process.execPath,
+      CLI,
+      'chat',
+      sessionId,
+      '--by',
+      'alice',
+      '--task-queue',
+      w.taskQueue,
+    ]);
     await term.waitFor(/you>$/);
 
     term.type('email ann about the launch');
-    await term.waitFor(/\? approve send_email → ann@example\.com \[c1\]\n {4}to: ann@example\.com\n {4}subject: Launch\n {4}body: We launch on Monday\.\n {2}y = approve once · a = always for this session \(send_email\) · t = always for ann@example\.com · n = reject\napprove\? \[y\/a\/t\/n\]$/);
+    await term.waitFor(
+      /\? approve send_email → ann@example\.com \[c1\]\n {4}to: ann@example\.com\n {4}subject: Launch\n {4}body: We launch on Monday\.\n {2}y = approve once · a = always for this session \(send_email\) · t = always for ann@example\.com · n = reject\napprove\? \[y\/a\/t\/n\]$/,
+    );
     term.save('chat-1-approval');
     const pressed = Date.now();
     term.type('t');
@@ -74,11 +89,16 @@ describe('chat (in a pseudo-terminal)', function () {
 
     let mark = term.screen().length;
     term.type('and again, to ann');
-    await term.waitFor(/→ send_email → ann@example\.com \[c2\] approved by grant g-[0-9a-f]+\n✓ send_email → ann@example\.com \[c2\] succeeded[\s\S]*assistant: Sent to Ann again\.\nyou>$/, { from: mark });
+    await term.waitFor(
+      /→ send_email → ann@example\.com \[c2\] approved by grant g-[0-9a-f]+\n✓ send_email → ann@example\.com \[c2\] succeeded[\s\S]*assistant: Sent to Ann again\.\nyou>$/,
+      { from: mark },
+    );
 
     mark = term.screen().length;
     term.type('now ben');
-    await term.waitFor(/\? approve send_email → ben@example\.com \[c3\][\s\S]*approve\? \[y\/a\/t\/n\]$/, { from: mark });
+    await term.waitFor(/\? approve send_email → ben@example\.com \[c3\][\s\S]*approve\? \[y\/a\/t\/n\]$/, {
+      from: mark,
+    });
     const pressed2 = Date.now();
     term.type('y');
     await term.waitFor(/assistant: Sent to Ben\.\nyou>$/, { from: mark });
@@ -86,16 +106,27 @@ describe('chat (in a pseudo-terminal)', function () {
 
     mark = term.screen().length;
     term.type('and cy');
-    await term.waitFor(/\? approve send_email → cy@example\.com \[c4\][\s\S]*approve\? \[y\/a\/t\/n\]$/, { from: mark });
+    await term.waitFor(/\? approve send_email → cy@example\.com \[c4\][\s\S]*approve\? \[y\/a\/t\/n\]$/, {
+      from: mark,
+    });
     term.key('C-c');
-    await term.waitFor(/\^C cancelling the turn…[\s\S]*turn 4 cancelled; the session takes the next message\nyou>$/, { from: mark });
+    await term.waitFor(/\^C cancelling the turn…[\s\S]*turn 4 cancelled; the session takes the next message\nyou>$/, {
+      from: mark,
+    });
     term.save('chat-3-session');
 
     term.key('C-d');
     await term.waitFor(/left session .*; running turns keep running/);
     const s = await sessionStatus(w.c, sessionId);
-    assert.deepEqual(s.turns.map((t) => t.state), ['completed', 'completed', 'completed', 'cancelled']);
-    assert.equal(w.sink.deliveries(`<${executionId}@openworker-temporal>`), 1, 'recovered as succeeded: never sent twice');
+    assert.deepEqual(
+      s.turns.map((t) => t.state),
+      ['completed', 'completed', 'completed', 'cancelled'],
+    );
+    assert.equal(
+      w.sink.deliveries(`<${executionId}@openworker-temporal>`),
+      1,
+      'recovered as succeeded: never sent twice',
+    );
     console.log(`      approval keypress → tool dispatched: ${latencies.map((l) => `${l} ms`).join(', ')}`);
   });
 
@@ -119,7 +150,9 @@ describe('chat (in a pseudo-terminal)', function () {
     term.type('n');
     await term.waitFor(/reason \(the model sees it\):$/);
     term.type('not today');
-    await term.waitFor(/✗ send_email → dee@example\.com \[c1\] not executed: rejected by .*: not today[\s\S]*assistant: Sent to Dee\./);
+    await term.waitFor(
+      /✗ send_email → dee@example\.com \[c1\] not executed: rejected by .*: not today[\s\S]*assistant: Sent to Dee\./,
+    );
     await eventually(async () => (await turnStatus(w.c, turnWorkflowId(sessionId, 1))).closed, 'the turn ends');
   });
 });

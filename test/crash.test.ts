@@ -19,17 +19,28 @@ describe('crashes at precise points (SIGKILL)', function () {
   const worker = w.worker;
 
   const emailScript = () =>
-    scripted([{ toolCalls: [{ id: 'm1', name: 'send_email', arguments: { to: 'bob@example.com', subject: 'Invoice', body: 'Attached.' } }] }, { text: 'Sent.' }]);
+    scripted([
+      {
+        toolCalls: [
+          { id: 'm1', name: 'send_email', arguments: { to: 'bob@example.com', subject: 'Invoice', body: 'Attached.' } },
+        ],
+      },
+      { text: 'Sent.' },
+    ]);
 
   const entryOf = async (t: WaitedTurn): Promise<LedgerEntry & { closed: boolean }> => {
     const s = await turnStatus(w.c, t.workflowId);
     return { ...s.ledger[0]!, closed: s.closed };
   };
   const until = (t: WaitedTurn, pred: (e: LedgerEntry & { closed: boolean }) => boolean, what: string) =>
-    eventually(async () => {
-      const e = await entryOf(t);
-      return pred(e) && e;
-    }, what, 60_000);
+    eventually(
+      async () => {
+        const e = await entryOf(t);
+        return pred(e) && e;
+      },
+      what,
+      60_000,
+    );
 
   it('manual: the seed repro — effect done, crash before the result is recorded → recovery_required, never re-sent', async () => {
     const sessionId = uniq('manual');
@@ -47,9 +58,24 @@ describe('crashes at precise points (SIGKILL)', function () {
     assert.equal(e.dispatched, true);
     assert.equal(e.runs, 1, 'no automatic second run');
     assert.equal(e.approvedBy, 'alice');
-    assert.ok(e.events.some((ev) => ev.type === 'outcome_unknown' && /heartbeat timeout/.test(String(ev.reason))), JSON.stringify(e.events));
+    assert.ok(
+      e.events.some((ev) => ev.type === 'outcome_unknown' && /heartbeat timeout/.test(String(ev.reason))),
+      JSON.stringify(e.events),
+    );
     assert.equal(w.sink.deliveries(messageId), 1, 'the approval was not reused for a second email');
-    const res = await runCli(['recover', sessionId, 'm1', '--decision', 'succeeded', '--result', `{"messageId":"${messageId}"}`, '--by', 'ops', '--task-queue', w.taskQueue]);
+    const res = await runCli([
+      'recover',
+      sessionId,
+      'm1',
+      '--decision',
+      'succeeded',
+      '--result',
+      `{"messageId":"${messageId}"}`,
+      '--by',
+      'ops',
+      '--task-queue',
+      w.taskQueue,
+    ]);
     assert.equal(res.code, 0, res.stderr);
     assert.match(res.stdout, /recover m1: applied/);
     const done = await until(parked, (x) => x.closed, 'turn completes');

@@ -37,7 +37,8 @@ describe('dev: encryption on by default, codec endpoint behind a token', functio
   /** This process's environment without any key or token settings, with state under `state`. */
   const envFor = (state: string, address: string): Record<string, string> => {
     const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !/^OPENWORKER_(ENCRYPTION|CODEC_TOKEN)/.test(k)) env[k] = v;
+    for (const [k, v] of Object.entries(process.env))
+      if (v !== undefined && !/^OPENWORKER_(ENCRYPTION|CODEC_TOKEN)/.test(k)) env[k] = v;
     return { ...env, OPENWORKER_STATE_DIR: state, TEMPORAL_ADDRESS: address, OPENWORKER_MODEL: 'demo' };
   };
 
@@ -46,22 +47,42 @@ describe('dev: encryption on by default, codec endpoint behind a token', functio
     const port = await freePort();
     const address = `127.0.0.1:${port}`;
     const env = envFor(state, address);
-    dev = spawn(process.execPath, [CLI, 'dev', '--port', String(port), '--db', join(dir, 'temporal.db'), '--model', 'demo'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    dev = spawn(
+      process.execPath,
+      [CLI, 'dev', '--port', String(port), '--db', join(dir, 'temporal.db'), '--model', 'demo'],
+      { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     dev.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
     dev.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
-    await eventually(async () => out.includes('Press Ctrl-C to stop') || (dev!.exitCode !== null && assert.fail(`dev exited:\n${out}`)), 'dev is up', 120_000);
+    await eventually(
+      async () =>
+        out.includes('Press Ctrl-C to stop') || (dev!.exitCode !== null && assert.fail(`dev exited:\n${out}`)),
+      'dev is up',
+      120_000,
+    );
 
     const keyFile = join(state, 'encryption-keys.json');
     assert.ok(out.includes(`Generated a payload encryption key in ${keyFile} (mode 0600)`), out);
     assert.equal(statSync(keyFile).mode & 0o777, 0o600);
-    assert.match(Object.keys((JSON.parse(readFileSync(keyFile, 'utf8')) as { keys: object }).keys)[0]!, /^local-\d{8}$/);
+    assert.match(
+      Object.keys((JSON.parse(readFileSync(keyFile, 'utf8')) as { keys: object }).keys)[0]!,
+      /^local-\d{8}$/,
+    );
 
     // The codec endpoint: refused without the token, answered with the printed one.
-    const m = /Codec endpoint (http:\/\/127\.0\.0\.1:\d+) \(.*given (\S+)\); other clients send 'Authorization: Bearer ([^']+)'/.exec(out);
+    const m =
+      /Codec endpoint (http:\/\/127\.0\.0\.1:\d+) \(.*given (\S+)\); other clients send 'Authorization: Bearer ([^']+)'/.exec(
+        out,
+      );
     assert.ok(m, `the codec line:\n${out}`);
     const [, url, uiEndpoint, token] = m;
     assert.equal(uiEndpoint, `${url}/${token}`);
-    const post = (path: string, headers: Record<string, string> = {}) => fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: '{"payloads":[]}' });
+    const post = (path: string, headers: Record<string, string> = {}) =>
+      fetch(`${url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: '{"payloads":[]}',
+      });
     assert.equal((await post('/decode')).status, 401);
     assert.equal((await post('/decode', { authorization: `Bearer ${token}` })).status, 200);
     assert.equal((await post(`/${token}/decode`)).status, 200);

@@ -132,7 +132,9 @@ describe('dev/server startDevServer', function () {
       assert.ok(server.uiUrl);
       const res = await fetch(server.uiUrl);
       assert.equal(res.status, 200);
-      const settings = (await (await fetch(`${server.uiUrl}/api/v1/settings`)).json()) as { Codec?: { Endpoint?: string } };
+      const settings = (await (await fetch(`${server.uiUrl}/api/v1/settings`)).json()) as {
+        Codec?: { Endpoint?: string };
+      };
       assert.equal(settings.Codec?.Endpoint, codec.url);
       await server.stop();
       assert.equal(isAlive(server.pid), false);

@@ -34,7 +34,19 @@ describe('payload encryption end to end', function () {
     const sessionId = uniq('enc');
     const secret = `launch-code-${uniq('s')}`;
     await w.worker(
-      scripted([{ text: 'Sending.', toolCalls: [{ id: 'c1', name: 'send_email', arguments: { to: 'bob@example.com', subject: 'Plan', body: `the ${secret}` } }] }, { text: `Sent the ${secret}.` }]),
+      scripted([
+        {
+          text: 'Sending.',
+          toolCalls: [
+            {
+              id: 'c1',
+              name: 'send_email',
+              arguments: { to: 'bob@example.com', subject: 'Plan', body: `the ${secret}` },
+            },
+          ],
+        },
+        { text: `Sent the ${secret}.` },
+      ]),
       { env: { OPENWORKER_ENCRYPTION_KEYS: `k1=${k1}` } },
     );
     const keyed = await clientWith(`k1=${k1}`);
@@ -50,14 +62,20 @@ describe('payload encryption end to end', function () {
       assert.equal(done.text, `Sent the ${secret}.`);
       const sent = done.ledger[0]!;
       assert.equal(w.sink.deliveries(messageIdFor(sent.executionId)), 1);
-      assert.ok(w.sink.messages().some((m) => JSON.stringify(m).includes(secret)), 'the email itself carries the plain text');
+      assert.ok(
+        w.sink.messages().some((m) => JSON.stringify(m).includes(secret)),
+        'the email itself carries the plain text',
+      );
 
       for (const id of [turnWorkflowId(sessionId, 1), sessionWorkflowId(sessionId)]) {
         const history = await w.c.client.workflow.getHandle(id).fetchHistory();
         const bytes = Buffer.from(temporal.api.history.v1.History.encode(history).finish()).toString('latin1');
         assert.ok(!bytes.includes(secret), `${id}: the secret is in the server's history`);
         assert.ok(!bytes.includes('bob@example.com'), `${id}: the recipient is in the server's history`);
-        assert.ok(bytes.includes('binary/openworker-encrypted') && bytes.includes('k1'), `${id}: payloads are sealed and name their key`);
+        assert.ok(
+          bytes.includes('binary/openworker-encrypted') && bytes.includes('k1'),
+          `${id}: payloads are sealed and name their key`,
+        );
       }
 
       const wrongKey = await clientWith(`k2=${randomBytes(32).toString('base64')}`);
@@ -81,31 +99,62 @@ describe('payload encryption end to end', function () {
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));
     const port = (closed.address() as net.AddressInfo).port;
     await new Promise((r) => closed.close(r));
-    await w.worker(scripted([{ toolCalls: [{ id: 'c1', name: 'send_email', arguments: { to: 'carol@example.com', subject: 'Plan', body: 'hi' } }] }, { text: 'It failed.' }]), {
-      env: { OPENWORKER_ENCRYPTION_KEYS: `k1=${k1}`, OPENWORKER_SMTP_PORT: String(port) },
-    });
+    await w.worker(
+      scripted([
+        {
+          toolCalls: [
+            { id: 'c1', name: 'send_email', arguments: { to: 'carol@example.com', subject: 'Plan', body: 'hi' } },
+          ],
+        },
+        { text: 'It failed.' },
+      ]),
+      {
+        env: { OPENWORKER_ENCRYPTION_KEYS: `k1=${k1}`, OPENWORKER_SMTP_PORT: String(port) },
+      },
+    );
     const keyed = await clientWith(`k1=${k1}`);
     try {
       const sessionId = uniq('enc-fail');
       const parked = await startTurn(keyed, sessionId, 'email carol');
       // A process without the key must not report an empty inbox: it says it cannot read the turn.
-      const unreadable = await eventually(() => inbox(w.c, { sessionId }).then(() => undefined, (err: Error) => err), 'the keyless inbox fails');
-      assert.match(unreadable.message, /^1 waiting turn\(s\) could not be read, e\.g\. session-enc-fail-\S+-turn-1: .*key 'k1'/);
+      const unreadable = await eventually(
+        () =>
+          inbox(w.c, { sessionId }).then(
+            () => undefined,
+            (err: Error) => err,
+          ),
+        'the keyless inbox fails',
+      );
+      assert.match(
+        unreadable.message,
+        /^1 waiting turn\(s\) could not be read, e\.g\. session-enc-fail-\S+-turn-1: .*key 'k1'/,
+      );
       assert.equal((await approve(keyed, { sessionId, toolCallId: 'c1', by: 'alice' })).outcome, 'applied');
       const done = await eventually(async () => {
         const s = await turnStatus(keyed, parked.workflowId);
         return s.closed && s;
       }, 'turn completes');
-      assert.match(done.ledger[0]!.error ?? '', new RegExp(`email not sent: could not connect to SMTP server 127\\.0\\.0\\.1:${port}`));
+      assert.match(
+        done.ledger[0]!.error ?? '',
+        new RegExp(`email not sent: could not connect to SMTP server 127\\.0\\.0\\.1:${port}`),
+      );
       const history = await w.c.client.workflow.getHandle(parked.workflowId).fetchHistory();
-      const failures = (history.events ?? []).map((e) => e.activityTaskFailedEventAttributes?.failure).filter((f) => !!f);
+      const failures = (history.events ?? [])
+        .map((e) => e.activityTaskFailedEventAttributes?.failure)
+        .filter((f) => !!f);
       assert.ok(failures.length >= 1, 'the activity failed');
       for (const f of failures) {
         assert.equal(f.message, 'Encoded failure');
-        assert.equal(Buffer.from(f.encodedAttributes?.metadata?.encoding ?? []).toString(), 'binary/openworker-encrypted');
+        assert.equal(
+          Buffer.from(f.encodedAttributes?.metadata?.encoding ?? []).toString(),
+          'binary/openworker-encrypted',
+        );
       }
       const bytes = Buffer.from(temporal.api.history.v1.History.encode(history).finish()).toString('latin1');
-      assert.ok(!bytes.includes('could not connect') && !bytes.includes(`:${port}`), 'the failure message is not in the server history');
+      assert.ok(
+        !bytes.includes('could not connect') && !bytes.includes(`:${port}`),
+        'the failure message is not in the server history',
+      );
     } finally {
       await keyed.close();
     }

@@ -22,7 +22,9 @@ describe('CLI errors (one line, what to do, no hanging)', function () {
     assert.equal(turn.code, 1);
     assert.match(
       oneLine(turn.stderr),
-      new RegExp(`^error: queued message [0-9a-f-]+ in session ${sessionId}, but no worker is polling task queue '${w.taskQueue}' at 127\\.0\\.0\\.1:\\d+ \\(namespace default\\); start one with 'openworker-temporal worker --task-queue ${w.taskQueue}', or pass the --task-queue your worker uses; the turn runs when one does$`),
+      new RegExp(
+        `^error: queued message [0-9a-f-]+ in session ${sessionId}, but no worker is polling task queue '${w.taskQueue}' at 127\\.0\\.0\\.1:\\d+ \\(namespace default\\); start one with 'openworker-temporal worker --task-queue ${w.taskQueue}', or pass the --task-queue your worker uses; the turn runs when one does$`,
+      ),
     );
     assert.ok(Date.now() - t0 < 40_000, `took ${Date.now() - t0} ms`);
     const show = await runCli(['show', sessionId, '--task-queue', w.taskQueue]);
@@ -36,19 +38,50 @@ describe('CLI errors (one line, what to do, no hanging)', function () {
   });
 
   it('server not reachable, unknown session, no such call, a decision not allowed, bad arguments', async () => {
-    await w.worker(scripted([{ toolCalls: [{ id: 'c1', name: 'send_email', arguments: { to: 'a@example.com', subject: 's', body: 'b' } }] }, { text: 'x' }]));
+    await w.worker(
+      scripted([
+        { toolCalls: [{ id: 'c1', name: 'send_email', arguments: { to: 'a@example.com', subject: 's', body: 'b' } }] },
+        { text: 'x' },
+      ]),
+    );
     const sessionId = uniq('errs');
     await startTurn(w.c, sessionId, 'email a');
     const q = ['--task-queue', w.taskQueue];
     const cases: [string[], number, RegExp][] = [
-      [['show', 'x', '--address', '127.0.0.1:1'], 1, /^error: cannot reach Temporal at 127\.0\.0\.1:1 \(.*\); start one with 'openworker-temporal server' or set TEMPORAL_ADDRESS$/],
+      [
+        ['show', 'x', '--address', '127.0.0.1:1'],
+        1,
+        /^error: cannot reach Temporal at 127\.0\.0\.1:1 \(.*\); start one with 'openworker-temporal server' or set TEMPORAL_ADDRESS$/,
+      ],
       [['show', uniq('nope'), ...q], 1, /^error: session '.*': not found$/],
-      [['approve', uniq('nope'), 'c1', ...q], 1, /^error: session '.*' not found; start it with 'openworker-temporal turn .* "<message>"'$/],
-      [['approve', sessionId, 'c9', ...q], 1, new RegExp(`^error: no tool call 'c9' in session-${sessionId}-turn-1; waiting there: c1 \\(see 'openworker-temporal inbox'\\)$`)],
-      [['recover', sessionId, 'c1', '--decision', 'retry', ...q], 2, /^error: call 'c1' is awaiting_approval, not recovery_required: a recovery decision answers a parked call \(see 'openworker-temporal inbox'\)$/],
-      [['recover', sessionId, 'c1', '--decision', 'maybe', ...q], 1, /argument 'maybe' is invalid. Allowed choices are retry, succeeded, failed/],
+      [
+        ['approve', uniq('nope'), 'c1', ...q],
+        1,
+        /^error: session '.*' not found; start it with 'openworker-temporal turn .* "<message>"'$/,
+      ],
+      [
+        ['approve', sessionId, 'c9', ...q],
+        1,
+        new RegExp(
+          `^error: no tool call 'c9' in session-${sessionId}-turn-1; waiting there: c1 \\(see 'openworker-temporal inbox'\\)$`,
+        ),
+      ],
+      [
+        ['recover', sessionId, 'c1', '--decision', 'retry', ...q],
+        2,
+        /^error: call 'c1' is awaiting_approval, not recovery_required: a recovery decision answers a parked call \(see 'openworker-temporal inbox'\)$/,
+      ],
+      [
+        ['recover', sessionId, 'c1', '--decision', 'maybe', ...q],
+        1,
+        /argument 'maybe' is invalid. Allowed choices are retry, succeeded, failed/,
+      ],
       [['turn', 'bad id!', 'hi', ...q], 2, /^error: invalid session id 'bad id!': use 1-100 letters/],
-      [['turn', uniq('big'), 'x'.repeat(40_000), ...q], 2, /^error: the message is 40000 bytes; the limit is 32768 bytes: shorten it, or attach large content through a tool; nothing was sent$/],
+      [
+        ['turn', uniq('big'), 'x'.repeat(40_000), ...q],
+        2,
+        /^error: the message is 40000 bytes; the limit is 32768 bytes: shorten it, or attach large content through a tool; nothing was sent$/,
+      ],
     ];
     for (const [args, code, pattern] of cases) {
       const r = await runCli(args);

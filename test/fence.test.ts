@@ -31,11 +31,22 @@ describe('F14 with recover --now: the retry skips the fence', function () {
       assert.ok(!r.entry.events.some((e) => e.type === 'retry_fenced'), 'no fence was recorded');
       // The hazard needs W1's request still open when the retry arrives: W1's SDK gives up about 5 s
       // after the park (its local heartbeat timer), and the library decision brings the retry ~0.3 s after it.
-      assert.equal(r.firstOutcome, 'stored', `the cut-off attempt had hung up before the retry reached the sink: ${JSON.stringify(r.timeline)}`);
+      assert.equal(
+        r.firstOutcome,
+        'stored',
+        `the cut-off attempt had hung up before the retry reached the sink: ${JSON.stringify(r.timeline)}`,
+      );
       assert.equal(r.deliveries, 2, 'both messages committed: two effects for one approval');
       assert.deepEqual([r.entry.state, r.entry.runs], ['succeeded', 2]);
       assert.equal(r.workflowTaskFailures, 0);
-      return { cell: `${ctx.cell.id} --now`, executionId: r.executionId, ms: Date.now() - started, workersKilled: 0, serverRestarts: 0, checks: ['--now: two deliveries'] };
+      return {
+        cell: `${ctx.cell.id} --now`,
+        executionId: r.executionId,
+        ms: Date.now() - started,
+        workersKilled: 0,
+        serverRestarts: 0,
+        checks: ['--now: two deliveries'],
+      };
     });
   });
 });

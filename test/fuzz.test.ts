@@ -30,7 +30,9 @@ type Sent = { name: string; payload: unknown };
 /** Workflow task failures in a history: a payload that breaks a handler shows up here, retried forever. */
 async function taskFailures(w: ReturnType<typeof useWorld>, workflowId: string): Promise<string[]> {
   const { events } = await w.c.client.workflow.getHandle(workflowId).fetchHistory();
-  return (events ?? []).filter((e) => e.workflowTaskFailedEventAttributes).map((e) => e.workflowTaskFailedEventAttributes?.failure?.message ?? '?');
+  return (events ?? [])
+    .filter((e) => e.workflowTaskFailedEventAttributes)
+    .map((e) => e.workflowTaskFailedEventAttributes?.failure?.message ?? '?');
 }
 
 describe(`fuzz tier, end to end (fast-check, seed ${SEED})`, function () {
@@ -43,7 +45,10 @@ describe(`fuzz tier, end to end (fast-check, seed ${SEED})`, function () {
   it(`${SIGNALS} hostile signals at a parked turn and its session: no task failure, no execution, every decision recorded`, async () => {
     const alice = createApproverKey('alice', path.join(dir, 'keys'));
     const approvers = path.join(dir, 'approvers.json');
-    writeFileSync(approvers, JSON.stringify({ approvers: { alice: alice.publicKey }, policy: [{ tool: '*', approvers: ['alice'] }] }));
+    writeFileSync(
+      approvers,
+      JSON.stringify({ approvers: { alice: alice.publicKey }, policy: [{ tool: '*', approvers: ['alice'] }] }),
+    );
     const email = { id: 'c1', name: 'send_email', arguments: { to: 'ann@example.com', subject: 'Hi', body: 'Hello.' } };
     await w.worker(scripted([{ toolCalls: [email] }, { text: 'sent' }]), { env: { OPENWORKER_APPROVERS: approvers } });
     const sessionId = uniq('fuzz-signals');
@@ -57,21 +62,34 @@ describe(`fuzz tier, end to end (fast-check, seed ${SEED})`, function () {
       return r.ok && r.decision.payload.toolCallId === 'c1';
     };
     const signalArb: fc.Arbitrary<Sent> = fc.oneof(
-      fc.record({ name: fc.constantFrom('approve', 'recover'), payload: fc.oneof(hostileDecision('approve'), hostileDecision('recover')) }),
+      fc.record({
+        name: fc.constantFrom('approve', 'recover'),
+        payload: fc.oneof(hostileDecision('approve'), hostileDecision('recover')),
+      }),
       fc.record({ name: fc.constant('reject'), payload: hostileDecision('reject').filter((p) => !rejectsC1(p)) }),
       fc.record({
         name: fc.constant('decisions'),
-        payload: fc.oneof(hostileValue(), fc.record({ decisions: fc.array(hostileDecision('approve'), { maxLength: 8 }) })).filter((p) => {
-          const b = splitDecisions(p);
-          return !b.ok || !b.items.some((i) => i.kind === 'reject' && rejectsC1(i.payload));
-        }),
+        payload: fc
+          .oneof(hostileValue(), fc.record({ decisions: fc.array(hostileDecision('approve'), { maxLength: 8 }) }))
+          .filter((p) => {
+            const b = splitDecisions(p);
+            return !b.ok || !b.items.some((i) => i.kind === 'reject' && rejectsC1(i.payload));
+          }),
       }),
       fc.record({ name: fc.constantFrom('grants', 'grant', 'revoke'), payload: hostileValue() }),
-      fc.record({ name: fc.constant('message'), payload: fc.oneof(hostileValue(), fc.record({ text: hostileValue(48) })).filter((p) => messageProblem((p as { text?: unknown })?.text) !== undefined) }),
+      fc.record({
+        name: fc.constant('message'),
+        payload: fc
+          .oneof(hostileValue(), fc.record({ text: hostileValue(48) }))
+          .filter((p) => messageProblem((p as { text?: unknown })?.text) !== undefined),
+      }),
     );
     const sent = fc.sample(signalArb, { seed: SEED, numRuns: SIGNALS });
     // And a few that are simply large: a 40 KiB id and a 300 KiB reason (stored outside history).
-    sent.push({ name: 'approve', payload: { toolCallId: 'x'.repeat(40_000), by: 'mallory' } }, { name: 'recover', payload: { toolCallId: 'c1', by: 'mallory', decision: 'retry', reason: 'r'.repeat(300_000) } });
+    sent.push(
+      { name: 'approve', payload: { toolCallId: 'x'.repeat(40_000), by: 'mallory' } },
+      { name: 'recover', payload: { toolCallId: 'c1', by: 'mallory', decision: 'retry', reason: 'r'.repeat(300_000) } },
+    );
 
     const turn = w.c.client.workflow.getHandle(t.workflowId);
     const session = w.c.client.workflow.getHandle(sessionWorkflowId(sessionId));
@@ -86,16 +104,22 @@ describe(`fuzz tier, end to end (fast-check, seed ${SEED})`, function () {
     }
     // The internal update is guarded by a validator: junk is refused without a trace in history.
     for (const junk of fc.sample(hostileValue(), { seed: SEED, numRuns: 5 })) {
-      await assert.rejects(turn.executeUpdate('dispatch', { args: [junk as never] }), (err: Error) => /^dispatch: (expected|unknown execution)/.test((err.cause as Error)?.message ?? ''));
+      await assert.rejects(turn.executeUpdate('dispatch', { args: [junk as never] }), (err: Error) =>
+        /^dispatch: (expected|unknown execution)/.test((err.cause as Error)?.message ?? ''),
+      );
     }
 
     const status = await eventually(async () => {
       const s = await turnStatus(w.c, t.workflowId);
       return s.decisions.length >= expected ? s : undefined;
     }, `the turn records all ${expected} decisions`);
-    const context = () => `seed ${SEED}; sent:\n${sent.map((s) => `${s.name} ${JSON.stringify(s.payload)?.slice(0, 300)}`).join('\n')}`;
+    const context = () =>
+      `seed ${SEED}; sent:\n${sent.map((s) => `${s.name} ${JSON.stringify(s.payload)?.slice(0, 300)}`).join('\n')}`;
     assert.equal(status.decisions.length, expected, context());
-    assert.ok(status.decisions.every((d) => d.outcome === 'ignored' && d.why && d.why.length < 3000), context());
+    assert.ok(
+      status.decisions.every((d) => d.outcome === 'ignored' && d.why && d.why.length < 3000),
+      context(),
+    );
     assert.deepEqual(await taskFailures(w, t.workflowId), [], context());
     assert.deepEqual(await taskFailures(w, sessionWorkflowId(sessionId)), []);
     const c1 = status.ledger.find((e) => e.toolCallId === 'c1')!;
@@ -103,9 +127,15 @@ describe(`fuzz tier, end to end (fast-check, seed ${SEED})`, function () {
     assert.equal(w.sink.deliveries(`<${c1.executionId}@openworker-temporal>`), 0, 'nothing was sent');
     const s = await sessionStatus(w.c, sessionId);
     assert.deepEqual(s.pending, [], 'no hostile message was queued');
-    assert.ok((s.refused ?? []).length > 0 && (s.refused ?? []).length <= 20, 'refused messages are recorded, the latest 20');
+    assert.ok(
+      (s.refused ?? []).length > 0 && (s.refused ?? []).length <= 20,
+      'refused messages are recorded, the latest 20',
+    );
     const { events } = await turn.fetchHistory();
-    assert.ok((events ?? []).length < sent.length * 3 + 60, `history stays proportional to the signals: ${(events ?? []).length} events`);
+    assert.ok(
+      (events ?? []).length < sent.length * 3 + 60,
+      `history stays proportional to the signals: ${(events ?? []).length} events`,
+    );
 
     // The session still works: the one valid, signed approval runs the call once.
     const ok = await approve(w.c, { sessionId, toolCallId: 'c1', key: alice });
@@ -113,7 +143,9 @@ describe(`fuzz tier, end to end (fast-check, seed ${SEED})`, function () {
     const done = await turnClosed(w.c, t);
     assert.equal(done.state, 'completed', done.error);
     assert.equal(w.sink.deliveries(`<${c1.executionId}@openworker-temporal>`), 1);
-    console.log(`      fuzz: ${sent.length} signals, ${expected} decisions refused and recorded, ${(events ?? []).length} history events`);
+    console.log(
+      `      fuzz: ${sent.length} signals, ${expected} decisions refused and recorded, ${(events ?? []).length} history events`,
+    );
   });
 
   it(`${RESPONSES} hostile model responses through the AI SDK (and one with 3000 calls): bounded ledgers, nothing runs unapproved`, async () => {
@@ -126,7 +158,11 @@ describe(`fuzz tier, end to end (fast-check, seed ${SEED})`, function () {
       const asText = (v: unknown): string => (typeof v === 'string' ? v : (JSON.stringify(v) ?? String(v)));
       const wire = (c: unknown) => {
         const call = (c && typeof c === 'object' ? c : {}) as { id?: unknown; name?: unknown; arguments?: unknown };
-        return { ...(call.id !== undefined ? { id: asText(call.id) } : {}), name: asText(call.name ?? ''), argumentsText: typeof call.arguments === 'string' ? call.arguments : asText(call.arguments ?? {}) };
+        return {
+          ...(call.id !== undefined ? { id: asText(call.id) } : {}),
+          name: asText(call.name ?? ''),
+          argumentsText: typeof call.arguments === 'string' ? call.arguments : asText(call.arguments ?? {}),
+        };
       };
       const replies: FakeReply[] = fc
         .sample(
@@ -137,8 +173,20 @@ describe(`fuzz tier, end to end (fast-check, seed ${SEED})`, function () {
           }),
           { seed: SEED, numRuns: RESPONSES },
         )
-        .map((r) => ({ text: r.text, toolCalls: r.toolCalls.map((c) => (r.breaksProtocol ? ((c && typeof c === 'object' ? c : { name: c, arguments: c }) as never) : wire(c))) }));
-      replies.push({ text: '', toolCalls: Array.from({ length: 3000 }, (_, i) => ({ id: `c${i}`, name: i % 2 ? 'send_email' : 'toString', arguments: { to: `u${i}@example.com`, subject: 's', body: 'b' } })) });
+        .map((r) => ({
+          text: r.text,
+          toolCalls: r.toolCalls.map((c) =>
+            r.breaksProtocol ? ((c && typeof c === 'object' ? c : { name: c, arguments: c }) as never) : wire(c),
+          ),
+        }));
+      replies.push({
+        text: '',
+        toolCalls: Array.from({ length: 3000 }, (_, i) => ({
+          id: `c${i}`,
+          name: i % 2 ? 'send_email' : 'toString',
+          arguments: { to: `u${i}@example.com`, subject: 's', body: 'b' },
+        })),
+      });
       const outcomes: string[] = [];
       for (const [i, reply] of replies.entries()) {
         fake.enqueue(reply); // the next model call gets the server's default "ok"
@@ -146,12 +194,25 @@ describe(`fuzz tier, end to end (fast-check, seed ${SEED})`, function () {
         const t = await startTurn(w.c, sessionId, 'do it');
         const why = `response ${i}: ${JSON.stringify(reply).slice(0, 600)}`;
         assert.ok(['awaiting_approval', 'completed', 'failed'].includes(t.state), `${why}\nstate ${t.state}`);
-        if (t.state === 'failed') assert.match(t.error ?? '', /^model call failed: .* answered with a response that does not follow its API .{0,400}$/, `only a response that breaks the protocol fails the turn, in one line: ${why}`);
+        if (t.state === 'failed')
+          assert.match(
+            t.error ?? '',
+            /^model call failed: .* answered with a response that does not follow its API .{0,400}$/,
+            `only a response that breaks the protocol fails the turn, in one line: ${why}`,
+          );
         assert.ok(t.ledger.length <= 65, `${why}\nledger of ${t.ledger.length}`);
         for (const e of t.ledger) {
-          assert.ok(['invalid', 'awaiting_approval', 'succeeded', 'failed'].includes(e.state), `${why}\n${e.toolCallId} is ${e.state}`);
-          if (e.state === 'succeeded') assert.equal(e.tool, 'lookup_contact', 'only the read-only tool runs without approval');
-          if (e.state === 'invalid') assert.ok(e.error && e.error.length < 2500, `${why}\nan invalid call says why, briefly: ${e.error?.slice(0, 200)}`);
+          assert.ok(
+            ['invalid', 'awaiting_approval', 'succeeded', 'failed'].includes(e.state),
+            `${why}\n${e.toolCallId} is ${e.state}`,
+          );
+          if (e.state === 'succeeded')
+            assert.equal(e.tool, 'lookup_contact', 'only the read-only tool runs without approval');
+          if (e.state === 'invalid')
+            assert.ok(
+              e.error && e.error.length < 2500,
+              `${why}\nan invalid call says why, briefly: ${e.error?.slice(0, 200)}`,
+            );
           assert.equal(w.sink.deliveries(`<${e.executionId}@openworker-temporal>`), 0);
         }
         assert.deepEqual(await taskFailures(w, t.workflowId), [], why);

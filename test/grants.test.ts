@@ -16,7 +16,11 @@ import { useWorld } from './support/world';
 describe('standing approvals (grants)', function () {
   this.timeout(120_000);
   const w = useWorld();
-  const email = (id: string, to: string) => ({ id, name: 'send_email', arguments: { to, subject: 'Hi', body: 'Hello.' } });
+  const email = (id: string, to: string) => ({
+    id,
+    name: 'send_email',
+    arguments: { to, subject: 'Hi', body: 'Hello.' },
+  });
   const closed = (t: { workflowId: string }) => turnClosed(w.c, t);
   const entry = (t: WaitedTurn, id: string) => t.ledger.find((e) => e.toolCallId === id)!;
   const sent = (t: WaitedTurn, id: string) => w.sink.deliveries(`<${entry(t, id).executionId}@openworker-temporal>`);
@@ -35,7 +39,17 @@ describe('standing approvals (grants)', function () {
     const sessionId = uniq('grant-tool');
     const first = await startTurn(w.c, sessionId, 'email ann, then ben');
     assert.equal(first.state, 'awaiting_approval');
-    const cli = await runCli(['approve', sessionId, 'c1', '--always', 'session', '--by', 'alice', '--task-queue', w.taskQueue]);
+    const cli = await runCli([
+      'approve',
+      sessionId,
+      'c1',
+      '--always',
+      'session',
+      '--by',
+      'alice',
+      '--task-queue',
+      w.taskQueue,
+    ]);
     assert.equal(cli.code, 0, cli.stderr);
     const grantId = /granted (g-[0-9a-f]+): send_email \(any target\) in session/.exec(cli.stdout)?.[1];
     assert.ok(grantId, cli.stdout);
@@ -56,7 +70,12 @@ describe('standing approvals (grants)', function () {
 
     const listed = await runCli(['grants', sessionId, '--task-queue', w.taskQueue]);
     assert.equal(listed.code, 0, listed.stderr);
-    assert.match(listed.stdout, new RegExp(`${grantId}  send_email \\(any target\\)  by alice at .*  active\\n    approved: turn 1 c2 → ben@example.com, turn 2 c3 → cy@example.com`));
+    assert.match(
+      listed.stdout,
+      new RegExp(
+        `${grantId}  send_email \\(any target\\)  by alice at .*  active\\n    approved: turn 1 c2 → ben@example.com, turn 2 c3 → cy@example.com`,
+      ),
+    );
 
     const revoked = await runCli(['revoke', sessionId, grantId, '--by', 'bob', '--task-queue', w.taskQueue]);
     assert.equal(revoked.code, 0, revoked.stderr);
@@ -85,7 +104,11 @@ describe('standing approvals (grants)', function () {
     );
     const sessionId = uniq('grant-target');
     // One turn per run: the grant must travel through continue-as-new.
-    const started = await w.c.client.workflow.start('session', { workflowId: sessionWorkflowId(sessionId), taskQueue: w.taskQueue, args: [{ sessionId, turnsPerRun: 1 }] });
+    const started = await w.c.client.workflow.start('session', {
+      workflowId: sessionWorkflowId(sessionId),
+      taskQueue: w.taskQueue,
+      args: [{ sessionId, turnsPerRun: 1 }],
+    });
     const first = await startTurn(w.c, sessionId, 'email ann');
     const d = await approveAlways(w.c, { sessionId, toolCallId: 'c1', by: 'alice', always: 'target' });
     assert.equal(d.outcome, 'applied');

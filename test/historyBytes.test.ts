@@ -18,9 +18,16 @@ describe('history bytes per model call', function () {
     await w.worker(`openai-compatible:m@${fake.url}`);
     const rows = [];
     for (const n of [10, 100, 1000]) rows.push(await measureHistoryBytes(w.c, uniq('bytes'), n));
-    console.log(`      ${rows.map((r) => `${r.messages} messages: ${r.modelCallInput} B per model call, ${r.total} B history`).join('; ')}`);
-    for (const r of rows) assert.ok(r.modelCallInput > 0 && r.modelCallInput <= DEFAULT_THRESHOLD_BYTES + 1024, JSON.stringify(r));
+    console.log(
+      `      ${rows.map((r) => `${r.messages} messages: ${r.modelCallInput} B per model call, ${r.total} B history`).join('; ')}`,
+    );
+    for (const r of rows)
+      assert.ok(r.modelCallInput > 0 && r.modelCallInput <= DEFAULT_THRESHOLD_BYTES + 1024, JSON.stringify(r));
     assert.ok(rows[2]!.modelCallInput < 1024 && rows[2]!.total < 8 * 1024, JSON.stringify(rows[2]));
-    assert.deepEqual(fake.requests.map((r) => r.body.messages.length), [11, 101, 1001], 'every message reached the model');
+    assert.deepEqual(
+      fake.requests.map((r) => r.body.messages.length),
+      [11, 101, 1001],
+      'every message reached the model',
+    );
   });
 });

@@ -27,7 +27,10 @@ const fileOf = (name: string, text: string): string => {
   return file;
 };
 const user = (content: string) => ({ role: 'user', content });
-const assistant = (content: string | null, calls: { id: string; to?: string; name?: string; openworker?: unknown }[] = []) => ({
+const assistant = (
+  content: string | null,
+  calls: { id: string; to?: string; name?: string; openworker?: unknown }[] = [],
+) => ({
   role: 'assistant',
   content,
   ...(calls.length
@@ -35,7 +38,12 @@ const assistant = (content: string | null, calls: { id: string; to?: string; nam
         tool_calls: calls.map((c) => ({
           id: c.id,
           type: 'function',
-          function: { name: c.name ?? 'send_email', arguments: JSON.stringify(c.name === 'lookup_contact' ? { name: 'Ada' } : { to: c.to, subject: 'Hi', body: 'Hello.' }) },
+          function: {
+            name: c.name ?? 'send_email',
+            arguments: JSON.stringify(
+              c.name === 'lookup_contact' ? { name: 'Ada' } : { to: c.to, subject: 'Hi', body: 'Hello.' },
+            ),
+          },
           ...(c.openworker ? { openworker: c.openworker } : {}),
         })),
       }
@@ -55,7 +63,8 @@ describe('import a session from another runtime (openai-jsonl-v1)', function () 
     return w.sink.deliveries(`<${e.executionId}@openworker-temporal>`);
   };
   const sentTo = (...to: string[]): number => w.sink.messages().filter((m) => m.to.some((r) => to.includes(r))).length;
-  const resumeTurn = (sessionId: string) => waitForTurn(w.c, { sessionId, messageId: IMPORT_MESSAGE_ID, timeoutMs: 60_000 });
+  const resumeTurn = (sessionId: string) =>
+    waitForTurn(w.c, { sessionId, messageId: IMPORT_MESSAGE_ID, timeoutMs: 60_000 });
   const closed = (t: { workflowId: string }) => turnClosed(w.c, t);
 
   it('no trailing calls (answered, or none): the transcript is imported, nothing runs, the next message sees it all', async () => {
@@ -78,7 +87,12 @@ describe('import a session from another runtime (openai-jsonl-v1)', function () 
     assert.match(res.stdout, /no tool call was left without a result/);
     const shown = await runCli(['show', sessionId, '--task-queue', w.taskQueue]);
     assert.equal(shown.code, 0, shown.stderr);
-    assert.match(shown.stdout, new RegExp(`imported \\(openai-jsonl-v1\\) from ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} at .*: 4 messages`));
+    assert.match(
+      shown.stdout,
+      new RegExp(
+        `imported \\(openai-jsonl-v1\\) from ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} at .*: 4 messages`,
+      ),
+    );
     assert.match(shown.stdout, /tool send_email \[call_old\]/);
     const s = await sessionStatus(w.c, sessionId);
     assert.equal(s.turns.length, 0, 'an import with nothing pending starts no turn');
@@ -114,7 +128,13 @@ describe('import a session from another runtime (openai-jsonl-v1)', function () 
         ]),
       ),
     });
-    assert.deepEqual(r.pending.map((p) => [p.call.id, p.disposition]), [['call_bea', 'recovery_required'], ['call_cal', 'recovery_required']]);
+    assert.deepEqual(
+      r.pending.map((p) => [p.call.id, p.disposition]),
+      [
+        ['call_bea', 'recovery_required'],
+        ['call_cal', 'recovery_required'],
+      ],
+    );
     const parked = await resumeTurn(sessionId);
     assert.equal(parked.state, 'recovery_required');
     assert.equal(parked.turn, 1);
@@ -129,14 +149,31 @@ describe('import a session from another runtime (openai-jsonl-v1)', function () 
     assert.equal(sentTo('bea@example.com', 'cal@example.com'), 0, 'nothing was sent on import');
 
     fake.enqueue({ text: 'Bea was already emailed; Cal now too.' });
-    assert.equal((await recover(w.c, { sessionId, toolCallId: 'call_bea', decision: 'succeeded', result: { checked: 'sent before' }, by: 'ops' })).outcome, 'applied');
-    assert.equal((await recover(w.c, { sessionId, toolCallId: 'call_cal', decision: 'retry', by: 'ops' })).outcome, 'applied');
+    assert.equal(
+      (
+        await recover(w.c, {
+          sessionId,
+          toolCallId: 'call_bea',
+          decision: 'succeeded',
+          result: { checked: 'sent before' },
+          by: 'ops',
+        })
+      ).outcome,
+      'applied',
+    );
+    assert.equal(
+      (await recover(w.c, { sessionId, toolCallId: 'call_cal', decision: 'retry', by: 'ops' })).outcome,
+      'applied',
+    );
     const done = await closed(parked);
     assert.equal(done.state, 'completed', done.error);
     assert.equal(delivered(done, 'call_bea'), 0);
     assert.equal(delivered(done, 'call_cal'), 1, 'retried once, under its execution ID');
     const tools = fake.requests[0]!.body.messages.filter((m) => m.role === 'tool');
-    assert.deepEqual(tools.map((m) => m.tool_call_id), ['call_bea', 'call_cal']);
+    assert.deepEqual(
+      tools.map((m) => m.tool_call_id),
+      ['call_bea', 'call_cal'],
+    );
     assert.match(String(tools[0]!.content), /sent before/);
     const s = await sessionStatus(w.c, sessionId);
     assert.deepEqual(unpairedToolCalls(s.transcript), []);
@@ -182,7 +219,11 @@ describe('import a session from another runtime (openai-jsonl-v1)', function () 
     assert.equal(delivered(done, 'call_no'), 0);
     assert.equal(done.ledger.find((e) => e.toolCallId === 'call_read')!.state, 'succeeded');
     const tools = fake.requests[0]!.body.messages.filter((m) => m.role === 'tool');
-    assert.deepEqual(tools.map((m) => m.tool_call_id), ['call_ask', 'call_go', 'call_no', 'call_read'], 'results in call order');
+    assert.deepEqual(
+      tools.map((m) => m.tool_call_id),
+      ['call_ask', 'call_go', 'call_no', 'call_read'],
+      'results in call order',
+    );
     assert.match(String(tools[2]!.content), /rejected before the import by bob/);
     await recordHistory(done.workflowId, 'turn-import-proven');
   });
@@ -190,14 +231,21 @@ describe('import a session from another runtime (openai-jsonl-v1)', function () 
   it('cancelling the resume turn: a parked imported call gets "outcome unknown", the session goes on', async () => {
     await worker();
     const sessionId = uniq('imp-cancel');
-    await importSession(w.c, { sessionId, source: 'test', jsonl: jsonl(user('email gus'), assistant(null, [{ id: 'call_gus', to: 'gus@example.com' }])) });
+    await importSession(w.c, {
+      sessionId,
+      source: 'test',
+      jsonl: jsonl(user('email gus'), assistant(null, [{ id: 'call_gus', to: 'gus@example.com' }])),
+    });
     const parked = await resumeTurn(sessionId);
     assert.equal(parked.state, 'recovery_required');
     const t = await cancelTurn(w.c, { sessionId });
     assert.equal(t.state, 'cancelled');
     const s = await sessionAfterCancel(w.c, sessionId);
     const res = s.transcript.find((m) => m.role === 'tool');
-    assert.match(res?.role === 'tool' ? res.content : '', /^Error: outcome unknown: the turn was cancelled while this call \(execution owx-[0-9a-f]+\) was in flight; check before doing it again$/);
+    assert.match(
+      res?.role === 'tool' ? res.content : '',
+      /^Error: outcome unknown: the turn was cancelled while this call \(execution owx-[0-9a-f]+\) was in flight; check before doing it again$/,
+    );
     fake.enqueue({ text: 'Understood.' });
     const next = await closed(await startTurn(w.c, sessionId, 'never mind'));
     assert.equal(next.state, 'completed', next.error);
@@ -213,7 +261,10 @@ describe('import a session from another runtime (openai-jsonl-v1)', function () 
     assert.equal(r1.stderr.trim(), `error: ${bad}: line 2: not JSON; expected one chat message per line`);
     const missing = await runCli(['import', sessionId, join(dir, 'nope.jsonl'), '--task-queue', w.taskQueue]);
     assert.equal(missing.code, 2);
-    assert.match(missing.stderr, /^error: cannot read .*nope\.jsonl: ENOENT; give the path of a JSONL file or - for stdin$/m);
+    assert.match(
+      missing.stderr,
+      /^error: cannot read .*nope\.jsonl: ENOENT; give the path of a JSONL file or - for stdin$/m,
+    );
     const show = await runCli(['show', sessionId, '--task-queue', w.taskQueue]);
     assert.notEqual(show.code, 0, 'no session was started');
     const good = fileOf('good.jsonl', jsonl(user('hi'), assistant('hello')));

@@ -21,7 +21,11 @@ import { useWorld } from './support/world';
 describe('liveness: no wedged turn, no stale grant', function () {
   this.timeout(180_000);
   const w = useWorld();
-  const email = (id: string, to: string) => ({ id, name: 'send_email', arguments: { to, subject: 'Hi', body: 'Hello.' } });
+  const email = (id: string, to: string) => ({
+    id,
+    name: 'send_email',
+    arguments: { to, subject: 'Hi', body: 'Hello.' },
+  });
   const mid = (executionId: string) => `<${executionId}@openworker-temporal>`;
   const types = (s: TurnStatus) => s.ledger[0]!.events.map((e) => e.type);
 
@@ -43,17 +47,25 @@ describe('liveness: no wedged turn, no stale grant', function () {
     const executionId = await w1.faultReached('tool.after_execute');
     await w1.kill('SIGKILL');
     const w2 = await w.worker(script, env ? { env } : {});
-    const s = await eventually(async () => {
-      const t = await turnStatus(w.c, parked.workflowId);
-      return t.state === 'recovery_required' && t;
-    }, 'the call parks', 60_000);
+    const s = await eventually(
+      async () => {
+        const t = await turnStatus(w.c, parked.workflowId);
+        return t.state === 'recovery_required' && t;
+      },
+      'the call parks',
+      60_000,
+    );
     assert.equal(s.ledger[0]!.dispatched, true, 'the dispatch marker stands');
     assert.equal(w.sink.deliveries(mid(executionId)), 1);
     return { sessionId, parked, executionId, w2 };
   };
 
   /** A cancelled turn after a decided retry: parked again, the decision audited as not applied, sent once, the session moves on. */
-  const cancelledWithRetryNotApplied = async (sessionId: string, t: TurnStatus & { workflowId: string }, executionId: string) => {
+  const cancelledWithRetryNotApplied = async (
+    sessionId: string,
+    t: TurnStatus & { workflowId: string },
+    executionId: string,
+  ) => {
     assert.equal(t.state, 'cancelled', t.error);
     assert.equal(t.ledger[0]!.state, 'recovery_required', 'the unknown outcome is kept');
     const rec = t.decisions.filter((d) => d.kind === 'recover');
@@ -77,7 +89,13 @@ describe('liveness: no wedged turn, no stale grant', function () {
     // With no worker running, both land in history and the next worker sees them in one task.
     await w2.kill('SIGKILL');
     const handle = w.c.client.workflow.getHandle(parked.workflowId);
-    await handle.signal(recoverSignal, { toolCallId: 'c1', by: 'alice', decision: 'retry', skipFence: true, executionId });
+    await handle.signal(recoverSignal, {
+      toolCallId: 'c1',
+      by: 'alice',
+      decision: 'retry',
+      skipFence: true,
+      executionId,
+    });
     await handle.cancel();
     await w.worker(script);
     await cancelledWithRetryNotApplied(sessionId, await turnClosed(w.c, parked), executionId);
@@ -108,8 +126,14 @@ describe('liveness: no wedged turn, no stale grant', function () {
     // The dispatch update reached the turn but its task never completes: the update stays pending.
     await w1.kill('SIGKILL');
     x1.proc.kill('SIGTERM');
-    const stopped = await Promise.race([exited(x1.proc).then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 20_000))]);
-    assert.ok(stopped, `the activity worker did not exit within 20 s of SIGTERM (shutdown grace 1 s); output:\n${x1.output().slice(-1500)}`);
+    const stopped = await Promise.race([
+      exited(x1.proc).then(() => true),
+      new Promise<false>((r) => setTimeout(() => r(false), 20_000)),
+    ]);
+    assert.ok(
+      stopped,
+      `the activity worker did not exit within 20 s of SIGTERM (shutdown grace 1 s); output:\n${x1.output().slice(-1500)}`,
+    );
     assert.equal(w.sink.deliveries(mid(executionId)), 0, 'the tool was never called');
     await w.worker(script, { extraArgs: ['--only', 'workflows'] });
     await w.worker(script, { extraArgs: ['--only', 'activities'] });
@@ -118,7 +142,10 @@ describe('liveness: no wedged turn, no stale grant', function () {
     assert.equal(t.ledger[0]!.state, 'succeeded');
     const seen = types(t);
     const at = seen.indexOf('dispatched');
-    assert.ok(at >= 0 && seen.indexOf('not_started', at) > at && seen.indexOf('scheduled', seen.indexOf('not_started')) > 0, `dispatched → not_started → scheduled: ${JSON.stringify(seen)}`);
+    assert.ok(
+      at >= 0 && seen.indexOf('not_started', at) > at && seen.indexOf('scheduled', seen.indexOf('not_started')) > 0,
+      `dispatched → not_started → scheduled: ${JSON.stringify(seen)}`,
+    );
     assert.equal(seen.filter((e) => e === 'scheduled').length, 2, JSON.stringify(seen));
     assert.equal(w.sink.deliveries(mid(executionId)), 1);
     await healthy(t);
@@ -145,7 +172,9 @@ describe('liveness: no wedged turn, no stale grant', function () {
       const workflowId = turnWorkflowId(sessionId, 2);
       await eventually(async () => {
         const events = (await w.c.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
-        const at = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === grantsSignal.name);
+        const at = events.findIndex(
+          (e) => e.workflowExecutionSignaledEventAttributes?.signalName === grantsSignal.name,
+        );
         return at >= 0 && events.slice(at).some((e) => e.workflowTaskCompletedEventAttributes);
       }, 'the turn received the revoke');
       release();

@@ -12,7 +12,15 @@ import { startMailSink, type MailSink, type MailSinkOptions } from '../dev/mailS
 import { startMailSinkProcess, type MailSinkProcess } from './support/mailSinkProcess';
 
 function ctxFor(executionId: string, signal = new AbortController().signal): ToolContext {
-  return { executionId, attempt: 1, sessionId: 'session-test', turn: 1, toolCallId: 'call-1', signal, heartbeat: () => undefined };
+  return {
+    executionId,
+    attempt: 1,
+    sessionId: 'session-test',
+    turn: 1,
+    toolCallId: 'call-1',
+    signal,
+    heartbeat: () => undefined,
+  };
 }
 
 const mail = { to: 'alice@example.com', subject: 'Quarterly report', body: 'Numbers attached.\n-- bot' };
@@ -116,13 +124,19 @@ describe('mail sink and send_email', function () {
 
     it('reconciles: applied for a sent ID, not_applied for an unknown one', async () => {
       const applied = await tool.reconcile!(mail, ctxFor('exec-test-1'));
-      assert.deepEqual(applied, { status: 'applied', result: { messageId: ID1, accepted: ['alice@example.com'], reconciled: true } });
+      assert.deepEqual(applied, {
+        status: 'applied',
+        result: { messageId: ID1, accepted: ['alice@example.com'], reconciled: true },
+      });
       assert.deepEqual(await tool.reconcile!(mail, ctxFor('exec-never-sent')), { status: 'not_applied' });
     });
 
     it('reports partially rejected recipients without failing', async () => {
       const picky = await sink({ rejectRecipients: ['bob@example.com'] });
-      const result = await sendEmailTool(configFor(picky)).execute({ ...mail, cc: ['bob@example.com'] }, ctxFor('exec-partial'));
+      const result = await sendEmailTool(configFor(picky)).execute(
+        { ...mail, cc: ['bob@example.com'] },
+        ctxFor('exec-partial'),
+      );
       assert.deepEqual(result.accepted, ['alice@example.com']);
       assert.deepEqual(result.rejected, ['bob@example.com']);
     });
@@ -184,7 +198,9 @@ describe('mail sink and send_email', function () {
     it('cancelled while waiting for the reply to DATA → unknown outcome', async () => {
       const s = await sink({ delayDataReplyMs: 5_000 });
       const controller = new AbortController();
-      const sending = rejectsWith(Promise.resolve(sendEmailTool(configFor(s)).execute(mail, ctxFor('exec-cancel', controller.signal))));
+      const sending = rejectsWith(
+        Promise.resolve(sendEmailTool(configFor(s)).execute(mail, ctxFor('exec-cancel', controller.signal))),
+      );
       while (s.deliveries('<exec-cancel@openworker-temporal>') === 0) await new Promise((r) => setTimeout(r, 10));
       controller.abort();
       const err = await sending;
@@ -193,7 +209,12 @@ describe('mail sink and send_email', function () {
     });
 
     it('reconcile against a dead lookup URL or a non-lookup 404 → unknown', async () => {
-      const dead = sendEmailTool({ host: '127.0.0.1', port: 25, from: 'a@b.c', lookupUrl: `http://127.0.0.1:${await closedPort()}/messages` });
+      const dead = sendEmailTool({
+        host: '127.0.0.1',
+        port: 25,
+        from: 'a@b.c',
+        lookupUrl: `http://127.0.0.1:${await closedPort()}/messages`,
+      });
       const answer = await dead.reconcile!(mail, ctxFor('exec-test-1'));
       assert.equal(answer.status, 'unknown');
       const s = await sink();
@@ -219,9 +240,22 @@ describe('mail sink and send_email', function () {
       ['blank host → undefined', { OPENWORKER_SMTP_HOST: '  ' }, undefined],
       ['defaults', base, { host: 'smtp.example.com', port: 587, secure: false, from: 'openworker@localhost' }],
       ['secure → 465', { ...base, OPENWORKER_SMTP_SECURE: 'true' }, { port: 465, secure: true }],
-      ['secure=1 with explicit port', { ...base, OPENWORKER_SMTP_SECURE: '1', OPENWORKER_SMTP_PORT: '2465' }, { port: 2465, secure: true }],
-      ['all fields', { ...base, OPENWORKER_SMTP_USER: 'u', OPENWORKER_SMTP_PASS: 'p w', OPENWORKER_SMTP_FROM: 'Bot <bot@x.y>', OPENWORKER_SMTP_LOOKUP_URL: 'http://127.0.0.1:1/messages' },
-        { user: 'u', pass: 'p w', from: 'Bot <bot@x.y>', lookupUrl: 'http://127.0.0.1:1/messages' }],
+      [
+        'secure=1 with explicit port',
+        { ...base, OPENWORKER_SMTP_SECURE: '1', OPENWORKER_SMTP_PORT: '2465' },
+        { port: 2465, secure: true },
+      ],
+      [
+        'all fields',
+        {
+          ...base,
+          OPENWORKER_SMTP_USER: 'u',
+          OPENWORKER_SMTP_PASS: 'p w',
+          OPENWORKER_SMTP_FROM: 'Bot <bot@x.y>',
+          OPENWORKER_SMTP_LOOKUP_URL: 'http://127.0.0.1:1/messages',
+        },
+        { user: 'u', pass: 'p w', from: 'Bot <bot@x.y>', lookupUrl: 'http://127.0.0.1:1/messages' },
+      ],
       ['bad port', { ...base, OPENWORKER_SMTP_PORT: 'abc' }, /^OPENWORKER_SMTP_PORT must be a port number/],
       ['port out of range', { ...base, OPENWORKER_SMTP_PORT: '70000' }, /OPENWORKER_SMTP_PORT/],
       ['bad secure flag', { ...base, OPENWORKER_SMTP_SECURE: 'yes' }, /OPENWORKER_SMTP_SECURE/],
@@ -231,13 +265,18 @@ describe('mail sink and send_email', function () {
     for (const [name, env, expected] of cases) {
       it(name, () => {
         if (expected instanceof RegExp) {
-          assert.throws(() => smtpConfigFromEnv(env), (err: Error) => expected.test(err.message) && !err.message.includes('\n') && !err.message.includes('hunter2'));
+          assert.throws(
+            () => smtpConfigFromEnv(env),
+            (err: Error) =>
+              expected.test(err.message) && !err.message.includes('\n') && !err.message.includes('hunter2'),
+          );
         } else if (expected === undefined) {
           assert.equal(smtpConfigFromEnv(env), undefined);
         } else {
           const config = smtpConfigFromEnv(env);
           assert.ok(config);
-          for (const [key, value] of Object.entries(expected)) assert.deepEqual(config[key as keyof SmtpConfig], value, key);
+          for (const [key, value] of Object.entries(expected))
+            assert.deepEqual(config[key as keyof SmtpConfig], value, key);
         }
       });
     }
@@ -251,16 +290,25 @@ describe('mail sink and send_email', function () {
 
     it('prints a ready line, accepts mail, exits on SIGTERM', async () => {
       const main = path.join(__dirname, '..', 'dev', 'mailSinkMain.js');
-      child = spawn(process.execPath, [main, '--smtp-port', '0', '--http-port=0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      child = spawn(process.execPath, [main, '--smtp-port', '0', '--http-port=0'], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       const proc = child;
-      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+        proc.once('exit', (code, signal) => resolve({ code, signal })),
+      );
       const line = await new Promise<string>((resolve, reject) => {
         createInterface({ input: proc.stdout! }).once('line', resolve);
         proc.once('exit', (code) => reject(new Error(`mailSinkMain exited early with code ${code}`)));
       });
       const ready = JSON.parse(line) as { smtpPort: number; httpPort: number; lookupUrl: string };
       assert.equal(ready.lookupUrl, `http://127.0.0.1:${ready.httpPort}/messages`);
-      const tool = sendEmailTool({ host: '127.0.0.1', port: ready.smtpPort, from: 'bot@openworker.test', lookupUrl: ready.lookupUrl });
+      const tool = sendEmailTool({
+        host: '127.0.0.1',
+        port: ready.smtpPort,
+        from: 'bot@openworker.test',
+        lookupUrl: ready.lookupUrl,
+      });
       await tool.execute(mail, ctxFor('exec-child'));
       assert.equal((await tool.reconcile!(mail, ctxFor('exec-child'))).status, 'applied');
       proc.kill('SIGTERM');
@@ -274,11 +322,15 @@ describe('mail sink runtime faults', function () {
   let s: MailSink;
   let tool: ReturnType<typeof sendEmailTool>;
   const idOf = (executionId: string) => `<${executionId}@openworker-temporal>`;
-  const send = (executionId: string, input: typeof mail & { cc?: string[] } = mail) => Promise.resolve(tool.execute(input, ctxFor(executionId)));
+  const send = (executionId: string, input: typeof mail & { cc?: string[] } = mail) =>
+    Promise.resolve(tool.execute(input, ctxFor(executionId)));
   /** The promise, plus whether it has settled yet (to show that a client is still waiting). */
   const track = <T>(promise: Promise<T>) => {
     const state = { settled: false, promise };
-    promise.then(() => (state.settled = true), () => (state.settled = true));
+    promise.then(
+      () => (state.settled = true),
+      () => (state.settled = true),
+    );
     return state;
   };
   const outcomes = () => s.ledger().transactions.map((t) => `${t.outcome} ${t.messageId}`);
@@ -359,7 +411,10 @@ describe('mail sink runtime faults', function () {
     assert.deepEqual([k.outcome, k.fault, k.hungUpAt], ['stored', 'hold-commit', undefined]);
     assert.deepEqual([l.outcome, l.fault], ['abandoned', 'hold-commit']);
     assert.ok(l.hungUpAt && l.releasedAt && l.hungUpAt <= l.releasedAt, JSON.stringify(l));
-    assert.deepEqual(s.messages().map((m) => m.messageId), ['exec-kept@openworker-temporal']);
+    assert.deepEqual(
+      s.messages().map((m) => m.messageId),
+      ['exec-kept@openworker-temporal'],
+    );
   });
 
   it('store-then-drop: stored, the client sees an unknown outcome', async () => {
@@ -381,7 +436,10 @@ describe('mail sink runtime faults', function () {
     assert.deepEqual(await tool.reconcile!(mail, ctxFor('exec-rt-451')), { status: 'not_applied' });
     await s.waitFor('failed', idOf('exec-rt-451'));
     const [t] = s.ledger().transactions;
-    assert.deepEqual({ outcome: t.outcome, code: t.code, fault: t.fault }, { outcome: 'failed_451', code: 451, fault: '451' });
+    assert.deepEqual(
+      { outcome: t.outcome, code: t.code, fault: t.fault },
+      { outcome: 'failed_451', code: 451, fault: '451' },
+    );
   });
 
   it('554-after-store: stored, the client gets an error, reconcile says applied', async () => {
@@ -401,13 +459,21 @@ describe('mail sink runtime faults', function () {
     await rejectsWith(send('exec-count-1'));
     await rejectsWith(send('exec-count-2'));
     await send('exec-count-3');
-    assert.deepEqual(outcomes().map((o) => o.split(' ')[0]), ['failed_451', 'failed_451', 'stored']);
+    assert.deepEqual(
+      outcomes().map((o) => o.split(' ')[0]),
+      ['failed_451', 'failed_451', 'stored'],
+    );
 
     s.arm({ mode: '554-after-store', recipient: 'Bob@Example.com' });
     await send('exec-rcpt-alice'); // not bob: the fault stays armed
     await rejectsWith(send('exec-rcpt-bob', { ...mail, cc: ['bob@example.com'] }));
     await send('exec-rcpt-bob-2', { ...mail, cc: ['bob@example.com'] });
-    assert.deepEqual(outcomes().slice(3).map((o) => o.split(' ')[0]), ['stored', 'stored_554', 'stored']);
+    assert.deepEqual(
+      outcomes()
+        .slice(3)
+        .map((o) => o.split(' ')[0]),
+      ['stored', 'stored_554', 'stored'],
+    );
 
     s.arm({ mode: '451', count: 5 });
     s.disarm();
@@ -442,7 +508,12 @@ describe('mail sink runtime faults', function () {
     it('arms hold-250 over HTTP; the lookup says delivered while the 250 is held', async () => {
       sinkProc = await startMailSinkProcess();
       const p = sinkProc;
-      const remote = sendEmailTool({ host: '127.0.0.1', port: p.smtpPort, from: 'bot@openworker.test', lookupUrl: p.lookupUrl });
+      const remote = sendEmailTool({
+        host: '127.0.0.1',
+        port: p.smtpPort,
+        from: 'bot@openworker.test',
+        lookupUrl: p.lookupUrl,
+      });
       await p.arm({ mode: 'hold-250' });
       await assert.rejects(p.arm({ mode: 'bogus' as never }), /HTTP 400/);
       const sending = track(Promise.resolve(remote.execute(mail, ctxFor('exec-proc-hold'))));
@@ -455,7 +526,10 @@ describe('mail sink runtime faults', function () {
       await p.waitFor('released', idOf('exec-proc-hold'));
       const ledger = await p.ledger();
       assert.equal(ledger.messages.length, 1);
-      assert.deepEqual(ledger.transactions.map((t) => t.outcome), ['held']);
+      assert.deepEqual(
+        ledger.transactions.map((t) => t.outcome),
+        ['held'],
+      );
       assert.match(p.output(), /^MAILSINK stored exec-proc-hold@openworker-temporal$/m);
       await p.reset();
       assert.equal(await p.deliveries(idOf('exec-proc-hold')), 0);

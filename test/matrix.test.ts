@@ -15,7 +15,13 @@ import { startPaymentsProcess } from './support/paymentsProcess';
 // MATRIX_ONLY=<regex> runs a subset; MATRIX_CONCURRENCY sets how many run at once (default 4).
 
 const only = process.env.MATRIX_ONLY ? new RegExp(process.env.MATRIX_ONLY) : undefined;
-const CELLS: Cell[] = [...cellsOf(ROWS), ...cellsOf(SERVER_RESTART_ROWS), ...cellsOf(RERUN_ROWS), ...cellsOf(PARTITION_ROWS), ...cellsOf(HUMAN_ROWS)].filter((c) => !only || only.test(c.id));
+const CELLS: Cell[] = [
+  ...cellsOf(ROWS),
+  ...cellsOf(SERVER_RESTART_ROWS),
+  ...cellsOf(RERUN_ROWS),
+  ...cellsOf(PARTITION_ROWS),
+  ...cellsOf(HUMAN_ROWS),
+].filter((c) => !only || only.test(c.id));
 const CONCURRENCY = Math.max(1, Number(process.env.MATRIX_CONCURRENCY ?? 4));
 
 type Settled = { ok: true; report: CellReport } | { ok: false; error: unknown };

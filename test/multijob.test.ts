@@ -13,7 +13,17 @@ import { approveSignal } from '../workflows/definitions';
 import { invariantViolations } from '../workflows/ledger';
 import type { LedgerEntry, TurnStatus } from '../workflows/types';
 import type { Job, Sent, Waiting } from './support/multijob';
-import { describeHistory, dispatchProblems, historyOf, inOneTask, jobEvents, resultProcessed, resultWaiting, sendJobs, settle } from './support/multijob';
+import {
+  describeHistory,
+  dispatchProblems,
+  historyOf,
+  inOneTask,
+  jobEvents,
+  resultProcessed,
+  resultWaiting,
+  sendJobs,
+  settle,
+} from './support/multijob';
 import { spawnWorker } from './support/processes';
 import { TOOLS, eventually, scripted, startTurn, uniq } from './support/scenario';
 
@@ -33,7 +43,10 @@ import { TOOLS, eventually, scripted, startTurn, uniq } from './support/scenario
 // A failure prints the seed and the shrunk case (fast-check's report: seed, path, counterexample),
 // with the turn's raw history and the call's ledger.
 
-const SEED = process.env.MULTIJOB_SEED === 'random' ? Math.floor(Math.random() * 2 ** 31) : Number(process.env.MULTIJOB_SEED ?? 1414);
+const SEED =
+  process.env.MULTIJOB_SEED === 'random'
+    ? Math.floor(Math.random() * 2 ** 31)
+    : Number(process.env.MULTIJOB_SEED ?? 1414);
 const RUNS = Number(process.env.MULTIJOB_RUNS ?? 7);
 const BUDGET_MS = Number(process.env.MULTIJOB_BUDGET_MS ?? 65_000);
 /** Time for shrinking once a case failed. */
@@ -55,9 +68,19 @@ interface Case {
 const jobArb: fc.Arbitrary<Job> = fc.oneof(
   fc.constant<Job>({ kind: 'approve' }),
   fc.constant<Job>({ kind: 'reject' }),
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('recover' as const), decision: fc.constantFrom('retry' as const, 'succeeded' as const, 'failed' as const), skipFence: fc.boolean() }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('recover' as const),
+      decision: fc.constantFrom('retry' as const, 'succeeded' as const, 'failed' as const),
+      skipFence: fc.boolean(),
+    }),
+  },
   fc.constant<Job>({ kind: 'cancel' }),
-  fc.record({ kind: fc.constant('grant' as const), via: fc.constantFrom('session' as const, 'revoke' as const, 'raw' as const) }),
+  fc.record({
+    kind: fc.constant('grant' as const),
+    via: fc.constantFrom('session' as const, 'revoke' as const, 'raw' as const),
+  }),
   fc.record({ kind: fc.constant('dispatch' as const), run: fc.constantFrom('current' as const, 'other' as const) }),
 );
 
@@ -71,10 +94,27 @@ const caseArb: fc.Arbitrary<Case> = fc
     finish: fc.constantFrom<Case['finish']>('cancel', 'decide'),
   })
   // Only a manual call parks after a crash (reconcile asks the sink); only a dispatched one can.
-  .map((k) => (k.start === 'recovery' ? { ...k, policy: 'manual' as const, point: k.point === 'tool.before_dispatch' ? ('tool.after_execute' as const) : k.point } : k));
+  .map((k) =>
+    k.start === 'recovery'
+      ? {
+          ...k,
+          policy: 'manual' as const,
+          point: k.point === 'tool.before_dispatch' ? ('tool.after_execute' as const) : k.point,
+        }
+      : k,
+  );
 
 /** Counterexamples found by this tier (seed 1460767597: a dispatch update met the approval and broke the ledger). */
-const REGRESSIONS: Case[] = [{ policy: 'manual', start: 'approval', point: 'tool.before_dispatch', jobs: [{ kind: 'dispatch', run: 'current' }, { kind: 'approve' }], bound: false, finish: 'cancel' }];
+const REGRESSIONS: Case[] = [
+  {
+    policy: 'manual',
+    start: 'approval',
+    point: 'tool.before_dispatch',
+    jobs: [{ kind: 'dispatch', run: 'current' }, { kind: 'approve' }],
+    bound: false,
+    finish: 'cancel',
+  },
+];
 
 type Status = TurnStatus & { closed: boolean };
 
@@ -85,17 +125,31 @@ function checkState(s: Status, k: Case, sent: Sent, deliveries: number, final: b
   const applied = s.decisions.filter((d) => d.toolCallId === 'c1' && d.outcome === 'applied');
   const approvals = applied.filter((d) => d.kind === 'approve').length + (entry.grantId ? 1 : 0);
   const retries = applied.filter((d) => d.decisionId && sent.decisions.get(d.decisionId) === 'recover:retry').length;
-  assert.ok(deliveries <= approvals + retries, `${deliveries} deliveries for ${approvals} approvals and ${retries} retries applied: ${JSON.stringify(s.decisions)}`);
+  assert.ok(
+    deliveries <= approvals + retries,
+    `${deliveries} deliveries for ${approvals} approvals and ${retries} retries applied: ${JSON.stringify(s.decisions)}`,
+  );
   assert.ok(approvals <= 1, `more than one approval applied: ${JSON.stringify(applied)}`);
-  for (const d of s.decisions) if (d.outcome === 'ignored') assert.ok(d.why, `an ignored decision without a reason: ${JSON.stringify(d)}`);
+  for (const d of s.decisions)
+    if (d.outcome === 'ignored') assert.ok(d.why, `an ignored decision without a reason: ${JSON.stringify(d)}`);
   if (!final) return;
   assert.ok(['completed', 'cancelled', 'failed'].includes(s.state), `closed in state ${s.state}`);
   // An effect the external system holds is never reported as a call that did not run.
   const via = entry.events.filter((e) => e.type === 'failed').at(-1)?.via;
-  assert.ok(!(deliveries > 0 && entry.state === 'failed' && via === 'not_dispatched'), `${deliveries} delivered, but the call failed as never run: ${entry.error}`);
+  assert.ok(
+    !(deliveries > 0 && entry.state === 'failed' && via === 'not_dispatched'),
+    `${deliveries} delivered, but the call failed as never run: ${entry.error}`,
+  );
   // A closed turn leaves no call looking in flight (the inbox and the UI read the ledger).
-  assert.ok(!['running', 'dispatched', 'reconciling'].includes(entry.state), `the turn closed (${s.state}) with the call ${entry.state}: ${JSON.stringify(entry.events.slice(-4))}`);
-  for (const id of sent.decisions.keys()) assert.ok(s.decisions.some((d) => d.decisionId === id), `decision ${id} (${sent.decisions.get(id)}) is not in the audit: ${JSON.stringify(s.decisions)}`);
+  assert.ok(
+    !['running', 'dispatched', 'reconciling'].includes(entry.state),
+    `the turn closed (${s.state}) with the call ${entry.state}: ${JSON.stringify(entry.events.slice(-4))}`,
+  );
+  for (const id of sent.decisions.keys())
+    assert.ok(
+      s.decisions.some((d) => d.decisionId === id),
+      `decision ${id} (${sent.decisions.get(id)}) is not in the audit: ${JSON.stringify(s.decisions)}`,
+    );
 }
 
 /** One drawn case against real processes; everything it started is stopped before it returns. */
@@ -106,7 +160,10 @@ async function play(k: Case, sink: MailSink, procs: Set<ChildProcess>): Promise<
   let workflowId = '';
   try {
     const to = `${uniq('mj')}@example.com`;
-    const model = scripted([{ toolCalls: [{ id: 'c1', name: 'send_email', arguments: { to, subject: 'Hi', body: 'Hello.' } }] }, { text: 'done' }]);
+    const model = scripted([
+      { toolCalls: [{ id: 'c1', name: 'send_email', arguments: { to, subject: 'Hi', body: 'Hello.' } }] },
+      { text: 'done' },
+    ]);
     const worker = (faults?: string) =>
       spawnWorker({
         taskQueue,
@@ -132,19 +189,30 @@ async function play(k: Case, sink: MailSink, procs: Set<ChildProcess>): Promise<
     if (k.start !== 'approval') {
       const decisionId = randomUUID();
       sent.decisions.set(decisionId, 'approve');
-      await handle.signal(approveSignal, { toolCallId: 'c1', by: 'alice', decisionId, executionId: entry.executionId, argsDigest: entry.argsDigest });
+      await handle.signal(approveSignal, {
+        toolCallId: 'c1',
+        by: 'alice',
+        decisionId,
+        executionId: entry.executionId,
+        argsDigest: entry.argsDigest,
+      });
       await w1.faultReached(k.point, 30_000);
       entry = (await turnStatus(c, workflowId)).ledger[0]!;
     }
     await w1.kill('SIGKILL');
-    if (k.start === 'result') await eventually(async () => resultWaiting(await historyOf(c, workflowId)), 'the lost attempt times out', 30_000);
+    if (k.start === 'result')
+      await eventually(async () => resultWaiting(await historyOf(c, workflowId)), 'the lost attempt times out', 30_000);
     if (k.start === 'recovery') {
       const w2 = await worker();
       // The park must be in history, not only in the worker's memory (a query may see a task not yet completed).
-      const s = await eventually(async () => {
-        const x = await turnStatus(c, workflowId);
-        return x.ledger[0]!.state === 'recovery_required' && resultProcessed(await historyOf(c, workflowId)) && x;
-      }, 'the crashed call parks', 30_000);
+      const s = await eventually(
+        async () => {
+          const x = await turnStatus(c, workflowId);
+          return x.ledger[0]!.state === 'recovery_required' && resultProcessed(await historyOf(c, workflowId)) && x;
+        },
+        'the crashed call parks',
+        30_000,
+      );
       entry = s.ledger[0]!;
       await w2.kill('SIGKILL');
     }
@@ -155,9 +223,17 @@ async function play(k: Case, sink: MailSink, procs: Set<ChildProcess>): Promise<
     await worker();
     const deliveries = () => sink.deliveries(messageIdFor(entry.executionId));
     let r = await settle(c, t, 'after the jobs');
-    assert.ok(inOneTask(r.history, before, jobEvents(k.jobs)), 'the jobs did not all reach the turn in one workflow task');
+    assert.ok(
+      inOneTask(r.history, before, jobEvents(k.jobs)),
+      'the jobs did not all reach the turn in one workflow task',
+    );
     // A cancel ends the turn: settled calls stay, the others get results; nobody has to answer first.
-    if (k.jobs.some((j) => j.kind === 'cancel')) assert.equal(r.waiting, 'closed', `cancelled, but the turn waits (${r.waiting}): ${JSON.stringify(r.status.ledger[0]!.events.slice(-4))}`);
+    if (k.jobs.some((j) => j.kind === 'cancel'))
+      assert.equal(
+        r.waiting,
+        'closed',
+        `cancelled, but the turn waits (${r.waiting}): ${JSON.stringify(r.status.ledger[0]!.events.slice(-4))}`,
+      );
     const trail = [`${entry.state} → ${r.waiting}`];
     checkState(r.status, k, sent, deliveries(), false);
     // A turn that waits for a human is finished by one: decided, or cancelled.
@@ -171,12 +247,23 @@ async function play(k: Case, sink: MailSink, procs: Set<ChildProcess>): Promise<
     }
     checkState(r.status, k, sent, deliveries(), true);
     assert.deepEqual(dispatchProblems(r.history), [], 'the dispatch marker');
-    if (process.env.MULTIJOB_VERBOSE) console.log(`      ${JSON.stringify(k)}: ${trail.join(' → ')} (${r.status.state}; ${deliveries()} sent; ${r.status.decisions.map((d) => `${d.kind}:${d.outcome}${d.why ? `(${d.why.slice(0, 60)})` : ''}`).join(', ')})`);
+    if (process.env.MULTIJOB_VERBOSE)
+      console.log(
+        `      ${JSON.stringify(k)}: ${trail.join(' → ')} (${r.status.state}; ${deliveries()} sent; ${r.status.decisions.map((d) => `${d.kind}:${d.outcome}${d.why ? `(${d.why.slice(0, 60)})` : ''}`).join(', ')})`,
+      );
   } catch (err) {
     // The evidence: the turn's raw history and the call's ledger, as the failure found them.
     const history = await historyOf(c, workflowId).then(describeHistory, (e: Error) => e.message);
-    const ledger = await c.client.withDeadline(Date.now() + 5_000, () => turnStatus(c, workflowId)).then((s) => JSON.stringify(s.ledger[0]?.events), (e: Error) => e.message);
-    throw new Error(`${(err as Error).message}\n--- history of ${workflowId}:\n${history}\n--- ledger events: ${ledger}`, { cause: err });
+    const ledger = await c.client
+      .withDeadline(Date.now() + 5_000, () => turnStatus(c, workflowId))
+      .then(
+        (s) => JSON.stringify(s.ledger[0]?.events),
+        (e: Error) => e.message,
+      );
+    throw new Error(
+      `${(err as Error).message}\n--- history of ${workflowId}:\n${history}\n--- ledger events: ${ledger}`,
+      { cause: err },
+    );
   } finally {
     sent.abort.abort();
     await Promise.all(sent.updates);
@@ -186,12 +273,30 @@ async function play(k: Case, sink: MailSink, procs: Set<ChildProcess>): Promise<
 }
 
 const stopAll = (procs: Set<ChildProcess>) =>
-  Promise.all([...procs].map((p) => new Promise<void>((resolve) => (p.exitCode !== null || p.signalCode !== null ? resolve() : (p.once('exit', () => resolve()), p.kill('SIGKILL'))))));
+  Promise.all(
+    [...procs].map(
+      (p) =>
+        new Promise<void>((resolve) =>
+          p.exitCode !== null || p.signalCode !== null
+            ? resolve()
+            : (p.once('exit', () => resolve()), p.kill('SIGKILL')),
+        ),
+    ),
+  );
 
 /** What a person answers to what the turn waits for; a decision that raced a change is refused by the client. */
-async function decideOnce(c: Awaited<ReturnType<typeof connectClient>>, sessionId: string, waiting: Waiting, sent: Sent): Promise<void> {
+async function decideOnce(
+  c: Awaited<ReturnType<typeof connectClient>>,
+  sessionId: string,
+  waiting: Waiting,
+  sent: Sent,
+): Promise<void> {
   const target = { sessionId, toolCallId: 'c1', by: 'ops', waitMs: 10_000 };
-  const r = await (waiting === 'approval' ? reject(c, target) : recover(c, { ...target, decision: 'failed', reason: 'multijob: finished by hand' })).catch(() => undefined);
+  const r = await (
+    waiting === 'approval'
+      ? reject(c, target)
+      : recover(c, { ...target, decision: 'failed', reason: 'multijob: finished by hand' })
+  ).catch(() => undefined);
   if (r) sent.decisions.set(r.decisionId, waiting === 'approval' ? 'reject' : 'recover:failed');
 }
 
@@ -210,7 +315,10 @@ describe('several jobs in one activation (fast-check, real processes)', function
     let deadline = Date.now() + BUDGET_MS;
     let shrinking: number | undefined;
     // Shrunk cases the tier found run first; MULTIJOB_CASE='<json>' adds one (e.g. from a failure report).
-    const examples: [Case][] = [...REGRESSIONS, ...(process.env.MULTIJOB_CASE ? [JSON.parse(process.env.MULTIJOB_CASE) as Case] : [])].map((k) => [k]);
+    const examples: [Case][] = [
+      ...REGRESSIONS,
+      ...(process.env.MULTIJOB_CASE ? [JSON.parse(process.env.MULTIJOB_CASE) as Case] : []),
+    ].map((k) => [k]);
     const property = fc.asyncProperty(caseArb, async (k) => {
       if (Date.now() > deadline) return;
       runs++;
@@ -224,7 +332,8 @@ describe('several jobs in one activation (fast-check, real processes)', function
           }),
         ]);
       } catch (err) {
-        if (process.env.MULTIJOB_VERBOSE) console.log(`      FAILED ${JSON.stringify(k)}: ${(err as Error).message.slice(0, 300)}`);
+        if (process.env.MULTIJOB_VERBOSE)
+          console.log(`      FAILED ${JSON.stringify(k)}: ${(err as Error).message.slice(0, 300)}`);
         if (!shrinking) deadline = Math.max(deadline, (shrinking = Date.now() + SHRINK_MS));
         throw new Error(`multijob case ${JSON.stringify(k)}: ${(err as Error).message}`, { cause: err });
       } finally {

@@ -41,7 +41,8 @@ export const MUTANTS: Mutant[] = [
     what: 'a random idempotency key per attempt',
     file: ACTIVITIES,
     find: 'const toolCtx = {\n                    executionId: input.executionId,',
-    replace: "const toolCtx = {\n                    executionId: 'owx-' + require('node:crypto').randomUUID().replace(/-/g, ''),",
+    replace:
+      "const toolCtx = {\n                    executionId: 'owx-' + require('node:crypto').randomUUID().replace(/-/g, ''),",
     cells: '^F4 http idempotent',
     quick: true,
   },
@@ -107,7 +108,7 @@ export const MUTANTS: Mutant[] = [
     name: 'claim-foreign-effect',
     what: "reconcile claims another payment stored under the key as this call's",
     file: 'dist/activities/tools/payments.js',
-    find: "if (stored.customer !== args.customer || stored.amount !== args.amount || stored.currency !== (args.currency ?? 'USD')) {",
+    find: "if (stored.customer !== args.customer ||\n                            stored.amount !== args.amount ||\n                            stored.currency !== (args.currency ?? 'USD')) {",
     replace: 'if (false) {',
     cells: '^F10 http reconcile',
   },
@@ -130,7 +131,10 @@ function mutate(dir: string, m: Mutant): void {
   const path = join(dir, m.file);
   const text = readFileSync(path, 'utf8');
   const count = text.split(m.find).length - 1;
-  if (count !== 1) throw new Error(`mutant ${m.name}: expected the pattern once in ${m.file}, found it ${count} times; update the mutant to the current build`);
+  if (count !== 1)
+    throw new Error(
+      `mutant ${m.name}: expected the pattern once in ${m.file}, found it ${count} times; update the mutant to the current build`,
+    );
   writeFileSync(path, text.replace(m.find, m.replace));
 }
 
@@ -138,7 +142,16 @@ function mutate(dir: string, m: Mutant): void {
 function runCells(dir: string, only: string, cli: string): Promise<{ passed: boolean; summary: string }> {
   return new Promise((resolve) => {
     const mocha = join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js');
-    const args = [mocha, '--no-config', '--require', 'dist/test/support/hooks.js', '--timeout', '60000', '--exit', 'dist/test/matrix.test.js'];
+    const args = [
+      mocha,
+      '--no-config',
+      '--require',
+      'dist/test/support/hooks.js',
+      '--timeout',
+      '60000',
+      '--exit',
+      'dist/test/matrix.test.js',
+    ];
     const proc = spawn(process.execPath, args, {
       cwd: dir,
       env: { ...process.env, MATRIX_ONLY: only, MATRIX_CONCURRENCY: '2', TEMPORAL_CLI_PATH: cli, TEMPORAL_ADDRESS: '' },
@@ -155,7 +168,10 @@ function runCells(dir: string, only: string, cli: string): Promise<{ passed: boo
       const failing = /^\s+1\) .*\n\s+(.*):$/m.exec(out.split(/\d+ failing/)[1] ?? '')?.[1]?.trim();
       const why = /^\s+(?:AssertionError[^:]*|Error|InvariantViolation): (.*)$/m.exec(out)?.[1];
       const counts = /(\d+) passing/.exec(out)?.[0] ?? '';
-      resolve({ passed: code === 0, summary: code === 0 ? counts : `${failing ?? `exit ${code}`}${why ? ` — ${why.slice(0, 160)}` : ''}` });
+      resolve({
+        passed: code === 0,
+        summary: code === 0 ? counts : `${failing ?? `exit ${code}`}${why ? ` — ${why.slice(0, 160)}` : ''}`,
+      });
     });
   });
 }
@@ -170,7 +186,9 @@ async function main(): Promise<void> {
   const control = copyBuild();
   try {
     const r = await runCells(control, union, cli);
-    console.log(`control (unchanged build, ${mutants.length} mutants' cells): ${r.passed ? 'passed' : 'FAILED'} ${r.summary}`);
+    console.log(
+      `control (unchanged build, ${mutants.length} mutants' cells): ${r.passed ? 'passed' : 'FAILED'} ${r.summary}`,
+    );
     if (!r.passed) {
       console.error('the control run must pass for mutant kills to mean anything');
       process.exitCode = 1;

@@ -7,7 +7,11 @@ import { startPaymentsProcess } from './support/paymentsProcess';
 // The payments API fake against every rule of its contract, then cross-checked against a published
 // implementation of the same draft (@node-idempotency/core), then once as its own process.
 
-interface Reply { status: number; replayed: boolean; body: Record<string, unknown> }
+interface Reply {
+  status: number;
+  replayed: boolean;
+  body: Record<string, unknown>;
+}
 const pay = { customer: 'ann', amount: 1250 };
 
 async function post(api: { url: string }, key: string | undefined, body: unknown): Promise<Reply> {
@@ -17,10 +21,16 @@ async function post(api: { url: string }, key: string | undefined, body: unknown
     body: typeof body === 'string' ? body : JSON.stringify(body),
     signal: AbortSignal.timeout(5_000),
   });
-  return { status: res.status, replayed: res.headers.get('idempotent-replayed') === 'true', body: (await res.json()) as Record<string, unknown> };
+  return {
+    status: res.status,
+    replayed: res.headers.get('idempotent-replayed') === 'true',
+    body: (await res.json()) as Record<string, unknown>,
+  };
 }
 async function lookup(api: { url: string }, key: string): Promise<[number, unknown]> {
-  const res = await fetch(`${api.url}/payments/by-key/${encodeURIComponent(key)}`, { signal: AbortSignal.timeout(5_000) });
+  const res = await fetch(`${api.url}/payments/by-key/${encodeURIComponent(key)}`, {
+    signal: AbortSignal.timeout(5_000),
+  });
   return [res.status, await res.json()];
 }
 const outcomes = (api: PaymentsApi) => api.ledger().requests.map((r) => r.outcome);
@@ -37,22 +47,42 @@ describe('payments API fake (Idempotency-Key draft)', function () {
     assert.equal((await post(api, undefined, pay)).status, 400);
     assert.match(String((await post(api, '"unterminated', pay)).body.error), /structured-field string/);
     assert.equal((await post(api, 'x'.repeat(257), pay)).status, 400);
-    for (const bad of ['{not json', { ...pay, amount: 0 }, { ...pay, amount: 1.5 }, { amount: 5 }, { ...pay, extra: 1 }]) {
+    for (const bad of [
+      '{not json',
+      { ...pay, amount: 0 },
+      { ...pay, amount: 1.5 },
+      { amount: 5 },
+      { ...pay, extra: 1 },
+    ]) {
       const r = await post(api, 'k-bad', bad);
       assert.equal(r.status, 400, JSON.stringify(bad));
       assert.match(String(r.body.error), /^malformed payment: /);
     }
     assert.deepEqual(await lookup(api, 'k-bad'), [404, { applied: false }]);
     assert.equal((await post(api, 'k-bad', pay)).status, 201, 'a rejected body left nothing behind');
-    assert.deepEqual(outcomes(api), ['missing_key_400', 'bad_key_400', 'bad_key_400', ...Array(5).fill('bad_body_400'), 'applied']);
+    assert.deepEqual(outcomes(api), [
+      'missing_key_400',
+      'bad_key_400',
+      'bad_key_400',
+      ...Array(5).fill('bad_body_400'),
+      'applied',
+    ]);
   });
 
   it('201 once, then replays the stored response with Idempotent-Replayed and no new effect', async () => {
     const first = await post(api, 'k1', pay);
-    assert.deepEqual(first, { status: 201, replayed: false, body: { paymentId: 'pay_000001', ...pay, currency: 'USD', key: 'k1' } });
+    assert.deepEqual(first, {
+      status: 201,
+      replayed: false,
+      body: { paymentId: 'pay_000001', ...pay, currency: 'USD', key: 'k1' },
+    });
     await api.waitFor('committed', 'k1', 1_000);
     // The same payload with its fields in another order, and the key as a draft sf-string: still the same request.
-    for (const [key, body] of [['k1', pay], ['k1', { amount: 1250, customer: 'ann' }], ['"k1"', pay]] as const) {
+    for (const [key, body] of [
+      ['k1', pay],
+      ['k1', { amount: 1250, customer: 'ann' }],
+      ['"k1"', pay],
+    ] as const) {
       assert.deepEqual(await post(api, key, body), { ...first, replayed: true });
     }
     assert.equal(api.effects('k1'), 1);
@@ -73,7 +103,11 @@ describe('payments API fake (Idempotency-Key draft)', function () {
     const slow = post(api, 'k3', pay);
     await api.waitFor('slow', 'k3', 2_000);
     assert.equal((await post(api, 'k3', pay)).status, 409);
-    assert.equal((await post(api, 'k3', { ...pay, amount: 2 })).status, 409, 'in flight wins over a mismatch, as in the draft');
+    assert.equal(
+      (await post(api, 'k3', { ...pay, amount: 2 })).status,
+      409,
+      'in flight wins over a mismatch, as in the draft',
+    );
     assert.deepEqual(await lookup(api, 'k3'), [409, { applied: 'in_flight' }]);
     assert.equal(api.effects('k3'), 0);
     assert.equal(api.release('k3'), 1);
@@ -129,19 +163,35 @@ describe('payments API fake (Idempotency-Key draft)', function () {
     api.arm({ mode: '5xx-after-commit' });
     assert.equal((await post(api, 'k8', pay)).status, 500);
     assert.deepEqual(await post(api, 'k8', pay).then((r) => [r.status, r.replayed]), [500, true]);
-    assert.deepEqual(await lookup(api, 'k8'), [200, { applied: true, status: 500, response: { error: 'internal error (test fault)' } }]);
+    assert.deepEqual(await lookup(api, 'k8'), [
+      200,
+      { applied: true, status: 500, response: { error: 'internal error (test fault)' } },
+    ]);
     assert.equal(api.effects(), 1);
-    assert.deepEqual(api.ledger().requests.map((r) => r.fault), ['5xx-after-commit', undefined]);
+    assert.deepEqual(
+      api.ledger().requests.map((r) => r.fault),
+      ['5xx-after-commit', undefined],
+    );
   });
 
   it('control API over HTTP: faults, clock, ledger, release, reset; one-line 400s', async () => {
     const own = await startPaymentsApi({ retentionMs: 50 });
     try {
       const ctl = async (method: string, path: string, body?: unknown) => {
-        const res = await fetch(`${own.url}/_control/${path}`, { method, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(5_000) });
+        const res = await fetch(`${own.url}/_control/${path}`, {
+          method,
+          body: body === undefined ? undefined : JSON.stringify(body),
+          signal: AbortSignal.timeout(5_000),
+        });
         return [res.status, await res.json()] as [number, Record<string, unknown>];
       };
-      assert.deepEqual(await ctl('POST', 'faults', { mode: 'explode' }), [400, { error: 'mode: Invalid option: expected one of "commit-then-drop"|"commit-then-hang"|"fail-before-commit"|"5xx-after-commit"|"slow"' }]);
+      assert.deepEqual(await ctl('POST', 'faults', { mode: 'explode' }), [
+        400,
+        {
+          error:
+            'mode: Invalid option: expected one of "commit-then-drop"|"commit-then-hang"|"fail-before-commit"|"5xx-after-commit"|"slow"',
+        },
+      ]);
       assert.deepEqual(await ctl('POST', 'faults', { mode: 'slow' }), [400, { error: 'a slow fault needs delayMs' }]);
       assert.equal((await ctl('POST', 'faults', { mode: 'fail-before-commit' }))[0], 200);
       assert.equal((await ctl('DELETE', 'faults'))[0], 200);
@@ -175,11 +225,23 @@ describe('payments API fake (Idempotency-Key draft)', function () {
   // a 503 before commit stores nothing here, core has no such case. Field order, sf-string keys, expiry: see the last test.
   describe('cross-checked against @node-idempotency/core', () => {
     type Cls = 'new' | 'replay' | 'in_flight' | 'mismatch' | 'missing';
-    const coreReq = (key: string | undefined, body: Record<string, unknown>) =>
-      ({ method: 'POST', path: '/payments', headers: key === undefined ? {} : { 'idempotency-key': key }, body });
+    const coreReq = (key: string | undefined, body: Record<string, unknown>) => ({
+      method: 'POST',
+      path: '/payments',
+      headers: key === undefined ? {} : { 'idempotency-key': key },
+      body,
+    });
     const ours = (r: Reply): Cls =>
-      r.replayed ? 'replay' : ({ 201: 'new', 500: 'new', 409: 'in_flight', 422: 'mismatch', 400: 'missing' } as Record<number, Cls>)[r.status]!;
-    async function theirs(idem: Idempotency, key: string | undefined, body: Record<string, unknown>): Promise<[Cls, IdempotencyResponse?]> {
+      r.replayed
+        ? 'replay'
+        : ({ 201: 'new', 500: 'new', 409: 'in_flight', 422: 'mismatch', 400: 'missing' } as Record<number, Cls>)[
+            r.status
+          ]!;
+    async function theirs(
+      idem: Idempotency,
+      key: string | undefined,
+      body: Record<string, unknown>,
+    ): Promise<[Cls, IdempotencyResponse?]> {
       try {
         const stored = await idem.onRequest(coreReq(key, body));
         return stored ? ['replay', stored] : ['new'];
@@ -252,7 +314,11 @@ describe('payments API fake (Idempotency-Key draft)', function () {
         }
         for (const key of [...open.keys()]) await finish(key);
       }
-      assert.deepEqual([...seen.keys()].sort(), ['in_flight', 'mismatch', 'missing', 'new', 'replay'], 'every class was exercised');
+      assert.deepEqual(
+        [...seen.keys()].sort(),
+        ['in_flight', 'mismatch', 'missing', 'new', 'replay'],
+        'every class was exercised',
+      );
       assert.ok(Date.now() - started < 5_000, `bounded: took ${Date.now() - started} ms`);
     });
 

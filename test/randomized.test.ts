@@ -20,7 +20,8 @@ import { startPaymentsProcess } from './support/paymentsProcess';
 // bounded; a failure prints the seed and the shrunk history. `npm test` runs a small fixed budget;
 // `npm run test:soak` runs more (SOAK_RUNS, SOAK_SEED=<n>|random, SOAK_BUDGET_MS).
 
-const SEED = process.env.SOAK_SEED === 'random' ? Math.floor(Math.random() * 2 ** 31) : Number(process.env.SOAK_SEED ?? 443);
+const SEED =
+  process.env.SOAK_SEED === 'random' ? Math.floor(Math.random() * 2 ** 31) : Number(process.env.SOAK_SEED ?? 443);
 const RUNS = Number(process.env.SOAK_RUNS ?? 3);
 const BUDGET_MS = Number(process.env.SOAK_BUDGET_MS ?? 150_000);
 
@@ -42,7 +43,14 @@ const historyArb: fc.Arbitrary<History> = fc.record({
     }),
     { minLength: 1, maxLength: 3 },
   ),
-  crash: fc.constantFrom<FaultPoint | 'none'>('none', 'turn.before_schedule', 'tool.before_dispatch', 'tool.after_dispatch', 'tool.after_execute', 'turn.after_result'),
+  crash: fc.constantFrom<FaultPoint | 'none'>(
+    'none',
+    'turn.before_schedule',
+    'tool.before_dispatch',
+    'tool.after_dispatch',
+    'tool.after_execute',
+    'turn.after_result',
+  ),
   downForApproval: fc.boolean(),
   restartServer: fc.constantFrom(false, false, true),
   humans: fc.array(fc.constantFrom<RecoveryDecision>('retry', 'succeeded', 'failed'), { minLength: 4, maxLength: 4 }),
@@ -54,7 +62,10 @@ function play(h: History) {
     const { peer } = ctx;
     const argsOf = (i: number) => ({ ...ctx.args, customer: `${String(ctx.args.customer)}-${i + 1}`, amount: 100 + i });
     const ids = h.calls.map((_, i) => `c${i + 1}`);
-    const model = scripted([{ toolCalls: h.calls.map((_, i) => ({ id: ids[i]!, name: peer.tool, arguments: argsOf(i) })) }, { text: 'done' }]);
+    const model = scripted([
+      { toolCalls: h.calls.map((_, i) => ({ id: ids[i]!, name: peer.tool, arguments: argsOf(i) })) },
+      { text: 'done' },
+    ]);
     const w1 = await ctx.worker({ model, ...(h.crash !== 'none' ? { faults: `${h.crash}@${peer.tool}` } : {}) });
     const t = await ctx.startParked();
     const entries = (await turnStatus(ctx.c(), t.workflowId)).ledger;
@@ -63,7 +74,11 @@ function play(h: History) {
       const id = entries[i]!.executionId;
       await peer.arm(call.fault, id, argsOf(i));
       // A held request of an automatic retry is let go once a retry meets its lock.
-      if (call.fault === 'slow' && h.policy === 'idempotent') void peer.barrier('conflict', id, 120_000).then(() => peer.release(id), () => undefined);
+      if (call.fault === 'slow' && h.policy === 'idempotent')
+        void peer.barrier('conflict', id, 120_000).then(
+          () => peer.release(id),
+          () => undefined,
+        );
     }
 
     let up = true;
@@ -83,7 +98,8 @@ function play(h: History) {
     }
     for (const [i, call] of h.calls.entries()) {
       const target = { sessionId: t.sessionId, turn: t.turn, toolCallId: ids[i]! };
-      if (call.decision === 'approve') await ctx.approve({ ...target, argsDigest: entries[i]!.argsDigest, workerUp: up });
+      if (call.decision === 'approve')
+        await ctx.approve({ ...target, argsDigest: entries[i]!.argsDigest, workerUp: up });
       else await reject(ctx.c(), { ...target, by: 'bob', waitMs: up ? 10_000 : 0 });
     }
     if (h.downForApproval) {
@@ -106,7 +122,13 @@ function play(h: History) {
           answered.set(e.toolCallId, parks);
           await peer.release(e.executionId);
           const decision: RecoveryDecision = parks > 2 ? 'failed' : h.humans[human++ % h.humans.length]!;
-          await recover(ctx.c(), { sessionId: t.sessionId, turn: t.turn, toolCallId: e.toolCallId, by: 'ops', decision });
+          await recover(ctx.c(), {
+            sessionId: t.sessionId,
+            turn: t.turn,
+            toolCallId: e.toolCallId,
+            by: 'ops',
+            decision,
+          });
         }
         return false;
       },
@@ -116,10 +138,23 @@ function play(h: History) {
     const checks: string[] = [];
     for (const [i, e] of entries.entries()) {
       await peer.release(e.executionId);
-      const r = await ctx.finish({ workflowId: t.workflowId, executionId: e.executionId, toolCallId: ids[i]!, args: argsOf(i), expect: null });
+      const r = await ctx.finish({
+        workflowId: t.workflowId,
+        executionId: e.executionId,
+        toolCallId: ids[i]!,
+        args: argsOf(i),
+        expect: null,
+      });
       checks.push(...r.checks);
     }
-    return { cell: ctx.cell.id, executionId: entries[0]!.executionId, ms: 0, workersKilled: 0, serverRestarts: 0, checks };
+    return {
+      cell: ctx.cell.id,
+      executionId: entries[0]!.executionId,
+      ms: 0,
+      workersKilled: 0,
+      serverRestarts: 0,
+      checks,
+    };
   };
 }
 
@@ -139,7 +174,14 @@ describe('randomized histories (fast-check, real processes)', function () {
       runs++;
       const cell: Cell = {
         id: `random #${runs} ${JSON.stringify(h)}`,
-        row: { row: 'R', title: 'random', meaning: '', peers: ['http'], plan: { ...(h.restartServer ? { restartServer: true } : {}) }, expect: {} },
+        row: {
+          row: 'R',
+          title: 'random',
+          meaning: '',
+          peers: ['http'],
+          plan: { ...(h.restartServer ? { restartServer: true } : {}) },
+          expect: {},
+        },
         peer: 'http',
         policy: h.policy,
         expect: { state: 'succeeded', effects: 1, runs: 1 }, // unused: this tier checks invariants only
@@ -148,7 +190,12 @@ describe('randomized histories (fast-check, real processes)', function () {
       checks += report.checks.length;
     });
     // On a failure fast-check shrinks (each step is a real run) within the same time budget.
-    await fc.assert(property, { seed: SEED, numRuns: RUNS, interruptAfterTimeLimit: BUDGET_MS, markInterruptAsFailure: false });
+    await fc.assert(property, {
+      seed: SEED,
+      numRuns: RUNS,
+      interruptAfterTimeLimit: BUDGET_MS,
+      markInterruptAsFailure: false,
+    });
     console.log(`      randomized: ${runs} histories, ${checks} invariant checks, seed ${SEED}`);
     // A time budget that ran out before any history would otherwise pass without checking anything.
     assert.ok(runs >= Math.min(RUNS, 1) && checks > 0, `only ${runs} histories ran within ${BUDGET_MS} ms`);

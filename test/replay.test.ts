@@ -20,7 +20,11 @@ describe('replay of recorded histories', function () {
   for (const file of files) {
     it(`replays ${file}`, async () => {
       const history: unknown = JSON.parse(readFileSync(join(HISTORIES, file), 'utf8'));
-      await Worker.runReplayHistory({ ...workflowSource(), sinks: faultSinks(), replayName: file }, history, file.replace(/\.json$/, ''));
+      await Worker.runReplayHistory(
+        { ...workflowSource(), sinks: faultSinks(), replayName: file },
+        history,
+        file.replace(/\.json$/, ''),
+      );
     });
   }
 });

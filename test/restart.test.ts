@@ -22,7 +22,15 @@ describe('restarts while a call is parked', function () {
   let sink: MailSink;
   let taskQueue: string;
   let c: OpenWorkerClient;
-  const script = () => scripted([{ toolCalls: [{ id: 'm1', name: 'send_email', arguments: { to: 'bob@example.com', subject: 'Hi', body: 'Hello.' } }] }, { text: 'Sent.' }]);
+  const script = () =>
+    scripted([
+      {
+        toolCalls: [
+          { id: 'm1', name: 'send_email', arguments: { to: 'bob@example.com', subject: 'Hi', body: 'Hello.' } },
+        ],
+      },
+      { text: 'Sent.' },
+    ]);
 
   before(async () => {
     sink = await startMailSink();
@@ -38,13 +46,21 @@ describe('restarts while a call is parked', function () {
       taskQueue,
       model: script(),
       tools: [TOOLS],
-      env: { OPENWORKER_SMTP_HOST: '127.0.0.1', OPENWORKER_SMTP_PORT: String(sink.smtpPort), ...(address ? { TEMPORAL_ADDRESS: address } : {}) },
+      env: {
+        OPENWORKER_SMTP_HOST: '127.0.0.1',
+        OPENWORKER_SMTP_PORT: String(sink.smtpPort),
+        ...(address ? { TEMPORAL_ADDRESS: address } : {}),
+      },
     });
   const completed = (t: WaitedTurn) =>
-    eventually(async () => {
-      const s = await turnStatus(c, t.workflowId);
-      return s.closed && s;
-    }, 'turn completes', 60_000);
+    eventually(
+      async () => {
+        const s = await turnStatus(c, t.workflowId);
+        return s.closed && s;
+      },
+      'turn completes',
+      60_000,
+    );
 
   it('an approval sent while no worker runs takes effect when one starts', async () => {
     c = await connectClient({ taskQueue });
@@ -52,7 +68,9 @@ describe('restarts while a call is parked', function () {
     const w1 = await worker();
     const parked = await startTurn(c, sessionId, 'say hi to bob');
     await w1.kill('SIGTERM');
-    const res = await runCli(['approve', sessionId, 'm1', '--by', 'alice', '--task-queue', taskQueue], { timeoutMs: 30_000 });
+    const res = await runCli(['approve', sessionId, 'm1', '--by', 'alice', '--task-queue', taskQueue], {
+      timeoutMs: 30_000,
+    });
     assert.equal(res.code, 0, res.stderr);
     assert.match(res.stdout, /delivered to .*not applied yet: no worker has processed it/);
     const executionId = parked.ledger[0]!.executionId;
@@ -73,7 +91,10 @@ describe('restarts while a call is parked', function () {
     await worker();
     const still = await turnStatus(c, parked.workflowId);
     assert.equal(still.state, 'awaiting_approval');
-    assert.deepEqual(still.ledger.map((e) => e.state), ['awaiting_approval']);
+    assert.deepEqual(
+      still.ledger.map((e) => e.state),
+      ['awaiting_approval'],
+    );
     assert.equal((await approve(c, { sessionId, toolCallId: 'm1', by: 'alice' })).outcome, 'applied');
     const done = await completed(parked);
     assert.equal(done.state, 'completed');
@@ -96,7 +117,17 @@ describe('restarts while a call is parked', function () {
       c = await connectClient({ address: server.address, taskQueue });
       const still = await turnStatus(c, parked.workflowId);
       assert.equal(still.state, 'awaiting_approval');
-      const res = await runCli(['approve', sessionId, 'm1', '--by', 'alice', '--address', server.address, '--task-queue', taskQueue]);
+      const res = await runCli([
+        'approve',
+        sessionId,
+        'm1',
+        '--by',
+        'alice',
+        '--address',
+        server.address,
+        '--task-queue',
+        taskQueue,
+      ]);
       assert.equal(res.code, 0, res.stderr);
       const done = await completed(parked);
       assert.equal(done.state, 'completed');

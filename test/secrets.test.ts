@@ -56,8 +56,16 @@ describe('secrets hygiene', function () {
       allowInsecureAuth: true,
       disabledCommands: ['STARTTLS'],
       logger: false,
-      onAuth: (auth, _s, cb) => (auth.username === 'mailer' && auth.password === smtpPass ? (logins.push(auth.username), cb(null, { user: 'mailer' })) : cb(new Error('bad login'))),
-      onRcptTo: (address, _s, cb) => cb(address.address.startsWith('nobody@') ? Object.assign(new Error('Mailbox unavailable'), { responseCode: 550 }) : undefined),
+      onAuth: (auth, _s, cb) =>
+        auth.username === 'mailer' && auth.password === smtpPass
+          ? (logins.push(auth.username), cb(null, { user: 'mailer' }))
+          : cb(new Error('bad login')),
+      onRcptTo: (address, _s, cb) =>
+        cb(
+          address.address.startsWith('nobody@')
+            ? Object.assign(new Error('Mailbox unavailable'), { responseCode: 550 })
+            : undefined,
+        ),
       onData: (stream, _s, cb) => {
         let text = '';
         stream.on('data', (d: Buffer) => (text += d.toString()));
@@ -81,21 +89,36 @@ describe('secrets hygiene', function () {
           OPENWORKER_LOG_LEVEL: 'DEBUG',
         },
       });
-      const email = (id: string, to: string) => ({ id, name: 'send_email', arguments: { to, subject: 'Quarterly numbers', body: 'See attached.' } });
-      fake.enqueue({ toolCalls: [email('c1', 'ann@example.com'), email('c2', 'nobody@example.com')] }, { text: 'one sent, one refused' });
+      const email = (id: string, to: string) => ({
+        id,
+        name: 'send_email',
+        arguments: { to, subject: 'Quarterly numbers', body: 'See attached.' },
+      });
+      fake.enqueue(
+        { toolCalls: [email('c1', 'ann@example.com'), email('c2', 'nobody@example.com')] },
+        { text: 'one sent, one refused' },
+      );
       const sessionId = uniq('secrets');
       const t = await startTurn(c, sessionId, 'send the numbers to ann and nobody');
-      for (const id of ['c1', 'c2']) assert.equal((await approve(c, { sessionId, toolCallId: id, by: 'alice' })).outcome, 'applied');
+      for (const id of ['c1', 'c2'])
+        assert.equal((await approve(c, { sessionId, toolCallId: id, by: 'alice' })).outcome, 'applied');
       const done = await turnClosed(c, t);
       assert.equal(done.state, 'completed', done.error);
       assert.equal(done.ledger.find((e) => e.toolCallId === 'c1')!.state, 'succeeded');
       assert.match(done.ledger.find((e) => e.toolCallId === 'c2')!.error ?? '', /550/, 'the refusal is reported');
       // Used: the login succeeded with the password, and the key went to the model server.
       assert.ok(logins.length >= 1 && received.length === 1, `logins ${logins.length}, messages ${received.length}`);
-      assert.ok(fake.requests.length >= 2 && fake.requests.every((r) => r.headers.authorization === `Bearer ${apiKey}`));
+      assert.ok(
+        fake.requests.length >= 2 && fake.requests.every((r) => r.headers.authorization === `Bearer ${apiKey}`),
+      );
 
       const cli = testServer().cliPath;
-      const raw = (id: string) => execFileSync(cli, ['workflow', 'show', '--workflow-id', id, '--output', 'json', '--address', testServer().address], { encoding: 'utf8', timeout: 20_000 });
+      const raw = (id: string) =>
+        execFileSync(
+          cli,
+          ['workflow', 'show', '--workflow-id', id, '--output', 'json', '--address', testServer().address],
+          { encoding: 'utf8', timeout: 20_000 },
+        );
       const places: [string, string][] = [
         ['the turn history', withPayloadsDecoded(raw(t.workflowId))],
         ['the session history', withPayloadsDecoded(raw(sessionWorkflowId(sessionId)))],
@@ -114,7 +137,10 @@ describe('secrets hygiene', function () {
           ['API key', apiKey],
         ]) {
           assert.ok(!text.includes(secret!), `the ${name} appears in ${where}`);
-          assert.ok(!text.includes(Buffer.from(secret!).toString('base64')), `the ${name} appears base64-encoded in ${where}`);
+          assert.ok(
+            !text.includes(Buffer.from(secret!).toString('base64')),
+            `the ${name} appears base64-encoded in ${where}`,
+          );
         }
       }
     } finally {

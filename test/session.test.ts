@@ -15,14 +15,22 @@ describe('sessions', function () {
     const sessionId = uniq('queue');
     await w.worker(
       scripted([
-        { toolCalls: [{ id: 'm1', name: 'send_email', arguments: { to: 'bob@example.com', subject: 'One', body: '1' } }] },
+        {
+          toolCalls: [
+            { id: 'm1', name: 'send_email', arguments: { to: 'bob@example.com', subject: 'One', body: '1' } },
+          ],
+        },
         { text: 'first done' },
         { text: 'second done' },
         { text: 'third done' },
       ]),
     );
     // A short run length forces continue-as-new after two turns.
-    const first = await w.c.client.workflow.start('session', { workflowId: sessionWorkflowId(sessionId), taskQueue: w.taskQueue, args: [{ sessionId, turnsPerRun: 2 }] });
+    const first = await w.c.client.workflow.start('session', {
+      workflowId: sessionWorkflowId(sessionId),
+      taskQueue: w.taskQueue,
+      args: [{ sessionId, turnsPerRun: 2 }],
+    });
     const parked = await startTurn(w.c, sessionId, 'first');
     assert.equal(parked.state, 'awaiting_approval');
     await sendMessage(w.c, { sessionId, text: 'second', messageId: 'msg-2' });
@@ -32,7 +40,10 @@ describe('sessions', function () {
       const s = await sessionStatus(w.c, sessionId);
       return s.pending.length === 2 && s;
     }, 'two messages queued');
-    assert.deepEqual(queued.pending.map((p) => p.text), ['second', 'third']);
+    assert.deepEqual(
+      queued.pending.map((p) => p.text),
+      ['second', 'third'],
+    );
     assert.equal(queued.activeTurn, 1);
     await approve(w.c, { sessionId, toolCallId: 'm1', by: 'alice' });
     const last = await waitForTurn(w.c, { sessionId, messageId: third.messageId, timeoutMs: 60_000 });
@@ -45,18 +56,36 @@ describe('sessions', function () {
       view.transcript.filter((m) => m.role === 'user').map((m) => m.content),
       ['first', 'second', 'third'],
     );
-    assert.deepEqual(view.turns.map((t) => [t.n, t.state]), [[1, 'completed'], [2, 'completed'], [3, 'completed']]);
+    assert.deepEqual(
+      view.turns.map((t) => [t.n, t.state]),
+      [
+        [1, 'completed'],
+        [2, 'completed'],
+        [3, 'completed'],
+      ],
+    );
     assert.equal(view.executions.length, 1);
   });
 
   it('a provider that restarts its tool call ids every turn does not break the transcript', async () => {
     const sessionId = uniq('reused-ids');
     const lookup = (name: string) => ({ toolCalls: [{ id: 'call_0', name: 'lookup_contact', arguments: { name } }] });
-    await w.worker(scripted([lookup('Ann'), { text: 'Ann found' }, lookup('Bob'), { text: 'Bob found' }, { text: 'third turn fine' }]));
+    await w.worker(
+      scripted([
+        lookup('Ann'),
+        { text: 'Ann found' },
+        lookup('Bob'),
+        { text: 'Bob found' },
+        { text: 'third turn fine' },
+      ]),
+    );
     assert.equal((await startTurn(w.c, sessionId, 'find ann')).state, 'completed');
     const second = await startTurn(w.c, sessionId, 'find bob');
     assert.equal(second.state, 'completed');
-    assert.deepEqual(second.ledger.map((e) => e.toolCallId), ['call_0#1']);
+    assert.deepEqual(
+      second.ledger.map((e) => e.toolCallId),
+      ['call_0#1'],
+    );
     const third = await startTurn(w.c, sessionId, 'anything else?');
     assert.equal(third.state, 'completed');
     assert.equal(third.text, 'third turn fine');
@@ -70,7 +99,10 @@ describe('sessions', function () {
       [['recover', 'ok-id', 'c1', '--decision', 'succeeded', '--result', '{oops'], /not valid JSON/],
       [['approve', 'no-such-session-xyz', 'c1'], /session 'no-such-session-xyz' not found/],
       [['approve', 'ok-id', 'c1', '--turn', '0'], /--turn must be a positive integer/],
-      [['worker', '--model', 'gpt-5'], /unknown --model 'gpt-5'; use one of: openai:<model>, .*scripted:<file.json> \(a provider's model goes after its name, e.g. openai:gpt-5\)/],
+      [
+        ['worker', '--model', 'gpt-5'],
+        /unknown --model 'gpt-5'; use one of: openai:<model>, .*scripted:<file.json> \(a provider's model goes after its name, e.g. openai:gpt-5\)/,
+      ],
       [['worker', '--tools', './nope.mjs'], /--tools .\/nope.mjs: file not found/],
       [['frobnicate'], /unknown command 'frobnicate'/],
     ];

@@ -21,7 +21,11 @@ import { useWorld } from './support/world';
 describe('signed approvals', function () {
   this.timeout(120_000);
   const w = useWorld();
-  const email = (id: string, to: string) => ({ id, name: 'send_email', arguments: { to, subject: 'Hi', body: 'Hello.' } });
+  const email = (id: string, to: string) => ({
+    id,
+    name: 'send_email',
+    arguments: { to, subject: 'Hi', body: 'Hello.' },
+  });
   const entry = (t: { ledger: LedgerEntry[] }, id: string) => t.ledger.find((e) => e.toolCallId === id)!;
   const sent = (e: LedgerEntry) => w.sink.deliveries(`<${e.executionId}@openworker-temporal>`);
   let dir: string;
@@ -36,7 +40,10 @@ describe('signed approvals', function () {
     const publicKey = new RegExp(`"${name}": "([A-Za-z0-9+/=]{44})"`).exec(made.stdout)?.[1];
     assert.ok(publicKey, made.stdout);
     const listed = await runCli(['keys', 'list'], { env });
-    assert.match(listed.stdout, new RegExp(`^${name} +ed25519:[0-9a-f]{16}  ${publicKey.replace(/[+/]/g, '\\$&')}$`, 'm'));
+    assert.match(
+      listed.stdout,
+      new RegExp(`^${name} +ed25519:[0-9a-f]{16}  ${publicKey.replace(/[+/]/g, '\\$&')}$`, 'm'),
+    );
     return { env, publicKey };
   }
 
@@ -47,15 +54,28 @@ describe('signed approvals', function () {
   }
 
   const decisionOutcome = (workflowId: string, decisionId: string) =>
-    eventually(async () => (await turnStatus(w.c, workflowId)).decisions.find((d) => d.decisionId === decisionId), `decision ${decisionId} is judged`);
+    eventually(
+      async () => (await turnStatus(w.c, workflowId)).decisions.find((d) => d.decisionId === decisionId),
+      `decision ${decisionId} is judged`,
+    );
 
   it('with a policy: only a fresh signature by a named approver approves; every other decision is refused and recorded', async () => {
     const alice = await person('alice');
     const bob = await person('bob');
-    const file = approversFile({ approvers: { alice: alice.publicKey, bob: bob.publicKey }, policy: [{ tool: 'send_email', targets: ['*@example.com'], approvers: ['alice'] }] });
-    const worker = await w.worker(scripted([{ toolCalls: [email('c1', 'ann@example.com')] }, { toolCalls: [email('c2', 'ann@example.com')] }, { text: 'both sent' }]), {
-      env: { OPENWORKER_APPROVERS: file },
+    const file = approversFile({
+      approvers: { alice: alice.publicKey, bob: bob.publicKey },
+      policy: [{ tool: 'send_email', targets: ['*@example.com'], approvers: ['alice'] }],
     });
+    const worker = await w.worker(
+      scripted([
+        { toolCalls: [email('c1', 'ann@example.com')] },
+        { toolCalls: [email('c2', 'ann@example.com')] },
+        { text: 'both sent' },
+      ]),
+      {
+        env: { OPENWORKER_APPROVERS: file },
+      },
+    );
     assert.match(worker.output(), /approvers alice, bob \(policy of 1 rules: signed approvals only\)/);
     const sessionId = uniq('signed');
     const t: WaitedTurn = await startTurn(w.c, sessionId, 'email ann twice');
@@ -69,7 +89,10 @@ describe('signed approvals', function () {
 
     const byBob = await runCli(['approve', sessionId, 'c1', '--task-queue', w.taskQueue], { env: bob.env });
     assert.equal(byBob.code, 3, byBob.stderr);
-    assert.match(byBob.stdout, /unauthorised: bob may not decide send_email → ann@example\.com; the policy \(policy\[0\] send_email → \*@example\.com\) allows alice/);
+    assert.match(
+      byBob.stdout,
+      /unauthorised: bob may not decide send_email → ann@example\.com; the policy \(policy\[0\] send_email → \*@example\.com\) allows alice/,
+    );
 
     // Raw signals, as anyone with namespace access could send them.
     const [aliceKey] = listApproverKeys(alice.env.OPENWORKER_KEYS_DIR);
@@ -77,13 +100,21 @@ describe('signed approvals', function () {
     const fields = { executionId: c1.executionId, argsDigest: c1.argsDigest, decision: 'approve' };
     const stale = signDecision(aliceKey!, fields, new Date(Date.now() - 20 * 60_000));
     await handle.signal(approveSignal, { toolCallId: 'c1', by: 'alice', decisionId: 'expired', signature: stale });
-    assert.match((await decisionOutcome(t.workflowId, 'expired')).why!, /^expired: signed at .*, 1[0-9]{3} s before it arrived \(at most 900 s\)/);
+    assert.match(
+      (await decisionOutcome(t.workflowId, 'expired')).why!,
+      /^expired: signed at .*, 1[0-9]{3} s before it arrived \(at most 900 s\)/,
+    );
     const forReject = signDecision(aliceKey!, { ...fields, decision: 'reject' });
     await handle.signal(approveSignal, { toolCallId: 'c1', by: 'alice', decisionId: 'forged', signature: forReject });
-    assert.match((await decisionOutcome(t.workflowId, 'forged')).why!, /^wrongly signed: the signature by ed25519:[0-9a-f]{16} does not match/);
+    assert.match(
+      (await decisionOutcome(t.workflowId, 'forged')).why!,
+      /^wrongly signed: the signature by ed25519:[0-9a-f]{16} does not match/,
+    );
     assert.equal(sent(c1), 0, 'nothing ran on a refused decision');
 
-    const byAlice = await runCli(['approve', sessionId, 'c1', '--always', 'session', '--task-queue', w.taskQueue], { env: alice.env });
+    const byAlice = await runCli(['approve', sessionId, 'c1', '--always', 'session', '--task-queue', w.taskQueue], {
+      env: alice.env,
+    });
     assert.equal(byAlice.code, 0, byAlice.stderr + byAlice.stdout);
     // The grant is an unsigned claim: the next call still needs alice's signature.
     const waiting = await eventually(async () => {
@@ -91,7 +122,10 @@ describe('signed approvals', function () {
       return entry(s, 'c2')?.events.some((e) => e.type === 'decision_refused') ? s : undefined;
     }, 'the second call refuses the grant');
     assert.equal(entry(waiting, 'c2').state, 'awaiting_approval');
-    assert.match(String(entry(waiting, 'c2').events.find((e) => e.type === 'decision_refused')!.why), /^grant g-[0-9a-f]+ not used: the approval policy needs a signed approval for each call$/);
+    assert.match(
+      String(entry(waiting, 'c2').events.find((e) => e.type === 'decision_refused')!.why),
+      /^grant g-[0-9a-f]+ not used: the approval policy needs a signed approval for each call$/,
+    );
     const second = await runCli(['approve', sessionId, 'c2', '--task-queue', w.taskQueue], { env: alice.env });
     assert.equal(second.code, 0, second.stderr + second.stdout);
 
@@ -102,19 +136,27 @@ describe('signed approvals', function () {
       assert.equal(entry(done, id).approvedBy, 'alice');
       assert.match(entry(done, id).signedApproval?.keyId ?? '', /^ed25519:[0-9a-f]{16}$/);
     }
-    const refused = entry(done, 'c1').events.filter((e) => e.type === 'decision_refused').map((e) => String(e.why).split(':')[0]);
+    const refused = entry(done, 'c1')
+      .events.filter((e) => e.type === 'decision_refused')
+      .map((e) => String(e.why).split(':')[0]);
     assert.deepEqual(refused, ['unsigned', 'unauthorised', 'expired', 'wrongly signed']);
     const signedRecords = done.decisions.filter((d) => d.outcome === 'applied').map((d) => d.signedBy);
     assert.equal(signedRecords.length, 2);
     assert.ok(signedRecords.every((k) => k === entry(done, 'c1').signedApproval!.keyId));
     const shown = await runCli(['show', sessionId, '--task-queue', w.taskQueue]);
-    assert.match(shown.stdout, /c1 +send_email +succeeded .* approved by alice \(signed, key ed25519:[0-9a-f]{16}\)\n {4}4 decisions refused; last: wrongly signed/);
+    assert.match(
+      shown.stdout,
+      /c1 +send_email +succeeded .* approved by alice \(signed, key ed25519:[0-9a-f]{16}\)\n {4}4 decisions refused; last: wrongly signed/,
+    );
     await recordHistory(t.workflowId, 'turn-signed-approvals');
   });
 
   it('a parked call is recovered only by a signed decision, and the signature covers the result', async () => {
     const alice = await person('alice');
-    const file = approversFile({ approvers: { alice: alice.publicKey }, policy: [{ tool: '*', approvers: ['alice'] }] });
+    const file = approversFile({
+      approvers: { alice: alice.publicKey },
+      policy: [{ tool: '*', approvers: ['alice'] }],
+    });
     const script = scripted([{ toolCalls: [email('c1', 'cy@example.com')] }, { text: 'sent' }]);
     const env = { OPENWORKER_APPROVERS: file };
     const w1 = await w.worker(script, { faults: 'tool.after_execute@send_email', env });
@@ -125,11 +167,30 @@ describe('signed approvals', function () {
     await w1.faultReached('tool.after_execute');
     await w1.kill('SIGKILL');
     await w.worker(script, { env });
-    await eventually(async () => (await turnStatus(w.c, t.workflowId)).state === 'recovery_required', 'the call parks', 60_000);
+    await eventually(
+      async () => (await turnStatus(w.c, t.workflowId)).state === 'recovery_required',
+      'the call parks',
+      60_000,
+    );
 
     const unsigned = await recover(w.c, { sessionId, toolCallId: 'c1', by: 'alice', decision: 'retry' });
     assert.match(unsigned.why ?? '', /^unsigned: the approval policy accepts only recovery decisions signed by alice/);
-    const ok = await runCli(['recover', sessionId, 'c1', '--decision', 'succeeded', '--result', '{"delivered":true}', '--reason', 'in the sink', '--task-queue', w.taskQueue], { env: alice.env });
+    const ok = await runCli(
+      [
+        'recover',
+        sessionId,
+        'c1',
+        '--decision',
+        'succeeded',
+        '--result',
+        '{"delivered":true}',
+        '--reason',
+        'in the sink',
+        '--task-queue',
+        w.taskQueue,
+      ],
+      { env: alice.env },
+    );
     assert.equal(ok.code, 0, ok.stderr + ok.stdout);
     const done = await turnClosed(w.c, t);
     assert.equal(done.state, 'completed', done.error);
@@ -138,6 +199,9 @@ describe('signed approvals', function () {
     assert.deepEqual([c1.recoveryDecision, c1.recoveredBy, c1.result], ['succeeded', 'alice', { delivered: true }]);
     assert.match(c1.signedRecovery?.keyId ?? '', /^ed25519:/);
     const shown = await runCli(['show', sessionId, '--task-queue', w.taskQueue]);
-    assert.match(shown.stdout, /approved by alice \(signed, key ed25519:[0-9a-f]{16}\), recovery succeeded by alice \(signed, key ed25519:[0-9a-f]{16}\)/);
+    assert.match(
+      shown.stdout,
+      /approved by alice \(signed, key ed25519:[0-9a-f]{16}\), recovery succeeded by alice \(signed, key ed25519:[0-9a-f]{16}\)/,
+    );
   });
 });

@@ -2,7 +2,13 @@ import { strict as assert } from 'node:assert';
 import { approve, recover, reject } from '../client/decisions';
 import { turnStatus } from '../client/session';
 import { messageIdFor } from '../activities/tools/sendEmail';
-import { approveSignal, decisionsSignal, dispatchUpdate, recoverSignal, turnWorkflowId } from '../workflows/definitions';
+import {
+  approveSignal,
+  decisionsSignal,
+  dispatchUpdate,
+  recoverSignal,
+  turnWorkflowId,
+} from '../workflows/definitions';
 import { runCli } from './support/processes';
 import { useWorld } from './support/world';
 import { eventually, scripted, startTurn, uniq } from './support/scenario';
@@ -11,7 +17,11 @@ import { eventsForCall } from './support/eventCounts';
 
 // End to end: a real dev server, a real worker process, real SMTP and HTTP.
 
-const email = (id: string, to = 'bob@example.com') => ({ id, name: 'send_email', arguments: { to, subject: 'Launch', body: 'We launch on Monday.' } });
+const email = (id: string, to = 'bob@example.com') => ({
+  id,
+  name: 'send_email',
+  arguments: { to, subject: 'Launch', body: 'We launch on Monday.' },
+});
 
 describe('turns end to end', function () {
   this.timeout(90_000);
@@ -20,7 +30,12 @@ describe('turns end to end', function () {
 
   it('runs a read-only turn without asking anyone', async () => {
     const sessionId = uniq('read');
-    await worker(scripted([{ text: 'Looking Bob up.', toolCalls: [{ id: 'c1', name: 'lookup_contact', arguments: { name: 'Bob' } }] }, { text: 'Bob is bob@example.com.' }]));
+    await worker(
+      scripted([
+        { text: 'Looking Bob up.', toolCalls: [{ id: 'c1', name: 'lookup_contact', arguments: { name: 'Bob' } }] },
+        { text: 'Bob is bob@example.com.' },
+      ]),
+    );
     const t = await startTurn(w.c, sessionId, 'what is the address of Bob?');
     assert.equal(t.state, 'completed');
     assert.equal(t.text, 'Bob is bob@example.com.');
@@ -60,8 +75,13 @@ describe('turns end to end', function () {
     assert.equal(w.sink.deliveries(messageIdFor(after.executionId)), 1);
     // The execution ID is the activity ID: find it in the turn's history.
     const history = await w.c.client.workflow.getHandle(parked.workflowId).fetchHistory();
-    const scheduled = history.events!.filter((ev) => ev.activityTaskScheduledEventAttributes?.activityType?.name === 'executeTool');
-    assert.deepEqual(scheduled.map((ev) => ev.activityTaskScheduledEventAttributes!.activityId), [after.executionId]);
+    const scheduled = history.events!.filter(
+      (ev) => ev.activityTaskScheduledEventAttributes?.activityType?.name === 'executeTool',
+    );
+    assert.deepEqual(
+      scheduled.map((ev) => ev.activityTaskScheduledEventAttributes!.activityId),
+      [after.executionId],
+    );
     // Approval signal → dispatch marker → result processed: 16 events (see docs/performance.md).
     const events = await eventsForCall(w.c, parked.workflowId, after.executionId, true);
     assert.equal(events.length, 16, events.join(' '));
@@ -72,25 +92,44 @@ describe('turns end to end', function () {
   it('approves every call of a response with one signal: one event, one workflow task, each email once', async () => {
     const sessionId = uniq('batch');
     const to = ['ann@example.com', 'bob@example.com', 'cy@example.com'];
-    await worker(scripted([{ text: 'Sending three.', toolCalls: to.map((addr, i) => email(`c${i + 1}`, addr)) }, { text: 'Sent all three.' }]));
+    await worker(
+      scripted([
+        { text: 'Sending three.', toolCalls: to.map((addr, i) => email(`c${i + 1}`, addr)) },
+        { text: 'Sent all three.' },
+      ]),
+    );
     const parked = await startTurn(w.c, sessionId, 'tell the team we launch monday');
-    assert.deepEqual(parked.ledger.map((e) => e.state), ['awaiting_approval', 'awaiting_approval', 'awaiting_approval']);
+    assert.deepEqual(
+      parked.ledger.map((e) => e.state),
+      ['awaiting_approval', 'awaiting_approval', 'awaiting_approval'],
+    );
     // A malformed batch from any client is recorded and changes nothing.
     await w.c.client.workflow.getHandle(parked.workflowId).signal(decisionsSignal, { decisions: 'all' } as never);
     const res = await runCli(['approve', sessionId, 'c1', 'c2', 'c3', '--by', 'alice', '--task-queue', w.taskQueue]);
     assert.equal(res.code, 0, res.stderr);
-    assert.deepEqual(res.stdout.trim().split('\n').map((l) => l.replace(/ \(.*$/, '')), ['approve c1: applied', 'approve c2: applied', 'approve c3: applied']);
+    assert.deepEqual(
+      res.stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.replace(/ \(.*$/, '')),
+      ['approve c1: applied', 'approve c2: applied', 'approve c3: applied'],
+    );
     const done = await eventually(async () => {
       const s = await turnStatus(w.c, parked.workflowId);
       return s.closed && s;
     }, 'turn completes');
     assert.equal(done.state, 'completed');
-    assert.deepEqual(done.ledger.map((e) => [e.state, e.approvedBy]), to.map(() => ['succeeded', 'alice']));
+    assert.deepEqual(
+      done.ledger.map((e) => [e.state, e.approvedBy]),
+      to.map(() => ['succeeded', 'alice']),
+    );
     for (const e of done.ledger) assert.equal(w.sink.deliveries(messageIdFor(e.executionId)), 1);
     assert.equal(done.decisions[0]!.kind, 'decisions');
     assert.match(done.decisions[0]!.why!, /malformed decisions/);
     const history = await w.c.client.workflow.getHandle(parked.workflowId).fetchHistory();
-    const signals = history.events!.filter((ev) => ev.workflowExecutionSignaledEventAttributes?.signalName === 'decisions');
+    const signals = history.events!.filter(
+      (ev) => ev.workflowExecutionSignaledEventAttributes?.signalName === 'decisions',
+    );
     assert.equal(signals.length, 2, 'the malformed batch and the approval: one signal each');
     // From the approval to the task that processes the last result: at most 38 events for three
     // calls (12.7 per call; 16 for a call approved alone). Results may share tasks, so not exact.
@@ -128,32 +167,58 @@ describe('turns end to end', function () {
       assert.equal(d.outcome, 'ignored', JSON.stringify(d));
       assert.match(d.why!, why);
     };
-    await assert.rejects(approve(w.c, { sessionId, toolCallId: 'nope', by: 'alice' }), /no tool call 'nope' in .*waiting there: c1, c2/);
+    await assert.rejects(
+      approve(w.c, { sessionId, toolCallId: 'nope', by: 'alice' }),
+      /no tool call 'nope' in .*waiting there: c1, c2/,
+    );
     await handle.signal(approveSignal, { toolCallId: 'nope', by: 'alice' }); // a raw client skips that check
     await handle.signal(approveSignal, { toolCallId: 'c1', by: 'alice', executionId: 'owx-from-another-turn' });
-    await ignored(approve(w.c, { sessionId, toolCallId: 'c1', by: 'alice', argsDigest: 'sha256:00' }), /argsDigest does not match/);
+    await ignored(
+      approve(w.c, { sessionId, toolCallId: 'c1', by: 'alice', argsDigest: 'sha256:00' }),
+      /argsDigest does not match/,
+    );
     // The client refuses a recovery decision for a call that is not parked; a raw signal is ignored.
-    await assert.rejects(recover(w.c, { sessionId, toolCallId: 'c1', by: 'alice', decision: 'retry' }), /call 'c1' is awaiting_approval, not recovery_required/);
+    await assert.rejects(
+      recover(w.c, { sessionId, toolCallId: 'c1', by: 'alice', decision: 'retry' }),
+      /call 'c1' is awaiting_approval, not recovery_required/,
+    );
     await handle.signal(recoverSignal, { toolCallId: 'c1', by: 'alice', decision: 'retry' });
     // The dispatch update is public too: junk is refused without touching history, a forged one changes nothing.
-    await assert.rejects(handle.executeUpdate(dispatchUpdate, { args: [{ executionId: 'owx-nope', activityId: 'x', attempt: 1 }] }), (err: Error) =>
-      /unknown execution/.test(String((err as { cause?: Error }).cause?.message)),
+    await assert.rejects(
+      handle.executeUpdate(dispatchUpdate, { args: [{ executionId: 'owx-nope', activityId: 'x', attempt: 1 }] }),
+      (err: Error) => /unknown execution/.test(String((err as { cause?: Error }).cause?.message)),
     );
-    const forged = await handle.executeUpdate(dispatchUpdate, { args: [{ executionId: parked.ledger[0]!.executionId, activityId: 'x', attempt: 1 }] });
+    const forged = await handle.executeUpdate(dispatchUpdate, {
+      args: [{ executionId: parked.ledger[0]!.executionId, activityId: 'x', attempt: 1 }],
+    });
     assert.deepEqual(forged.proceed, false);
     await handle.signal(approveSignal, { toolCallId: 'c1' } as never); // no `by`: malformed, from a raw client
     await handle.signal('approve', 'yes please' as never);
     assert.equal(parked.ledger[0]!.state, 'awaiting_approval');
     // A good approval with the right digest, then duplicates and conflicts.
-    const ok = await approve(w.c, { sessionId, toolCallId: 'c1', by: 'alice', argsDigest: parked.ledger[0]!.argsDigest });
+    const ok = await approve(w.c, {
+      sessionId,
+      toolCallId: 'c1',
+      by: 'alice',
+      argsDigest: parked.ledger[0]!.argsDigest,
+    });
     assert.equal(ok.outcome, 'applied');
-    await ignored(approve(w.c, { sessionId, toolCallId: 'c1', by: 'bob' }), /duplicate: call 'c1' was already approved by alice/);
-    await ignored(reject(w.c, { sessionId, toolCallId: 'c1', by: 'bob' }), /conflicting: call 'c1' was already approved by alice/);
+    await ignored(
+      approve(w.c, { sessionId, toolCallId: 'c1', by: 'bob' }),
+      /duplicate: call 'c1' was already approved by alice/,
+    );
+    await ignored(
+      reject(w.c, { sessionId, toolCallId: 'c1', by: 'bob' }),
+      /conflicting: call 'c1' was already approved by alice/,
+    );
     const s = await eventually(async () => {
       const st = await turnStatus(w.c, parked.workflowId);
       return st.ledger[0]!.state === 'succeeded' && st;
     }, 'c1 succeeds');
-    await assert.rejects(recover(w.c, { sessionId, toolCallId: 'c1', by: 'bob', decision: 'succeeded' }), /call 'c1' is succeeded, not recovery_required/);
+    await assert.rejects(
+      recover(w.c, { sessionId, toolCallId: 'c1', by: 'bob', decision: 'succeeded' }),
+      /call 'c1' is succeeded, not recovery_required/,
+    );
     const malformed = s.decisions.filter((d) => d.outcome === 'ignored' && d.why?.startsWith('malformed'));
     assert.equal(malformed.length, 2, JSON.stringify(s.decisions));
     const why = (re: RegExp) => s.decisions.some((d) => d.outcome === 'ignored' && re.test(d.why ?? ''));
@@ -216,7 +281,9 @@ describe('turns end to end', function () {
 
   it('stops at the iteration cap without executing the last response', async () => {
     const sessionId = uniq('cap');
-    const steps = Array.from({ length: 13 }, (_, i) => ({ toolCalls: [{ id: `l${i}`, name: 'lookup_contact', arguments: { name: `N${i}` } }] }));
+    const steps = Array.from({ length: 13 }, (_, i) => ({
+      toolCalls: [{ id: `l${i}`, name: 'lookup_contact', arguments: { name: `N${i}` } }],
+    }));
     await worker(scripted(steps));
     const t = await startTurn(w.c, sessionId, 'loop forever', 60_000);
     assert.equal(t.state, 'failed');
@@ -230,7 +297,14 @@ describe('turns end to end', function () {
 
   it('show --json and the OpenWorkerState search attribute tell the same story', async () => {
     const sessionId = uniq('show');
-    await worker(scripted([{ toolCalls: [{ id: 'r1', name: 'lookup_contact', arguments: { name: 'Ann' } }] }, { text: 'Ann found.' }, { toolCalls: [email('e1')] }, { text: 'done' }]));
+    await worker(
+      scripted([
+        { toolCalls: [{ id: 'r1', name: 'lookup_contact', arguments: { name: 'Ann' } }] },
+        { text: 'Ann found.' },
+        { toolCalls: [email('e1')] },
+        { text: 'done' },
+      ]),
+    );
     await startTurn(w.c, sessionId, 'find ann');
     const parked = await startTurn(w.c, sessionId, 'email bob');
     assert.equal(parked.workflowId, turnWorkflowId(sessionId, 2));
@@ -253,14 +327,22 @@ describe('turns end to end', function () {
       ],
     );
     assert.deepEqual(
-      view.executions.map((e: { toolCallId: string; state: string; turnWorkflowId: string }) => [e.toolCallId, e.state, e.turnWorkflowId]),
+      view.executions.map((e: { toolCallId: string; state: string; turnWorkflowId: string }) => [
+        e.toolCallId,
+        e.state,
+        e.turnWorkflowId,
+      ]),
       [
         ['r1', 'succeeded', turnWorkflowId(sessionId, 1)],
         ['e1', 'awaiting_approval', turnWorkflowId(sessionId, 2)],
       ],
     );
-    for (const e of view.executions) for (const k of ['executionId', 'tool', 'attempts', 'events']) assert.ok(k in e, `execution has ${k}`);
+    for (const e of view.executions)
+      for (const k of ['executionId', 'tool', 'attempts', 'events']) assert.ok(k in e, `execution has ${k}`);
     const inbox = await runCli(['--json', 'inbox', '--session', sessionId, '--task-queue', w.taskQueue]);
-    assert.deepEqual(JSON.parse(inbox.stdout).map((i: { toolCallId: string; state: string }) => [i.toolCallId, i.state]), [['e1', 'awaiting_approval']]);
+    assert.deepEqual(
+      JSON.parse(inbox.stdout).map((i: { toolCallId: string; state: string }) => [i.toolCallId, i.state]),
+      [['e1', 'awaiting_approval']],
+    );
   });
 });

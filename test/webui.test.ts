@@ -45,7 +45,14 @@ describe('Temporal Web UI (headless Chromium)', function () {
 
   it('filter by OpenWorkerState, open the parked turn: execution ID, tool and target, ledger, session ↔ turn', async () => {
     c = await connectClient({ address: server!.address, taskQueue: w.taskQueue });
-    const script = scripted([{ toolCalls: [{ id: 'c1', name: 'send_email', arguments: { to: 'ann@example.com', subject: 'Launch', body: 'Monday.' } }] }, { text: 'done' }]);
+    const script = scripted([
+      {
+        toolCalls: [
+          { id: 'c1', name: 'send_email', arguments: { to: 'ann@example.com', subject: 'Launch', body: 'Monday.' } },
+        ],
+      },
+      { text: 'done' },
+    ]);
     const w1 = await w.worker(script, { address: server!.address, faults: 'tool.after_execute@send_email' });
     const sessionId = uniq('webui');
     const parked = await startTurn(c, sessionId, 'email ann about the launch');
@@ -53,7 +60,11 @@ describe('Temporal Web UI (headless Chromium)', function () {
     const executionId = await w1.faultReached('tool.after_execute');
     await w1.kill('SIGKILL');
     await w.worker(script, { address: server!.address });
-    await eventually(async () => (await turnStatus(c!, parked.workflowId)).state === 'recovery_required', 'the call parks', 60_000);
+    await eventually(
+      async () => (await turnStatus(c!, parked.workflowId)).state === 'recovery_required',
+      'the call parks',
+      60_000,
+    );
 
     const page = await browser!.newPage({ viewport: { width: 1400, height: 1000 } });
     const ui = server!.uiUrl!;
@@ -65,15 +76,31 @@ describe('Temporal Web UI (headless Chromium)', function () {
 
     // (b) the turn: each tool activity under its execution ID, its summary naming the tool and target
     await page.getByText(parked.workflowId, { exact: true }).first().click();
-    const turnPage = await text(page, new RegExp(`execute send_email ${executionId} → ann@example\\.com`), 'the activity summary on the turn page');
-    assert.match(turnPage, /"message": "email ann about the launch"/, 'the input is decoded through the codec endpoint');
+    const turnPage = await text(
+      page,
+      new RegExp(`execute send_email ${executionId} → ann@example\\.com`),
+      'the activity summary on the turn page',
+    );
+    assert.match(
+      turnPage,
+      /"message": "email ann about the launch"/,
+      'the input is decoded through the codec endpoint',
+    );
     assert.doesNotMatch(turnPage, /Codec Server could not connect/);
     await shot(page, 'webui-2-turn');
 
     // (c) (e) the static summary and the ledger, in the workflow's user metadata
-    await page.getByRole('tab', { name: 'User Metadata' }).or(page.getByText('User Metadata', { exact: true })).first().click();
+    await page
+      .getByRole('tab', { name: 'User Metadata' })
+      .or(page.getByText('User Metadata', { exact: true }))
+      .first()
+      .click();
     const meta = await text(page, /recovery_required/, 'the ledger (current details) shows the parked call');
-    assert.match(meta, new RegExp(`Turn 1 of session ${sessionId}: email ann about the launch`), 'the static summary names the turn');
+    assert.match(
+      meta,
+      new RegExp(`Turn 1 of session ${sessionId}: email ann about the launch`),
+      'the static summary names the turn',
+    );
     assert.match(meta, new RegExp(executionId), 'the ledger names the execution ID');
     await shot(page, 'webui-3-ledger');
 

@@ -36,7 +36,10 @@ describe('Temporal Web UI with encrypted payloads and a codec token (headless Ch
     requireChromium(this);
     dir = mkdtempSync(join(tmpdir(), 'openworker-webui-enc-'));
     // The codec endpoint's keys come from the same variable the worker process gets.
-    codec = await startCodecServer({ codec: combinedCodec(defaultPayloadCodecs({ ...process.env, OPENWORKER_ENCRYPTION_KEYS: keys })), token });
+    codec = await startCodecServer({
+      codec: combinedCodec(defaultPayloadCodecs({ ...process.env, OPENWORKER_ENCRYPTION_KEYS: keys })),
+      token,
+    });
     server = await startDevServer({ port: 0, dbFile: join(dir, 'temporal.db'), codecEndpoint: codec.uiEndpoint });
     connection = await Connection.connect({ address: server.address });
     browser = await launchBrowser();
@@ -52,10 +55,19 @@ describe('Temporal Web UI with encrypted payloads and a codec token (headless Ch
   it('history holds ciphertext only; the UI shows the plain text through the codec endpoint; without the token it is refused', async () => {
     const secret = `sunflower-${uniq('s')}`;
     const to = `${uniq('zed')}@example.com`;
-    const script = scripted([{ text: 'Sending.', toolCalls: [{ id: 'c1', name: 'send_email', arguments: { to, subject: 'Plan', body: `the ${secret}` } }] }, { text: 'done' }]);
+    const script = scripted([
+      {
+        text: 'Sending.',
+        toolCalls: [{ id: 'c1', name: 'send_email', arguments: { to, subject: 'Plan', body: `the ${secret}` } }],
+      },
+      { text: 'done' },
+    ]);
     await w.worker(script, { address: server!.address, env: { OPENWORKER_ENCRYPTION_KEYS: keys } });
     const keyed: OpenWorkerClient = {
-      client: new Client({ connection: connection!, dataConverter: { payloadCodecs: defaultPayloadCodecs({ ...process.env, OPENWORKER_ENCRYPTION_KEYS: keys }) } }),
+      client: new Client({
+        connection: connection!,
+        dataConverter: { payloadCodecs: defaultPayloadCodecs({ ...process.env, OPENWORKER_ENCRYPTION_KEYS: keys }) },
+      }),
       connection: connection!,
       address: server!.address,
       namespace: 'default',
@@ -70,7 +82,9 @@ describe('Temporal Web UI with encrypted payloads and a codec token (headless Ch
     // (a) Raw history, through a client without any codec: neither the text nor the recipient.
     const raw = new Client({ connection: connection! });
     for (const id of [parked.workflowId, sessionWorkflowId(sessionId)]) {
-      const bytes = Buffer.from(temporal.api.history.v1.History.encode(await raw.workflow.getHandle(id).fetchHistory()).finish()).toString('latin1');
+      const bytes = Buffer.from(
+        temporal.api.history.v1.History.encode(await raw.workflow.getHandle(id).fetchHistory()).finish(),
+      ).toString('latin1');
       assert.ok(!bytes.includes(secret), `${id}: the text is in the server's history`);
       assert.ok(!bytes.includes(to), `${id}: the recipient is in the server's history`);
       assert.ok(bytes.includes('binary/openworker-encrypted'), `${id}: payloads are sealed`);
@@ -80,11 +94,16 @@ describe('Temporal Web UI with encrypted payloads and a codec token (headless Ch
     const page = await browser!.newPage({ viewport: { width: 1400, height: 1000 } });
     const codecCalls: { url: string; status: number }[] = [];
     page.on('response', (r) => {
-      if (r.url().startsWith(codec!.url) && r.request().method() === 'POST') codecCalls.push({ url: r.url(), status: r.status() });
+      if (r.url().startsWith(codec!.url) && r.request().method() === 'POST')
+        codecCalls.push({ url: r.url(), status: r.status() });
     });
     try {
       await page.goto(`${server!.uiUrl!}/namespaces/default/workflows/${parked.workflowId}`);
-      const shown = await pageText(page, new RegExp(`email ${to.replace(/\./g, '\\.')} the ${secret}`), 'the decrypted input on the turn page');
+      const shown = await pageText(
+        page,
+        new RegExp(`email ${to.replace(/\./g, '\\.')} the ${secret}`),
+        'the decrypted input on the turn page',
+      );
       assert.doesNotMatch(shown, /Codec Server could not connect/);
       await shot(page, 'webui-encrypted-turn');
     } finally {
@@ -98,13 +117,20 @@ describe('Temporal Web UI with encrypted payloads and a codec token (headless Ch
 
     // (c) The same request without the token, from the UI's origin or none, is refused.
     const body = JSON.stringify({ payloads: [] });
-    const noToken: Record<string, string>[] = [{ 'content-type': 'application/json' }, { 'content-type': 'application/json', origin: new URL(server!.uiUrl!).origin }];
+    const noToken: Record<string, string>[] = [
+      { 'content-type': 'application/json' },
+      { 'content-type': 'application/json', origin: new URL(server!.uiUrl!).origin },
+    ];
     for (const headers of noToken) {
       const res = await fetch(`${codec!.url}/decode`, { method: 'POST', headers, body });
       assert.equal(res.status, 401);
       assert.match(((await res.json()) as { error: string }).error, /needs its token/);
     }
-    const wrong = await fetch(`${codec!.url}/${newCodecToken()}/decode`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const wrong = await fetch(`${codec!.url}/${newCodecToken()}/decode`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
     assert.equal(wrong.status, 401);
   });
 });

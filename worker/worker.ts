@@ -58,7 +58,8 @@ export const DEFAULT_MAX_CACHED_WORKFLOWS = 250;
 export function cacheFromEnv(raw = readString('OPENWORKER_MAX_CACHED_WORKFLOWS')): number {
   if (raw === undefined || raw === '') return DEFAULT_MAX_CACHED_WORKFLOWS;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`OPENWORKER_MAX_CACHED_WORKFLOWS must be a whole number (0 disables the cache), got '${raw}'`);
+  if (!Number.isInteger(n) || n < 0)
+    throw new Error(`OPENWORKER_MAX_CACHED_WORKFLOWS must be a whole number (0 disables the cache), got '${raw}'`);
   return n;
 }
 
@@ -72,9 +73,11 @@ export async function loadToolModule(path: string): Promise<Tool[]> {
     throw new Error(`--tools ${path}: cannot load the module: ${(err as Error).message}`);
   }
   const tools = mod.default;
-  if (!Array.isArray(tools)) throw new Error(`--tools ${path}: the default export must be an array of tools built with defineTool()`);
+  if (!Array.isArray(tools))
+    throw new Error(`--tools ${path}: the default export must be an array of tools built with defineTool()`);
   tools.forEach((t, i) => {
-    if (!isTool(t)) throw new Error(`--tools ${path}: item ${i} of the default export is not a tool built with defineTool()`);
+    if (!isTool(t))
+      throw new Error(`--tools ${path}: item ${i} of the default export is not a tool built with defineTool()`);
   });
   return tools as Tool[];
 }
@@ -88,7 +91,8 @@ export async function resolveTools(config: WorkerConfig): Promise<Tool[]> {
   const builtinNames = new Set(config.builtins === false ? [] : builtinTools().map((t) => t.name));
   const seen = new Map<string, Tool>();
   for (const t of tools) {
-    if (seen.has(t.name) && !builtinNames.has(t.name)) throw new Error(`two tools are named '${t.name}'; tool names must be unique`);
+    if (seen.has(t.name) && !builtinNames.has(t.name))
+      throw new Error(`two tools are named '${t.name}'; tool names must be unique`);
     seen.set(t.name, t);
   }
   return [...seen.values()];
@@ -96,17 +100,30 @@ export async function resolveTools(config: WorkerConfig): Promise<Tool[]> {
 
 export function workflowSource(): { workflowBundle: { codePath: string } } | { workflowsPath: string } {
   const bundle = join(__dirname, '..', 'workflow-bundle.js');
-  return existsSync(bundle) ? { workflowBundle: { codePath: bundle } } : { workflowsPath: require.resolve('../workflows') };
+  return existsSync(bundle)
+    ? { workflowBundle: { codePath: bundle } }
+    : { workflowsPath: require.resolve('../workflows') };
 }
 
 /** Creates (but does not run) a worker for the turn and session workflows and their activities. */
 export async function createWorker(
   config: WorkerConfig = {},
-): Promise<{ worker: Worker; connection: NativeConnection; taskQueue: string; tools: string[]; model: string; approvers?: ApproversConfig }> {
+): Promise<{
+  worker: Worker;
+  connection: NativeConnection;
+  taskQueue: string;
+  tools: string[];
+  model: string;
+  approvers?: ApproversConfig;
+}> {
   const cfg = resolveConnectConfig(config);
-  const approvers = typeof config.approvers === 'string' ? loadApprovers(config.approvers) : (config.approvers ?? approversFromEnv());
+  const approvers =
+    typeof config.approvers === 'string' ? loadApprovers(config.approvers) : (config.approvers ?? approversFromEnv());
   const limits: Limits = { ...limitsFromEnv(process.env), ...config.limits };
-  const registry = withApprovals(createRegistry(await resolveTools(config), { maxArgsBytes: limits.maxArgsBytes }), approvers);
+  const registry = withApprovals(
+    createRegistry(await resolveTools(config), { maxArgsBytes: limits.maxArgsBytes }),
+    approvers,
+  );
   const model = typeof config.model === 'object' ? config.model : loadModel(config.model ?? 'demo');
   const connectOpts = {
     address: cfg.address,
@@ -119,7 +136,9 @@ export async function createWorker(
     try {
       connection = await NativeConnection.connect(connectOpts);
     } catch (err) {
-      throw new Error(`cannot reach Temporal at ${cfg.address} (${(err as Error).message}); start one with 'openworker-temporal server' or set TEMPORAL_ADDRESS`);
+      throw new Error(
+        `cannot reach Temporal at ${cfg.address} (${(err as Error).message}); start one with 'openworker-temporal server' or set TEMPORAL_ADDRESS`,
+      );
     }
     // Search attributes must exist before a turn upserts them, or its workflow task fails.
     const admin = await Connection.connect(connectOpts);
@@ -148,5 +167,12 @@ export async function createWorker(
     stickyQueueScheduleToStartTimeout: config.stickyQueueTimeout ?? '1s',
     maxCachedWorkflows: config.maxCachedWorkflows ?? cacheFromEnv(),
   });
-  return { worker, connection, taskQueue: cfg.taskQueue, tools: registry.names(), model: model.name, ...(approvers ? { approvers } : {}) };
+  return {
+    worker,
+    connection,
+    taskQueue: cfg.taskQueue,
+    tools: registry.names(),
+    model: model.name,
+    ...(approvers ? { approvers } : {}),
+  };
 }

@@ -9,10 +9,26 @@ import type { LedgerInput } from './ledger';
 import { activityIdFor, attemptFence, isTerminal } from './ledger';
 import { PATCHES } from './patches';
 import type { CallFacts, ExecutionOutcome, NextStep } from './policy';
-import { afterExecution, afterReconcile, afterRecoveryDecision, attemptsPerRun, isProtected, whenCancelled } from './policy';
+import {
+  afterExecution,
+  afterReconcile,
+  afterRecoveryDecision,
+  attemptsPerRun,
+  isProtected,
+  whenCancelled,
+} from './policy';
 import type { createShields } from './shields';
 import { toolResultMessage } from './transcript';
-import type { LedgerEntry, Message, PlannedCall, ReconcileAnswer, RecoverSignal, ToolActivityInput, TurnActivities, TurnInput } from './types';
+import type {
+  LedgerEntry,
+  Message,
+  PlannedCall,
+  ReconcileAnswer,
+  RecoverSignal,
+  ToolActivityInput,
+  TurnActivities,
+  TurnInput,
+} from './types';
 
 /*
  * One tool call, from approval to a result the model can read: the seed's state machine.
@@ -67,7 +83,13 @@ export function callLifecycle(ctx: CallContext) {
   const current = (id: string): LedgerEntry => ledger.get(id)!;
   const facts = (call: PlannedCall): CallFacts => {
     const e = current(call.toolCallId);
-    return { effect: call.spec!.effect, recovery: call.spec!.recovery, dispatched: e.dispatched, runs: e.runs, maxAttempts: call.spec!.maxAttempts };
+    return {
+      effect: call.spec!.effect,
+      recovery: call.spec!.recovery,
+      dispatched: e.dispatched,
+      runs: e.runs,
+      maxAttempts: call.spec!.maxAttempts,
+    };
   };
 
   const activityInput = (entry: LedgerEntry, call: PlannedCall): ToolActivityInput => {
@@ -104,7 +126,12 @@ export function callLifecycle(ctx: CallContext) {
             heartbeatTimeout: spec.heartbeatMs,
             retry: protect
               ? { maximumAttempts: 1 }
-              : { maximumAttempts: spec.maxAttempts, initialInterval: '1s', maximumInterval: '30s', nonRetryableErrorTypes: [...NOT_APPLIED_TYPES, FAILURE.unknownFinal, FAILURE.notStarted] },
+              : {
+                  maximumAttempts: spec.maxAttempts,
+                  initialInterval: '1s',
+                  maximumInterval: '30s',
+                  nonRetryableErrorTypes: [...NOT_APPLIED_TYPES, FAILURE.unknownFinal, FAILURE.notStarted],
+                },
           },
           [activityInput(entry, call)],
         );
@@ -131,17 +158,25 @@ export function callLifecycle(ctx: CallContext) {
   const askExternalSystem = async (call: PlannedCall): Promise<ReconcileAnswer> => {
     const before = current(call.toolCallId);
     const prefix = `${before.executionId}-reconcile-${before.runs}`;
-    const asked = before.events.filter((e) => e.type === 'reconciling' && e.activityId !== undefined && String(e.activityId).startsWith(prefix)).length;
+    const asked = before.events.filter(
+      (e) => e.type === 'reconciling' && e.activityId !== undefined && String(e.activityId).startsWith(prefix),
+    ).length;
     const activityId = `${prefix}${asked ? `-${asked + 1}` : ''}`;
     const entry = step(call.toolCallId, { type: 'reconciling', activityId });
     let answer: ReconcileAnswer;
     try {
-      answer = await reconcileTool.executeWithOptions({ activityId, summary: summary(entry, 'reconcile') }, [activityInput(entry, call)]);
+      answer = await reconcileTool.executeWithOptions({ activityId, summary: summary(entry, 'reconcile') }, [
+        activityInput(entry, call),
+      ]);
     } catch (err) {
       if (isCancellation(err)) throw err;
       answer = { status: 'unknown', reason: `reconcile failed: ${messageOf(err)}` };
     }
-    step(call.toolCallId, { type: 'reconciled', answer: answer.status, ...(answer.status === 'unknown' && answer.reason ? { reason: answer.reason } : {}) });
+    step(call.toolCallId, {
+      type: 'reconciled',
+      answer: answer.status,
+      ...(answer.status === 'unknown' && answer.reason ? { reason: answer.reason } : {}),
+    });
     return answer;
   };
 
@@ -179,7 +214,9 @@ export function callLifecycle(ctx: CallContext) {
         const attempt = current(id).attempts;
         step(id, { type: 'retry_fenced', until: new Date(until).toISOString(), attempt, by: decision.by });
         fencedBy = decision.by;
-        const replaced = await condition(() => recoveries.has(id), wait, { summary: `fence: ${call.name} ${current(id).executionId} waits out attempt ${attempt}` });
+        const replaced = await condition(() => recoveries.has(id), wait, {
+          summary: `fence: ${call.name} ${current(id).executionId} waits out attempt ${attempt}`,
+        });
         fencedBy = undefined;
         if (!replaced) return { next, decided: decision.by };
       }
@@ -189,7 +226,10 @@ export function callLifecycle(ctx: CallContext) {
       const pending = fencedBy !== undefined ? { by: fencedBy, decision: 'retry' } : recoveries.get(id);
       if (isCancellation(err) && pending) {
         intake.notApplied(id, `${NOT_APPLIED_CANCELLED} before the decision was carried out`);
-        record(id, { type: 'recovery_required', reason: `the turn was cancelled before the ${pending.decision} decided by ${pending.by} ${pending.decision === 'retry' ? 'ran' : 'was carried out'}` });
+        record(id, {
+          type: 'recovery_required',
+          reason: `the turn was cancelled before the ${pending.decision} decided by ${pending.by} ${pending.decision === 'retry' ? 'ran' : 'was carried out'}`,
+        });
       }
       throw err;
     }
@@ -208,9 +248,11 @@ export function callLifecycle(ctx: CallContext) {
           next = whenCancelled(facts(call), next);
           if (decided !== undefined && next !== planned) {
             intake.notApplied(id, `${NOT_APPLIED_CANCELLED} before the retry ran`);
-            if (next.do === 'recovery_required') next = { ...next, reason: `the turn was cancelled before the retry decided by ${decided} ran` };
+            if (next.do === 'recovery_required')
+              next = { ...next, reason: `the turn was cancelled before the retry decided by ${decided} ran` };
           }
-          if (approvedBy !== undefined && next !== planned) intake.notApplied(id, `${NOT_APPLIED_CANCELLED} before the call ran`, 'approve');
+          if (approvedBy !== undefined && next !== planned)
+            intake.notApplied(id, `${NOT_APPLIED_CANCELLED} before the call ran`, 'approve');
         }
         decided = undefined;
         approvedBy = undefined;
@@ -226,7 +268,12 @@ export function callLifecycle(ctx: CallContext) {
             ({ next, decided } = await recoveryDecision(call));
             break;
           case 'succeed':
-            step(id, { type: 'succeeded', result: next.result, via: next.via, ...(next.attempt ? { attempt: next.attempt } : {}) });
+            step(id, {
+              type: 'succeeded',
+              result: next.result,
+              via: next.via,
+              ...(next.attempt ? { attempt: next.attempt } : {}),
+            });
             intake.judgeWaiting(id);
             return toolResultMessage({ id, name: call.name }, { result: next.result });
           case 'fail':
@@ -240,7 +287,10 @@ export function callLifecycle(ctx: CallContext) {
         const e = current(id);
         if (isTerminal(e.state)) {
           intake.judgeWaiting(id);
-          return toolResultMessage({ id, name: call.name }, e.state === 'succeeded' ? { result: e.result } : { error: e.error ?? `not executed (${e.state})` });
+          return toolResultMessage(
+            { id, name: call.name },
+            e.state === 'succeeded' ? { result: e.result } : { error: e.error ?? `not executed (${e.state})` },
+          );
         }
         ({ next, decided } = await recoveryDecision(call));
       }
@@ -251,8 +301,17 @@ export function callLifecycle(ctx: CallContext) {
   const markInterrupted = (call: PlannedCall): void => {
     const e = current(call.toolCallId);
     if (e.runs === 0 || !['running', 'dispatched', 'reconciling'].includes(e.state)) return;
-    if (e.effect === 'read') record(e.toolCallId, { type: 'failed', error: 'interrupted: the turn was cancelled while this call ran', via: 'execute' });
-    else record(e.toolCallId, { type: 'recovery_required', reason: 'the turn was cancelled before this call’s outcome was known' });
+    if (e.effect === 'read')
+      record(e.toolCallId, {
+        type: 'failed',
+        error: 'interrupted: the turn was cancelled while this call ran',
+        via: 'execute',
+      });
+    else
+      record(e.toolCallId, {
+        type: 'recovery_required',
+        reason: 'the turn was cancelled before this call’s outcome was known',
+      });
   };
 
   const lifecycle = async (call: PlannedCall, start?: NextStep): Promise<Message> => {
@@ -263,10 +322,16 @@ export function callLifecycle(ctx: CallContext) {
     }
     const first: NextStep =
       ctx.rerun && isProtected(call.spec!.effect, call.spec!.recovery)
-        ? { do: 'recovery_required', reason: `this turn was ${ctx.rerun}: an earlier run may already have executed this call with the same execution ID` }
+        ? {
+            do: 'recovery_required',
+            reason: `this turn was ${ctx.rerun}: an earlier run may already have executed this call with the same execution ID`,
+          }
         : (start ?? { do: 'run', why: 'approved' });
     const person = current(id).approvedBy;
-    const approvedNow = !start && person !== undefined && person !== 'auto' && current(id).grantId === undefined && current(id).runs === 0 ? person : undefined;
+    const approvedNow =
+      !start && person !== undefined && person !== 'auto' && current(id).grantId === undefined && current(id).runs === 0
+        ? person
+        : undefined;
     try {
       return await steps(call, first, approvedNow);
     } catch (err) {
@@ -288,7 +353,8 @@ export function callLifecycle(ctx: CallContext) {
   };
 }
 
-const summary = (entry: LedgerEntry, what: string): string => `${what} ${entry.tool} ${entry.executionId}${entry.target ? ` → ${entry.target}` : ''}`.slice(0, 190);
+const summary = (entry: LedgerEntry, what: string): string =>
+  `${what} ${entry.tool} ${entry.executionId}${entry.target ? ` → ${entry.target}` : ''}`.slice(0, 190);
 
 function firstScheduled(entry: LedgerEntry): number | undefined {
   const at = entry.events.find((e) => e.type === 'scheduled')?.at;

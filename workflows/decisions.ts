@@ -1,5 +1,13 @@
 import { utf8Bytes } from './limits';
-import type { ApproveSignal, DecisionKind, DecisionSignature, LedgerEntry, RecoverSignal, RecoveryDecision, RejectSignal } from './types';
+import type {
+  ApproveSignal,
+  DecisionKind,
+  DecisionSignature,
+  LedgerEntry,
+  RecoverSignal,
+  RecoveryDecision,
+  RejectSignal,
+} from './types';
 
 // Whether an approve / reject / recover signal takes effect. Pure; a decision that does not take
 // effect changes nothing and is recorded with the reason.
@@ -9,7 +17,8 @@ export type Decision =
   | { kind: 'reject'; payload: RejectSignal }
   | { kind: 'recover'; payload: RecoverSignal };
 
-export type Parsed = { ok: true; decision: Decision } | { ok: false; why: string; toolCallId?: string; by?: string; decisionId?: string };
+export type Parsed =
+  { ok: true; decision: Decision } | { ok: false; why: string; toolCallId?: string; by?: string; decisionId?: string };
 
 const RECOVERY_DECISIONS: readonly RecoveryDecision[] = ['retry', 'succeeded', 'failed'];
 const MAX_ID = 256;
@@ -28,8 +37,13 @@ export const MAX_RECOVERY_RESULT_BYTES = 256 * 1024;
  * `resultLimitApplies` is asked only for an oversized recovery result: histories recorded before the
  * limit took any size, and must replay that way (the turn answers with patched()).
  */
-export function parseDecision(kind: DecisionKind, raw: unknown, resultLimitApplies: () => boolean = () => true): Parsed {
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return { ok: false, why: `malformed ${kind}: payload must be an object` };
+export function parseDecision(
+  kind: DecisionKind,
+  raw: unknown,
+  resultLimitApplies: () => boolean = () => true,
+): Parsed {
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw))
+    return { ok: false, why: `malformed ${kind}: payload must be an object` };
   const p = raw as Record<string, unknown>;
   const toolCallId = str(p.toolCallId, MAX_ID);
   const by = str(p.by, MAX_BY);
@@ -50,26 +64,43 @@ export function parseDecision(kind: DecisionKind, raw: unknown, resultLimitAppli
     const keyId = str(sig?.keyId, MAX_ID);
     const signedAt = str(sig?.signedAt, 40);
     const value = str(sig?.value, MAX_ID);
-    if (!sig || typeof sig !== 'object' || !keyId || !signedAt || !value) return bad('signature must be { keyId, signedAt, value } strings (openworker-temporal signs it for you)');
+    if (!sig || typeof sig !== 'object' || !keyId || !signedAt || !value)
+      return bad('signature must be { keyId, signedAt, value } strings (openworker-temporal signs it for you)');
     signature = { keyId, signedAt, value };
   }
-  const common = { toolCallId, by, ...(decisionId ? { decisionId } : {}), ...(executionId ? { executionId } : {}), ...(signature ? { signature } : {}) };
+  const common = {
+    toolCallId,
+    by,
+    ...(decisionId ? { decisionId } : {}),
+    ...(executionId ? { executionId } : {}),
+    ...(signature ? { signature } : {}),
+  };
   const reason = typeof p.reason === 'string' && p.reason ? { reason: p.reason } : {};
   switch (kind) {
     case 'approve':
-      if (p.argsDigest !== undefined && !str(p.argsDigest, MAX_ID)) return bad('argsDigest must be a string like sha256:<hex>');
-      return { ok: true, decision: { kind, payload: { ...common, ...(p.argsDigest ? { argsDigest: p.argsDigest as string } : {}) } } };
+      if (p.argsDigest !== undefined && !str(p.argsDigest, MAX_ID))
+        return bad('argsDigest must be a string like sha256:<hex>');
+      return {
+        ok: true,
+        decision: { kind, payload: { ...common, ...(p.argsDigest ? { argsDigest: p.argsDigest as string } : {}) } },
+      };
     case 'reject':
       return { ok: true, decision: { kind, payload: { ...common, ...reason } } };
     case 'recover':
-      if (!RECOVERY_DECISIONS.includes(p.decision as RecoveryDecision)) return bad(`decision must be one of ${RECOVERY_DECISIONS.join(', ')}`);
-      if (p.run !== undefined && !(Number.isInteger(p.run) && (p.run as number) >= 1)) return bad('run must be a positive integer');
-      if (p.park !== undefined && !(Number.isInteger(p.park) && (p.park as number) >= 1)) return bad('park must be a positive integer');
+      if (!RECOVERY_DECISIONS.includes(p.decision as RecoveryDecision))
+        return bad(`decision must be one of ${RECOVERY_DECISIONS.join(', ')}`);
+      if (p.run !== undefined && !(Number.isInteger(p.run) && (p.run as number) >= 1))
+        return bad('run must be a positive integer');
+      if (p.park !== undefined && !(Number.isInteger(p.park) && (p.park as number) >= 1))
+        return bad('park must be a positive integer');
       if (p.skipFence !== undefined && typeof p.skipFence !== 'boolean') return bad('skipFence must be true or false');
       if (p.skipFence === true && p.decision !== 'retry') return bad('skipFence only goes with decision retry');
       if ('result' in p) {
         const bytes = utf8Bytes(JSON.stringify(p.result) ?? '');
-        if (bytes > MAX_RECOVERY_RESULT_BYTES && resultLimitApplies()) return bad(`result is ${bytes} bytes; at most ${MAX_RECOVERY_RESULT_BYTES}: give a summary, or where to find the rest`);
+        if (bytes > MAX_RECOVERY_RESULT_BYTES && resultLimitApplies())
+          return bad(
+            `result is ${bytes} bytes; at most ${MAX_RECOVERY_RESULT_BYTES}: give a summary, or where to find the rest`,
+          );
       }
       return {
         ok: true,
@@ -101,13 +132,23 @@ export type Batch = { ok: true; items: { kind: DecisionKind; payload: unknown }[
  * and one workflow task for all the calls of a response.
  */
 export function splitDecisions(raw: unknown): Batch {
-  const list = raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>).decisions : undefined;
-  if (!Array.isArray(list) || list.length === 0) return { ok: false, why: 'malformed decisions: expected { decisions: [{ kind, toolCallId, by, … }] } with at least one decision' };
-  if (list.length > MAX_BATCH) return { ok: false, why: `malformed decisions: ${list.length} decisions in one signal; at most ${MAX_BATCH}` };
+  const list =
+    raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>).decisions : undefined;
+  if (!Array.isArray(list) || list.length === 0)
+    return {
+      ok: false,
+      why: 'malformed decisions: expected { decisions: [{ kind, toolCallId, by, … }] } with at least one decision',
+    };
+  if (list.length > MAX_BATCH)
+    return { ok: false, why: `malformed decisions: ${list.length} decisions in one signal; at most ${MAX_BATCH}` };
   const items: { kind: DecisionKind; payload: unknown }[] = [];
   for (const [i, d] of list.entries()) {
     const kind = d && typeof d === 'object' ? (d as Record<string, unknown>).kind : undefined;
-    if (!KINDS.includes(kind as DecisionKind)) return { ok: false, why: `malformed decisions: item ${i + 1} has kind ${JSON.stringify(kind) ?? 'undefined'}; use one of ${KINDS.join(', ')}` };
+    if (!KINDS.includes(kind as DecisionKind))
+      return {
+        ok: false,
+        why: `malformed decisions: item ${i + 1} has kind ${JSON.stringify(kind) ?? 'undefined'}; use one of ${KINDS.join(', ')}`,
+      };
     items.push({ kind: kind as DecisionKind, payload: d });
   }
   return { ok: true, items };
@@ -136,7 +177,8 @@ export function judgeDecision(entry: LedgerEntry | undefined, decision: Decision
         }
         return { apply: true };
       }
-      if (entry.state === 'rejected') return no(`conflicting: call '${id}' was already rejected by ${entry.rejectedBy}`);
+      if (entry.state === 'rejected')
+        return no(`conflicting: call '${id}' was already rejected by ${entry.rejectedBy}`);
       if (entry.approvedBy === 'auto') return no(`late: call '${id}' needs no approval (state ${entry.state})`);
       return no(`duplicate: call '${id}' was already approved by ${entry.approvedBy} (state ${entry.state})`);
     case 'reject':
@@ -148,12 +190,17 @@ export function judgeDecision(entry: LedgerEntry | undefined, decision: Decision
       if (entry.state !== 'recovery_required') return no(`late: call '${id}' is ${entry.state}, not recovery_required`);
       if (recoveryPending) return no(`duplicate: a recovery decision for '${id}' is already being applied`);
       if (decision.payload.run !== undefined && decision.payload.run !== entry.runs) {
-        return no(`late: decided for run ${decision.payload.run}, but '${id}' has been re-run since (run ${entry.runs})`);
+        return no(
+          `late: decided for run ${decision.payload.run}, but '${id}' has been re-run since (run ${entry.runs})`,
+        );
       }
       // A decision answers the park its sender saw, never one that happened after it was sent.
       if (decision.payload.park !== undefined) {
         const parks = entry.events.filter((e) => e.type === 'recovery_required').length;
-        if (decision.payload.park !== parks) return no(`stale: decided for park ${decision.payload.park}, but '${id}' is at park ${parks}; look again and decide anew`);
+        if (decision.payload.park !== parks)
+          return no(
+            `stale: decided for park ${decision.payload.park}, but '${id}' is at park ${parks}; look again and decide anew`,
+          );
       }
       return { apply: true };
   }

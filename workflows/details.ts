@@ -5,24 +5,45 @@ const cell = (text: string): string => text.replace(/\|/g, '\\|').replace(/\n/g,
 
 /** The turn's "current details" in the Web UI: its state and the ledger as a markdown table. */
 export function renderDetails(status: TurnStatus): string {
-  const lines = [`**Turn ${status.turn}** of session \`${status.sessionId}\`: **${status.state}** (iteration ${status.iteration})`];
+  const lines = [
+    `**Turn ${status.turn}** of session \`${status.sessionId}\`: **${status.state}** (iteration ${status.iteration})`,
+  ];
   if (status.error) lines.push('', `Error: ${cell(status.error)}`);
   if (status.ledger.length) {
-    lines.push('', '| tool call | execution ID | tool | state | attempts | approved by | recovery |', '|---|---|---|---|---|---|---|');
+    lines.push(
+      '',
+      '| tool call | execution ID | tool | state | attempts | approved by | recovery |',
+      '|---|---|---|---|---|---|---|',
+    );
     for (const e of status.ledger) {
       const recovery = e.recoveryDecision ? `${e.recoveryDecision} by ${e.recoveredBy}` : '';
-      lines.push(`| ${cell(e.toolCallId)} | \`${e.executionId}\` | ${cell(e.tool)}${e.target ? ` → ${cell(e.target)}` : ''} | ${e.state} | ${e.attempts} | ${cell(e.approvedBy ?? e.rejectedBy ?? '')} | ${cell(recovery)} |`);
+      lines.push(
+        `| ${cell(e.toolCallId)} | \`${e.executionId}\` | ${cell(e.tool)}${e.target ? ` → ${cell(e.target)}` : ''} | ${e.state} | ${e.attempts} | ${cell(e.approvedBy ?? e.rejectedBy ?? '')} | ${cell(recovery)} |`,
+      );
     }
   }
   for (const e of status.ledger) {
     const fence = pendingFence(e);
-    if (fence) lines.push('', `\`${cell(e.toolCallId)}\`: retry decided by ${cell(fence.by)}, waiting out attempt ${fence.attempt} until ${fence.until.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')} (a slow system may still apply it). A newer \`recover\` replaces it; \`"skipFence": true\` runs it now.`);
+    if (fence)
+      lines.push(
+        '',
+        `\`${cell(e.toolCallId)}\`: retry decided by ${cell(fence.by)}, waiting out attempt ${fence.attempt} until ${fence.until.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')} (a slow system may still apply it). A newer \`recover\` replaces it; \`"skipFence": true\` runs it now.`,
+      );
   }
   const violations = invariantViolations(status.ledger);
-  if (violations.length) lines.push('', `**Ledger invariant violated** (a bug; the call waits for a person): ${cell(violations.join('; '))}`);
-  const pending = status.ledger.filter((e) => e.state === 'awaiting_approval' || (e.state === 'recovery_required' && !pendingFence(e)));
+  if (violations.length)
+    lines.push(
+      '',
+      `**Ledger invariant violated** (a bug; the call waits for a person): ${cell(violations.join('; '))}`,
+    );
+  const pending = status.ledger.filter(
+    (e) => e.state === 'awaiting_approval' || (e.state === 'recovery_required' && !pendingFence(e)),
+  );
   if (pending.length) {
-    lines.push('', 'Waiting for a decision: send signal `approve`/`reject` (or `recover`) with `{ "toolCallId": "…", "by": "you" }`.');
+    lines.push(
+      '',
+      'Waiting for a decision: send signal `approve`/`reject` (or `recover`) with `{ "toolCallId": "…", "by": "you" }`.',
+    );
   }
   return lines.join('\n');
 }

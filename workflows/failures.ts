@@ -4,7 +4,12 @@ import type { ExecutionOutcome } from './policy';
 import type { ToolHeartbeat } from './types';
 
 /** Failure types by which the execute activity says the tool was definitely not applied. */
-export const NOT_APPLIED_TYPES: readonly string[] = [FAILURE.toolFailure, FAILURE.notRegistered, FAILURE.invalidArguments, FAILURE.dispatchRefused];
+export const NOT_APPLIED_TYPES: readonly string[] = [
+  FAILURE.toolFailure,
+  FAILURE.notRegistered,
+  FAILURE.invalidArguments,
+  FAILURE.dispatchRefused,
+];
 
 /** Maps an execute activity failure to "definitely not applied" or "unknown". */
 export function classifyToolFailure(err: unknown): ExecutionOutcome {
@@ -14,7 +19,8 @@ export function classifyToolFailure(err: unknown): ExecutionOutcome {
   }
   // Only the execute activity's own code raises NotStarted, before the adapter is called (an
   // ApplicationFailure from the adapter is re-raised as an unknown outcome).
-  if (cause instanceof ApplicationFailure && cause.type === FAILURE.notStarted) return { kind: 'not_started', reason: cause.message };
+  if (cause instanceof ApplicationFailure && cause.type === FAILURE.notStarted)
+    return { kind: 'not_started', reason: cause.message };
   if (cause instanceof TimeoutFailure) {
     // Heartbeats are throttled, so the last one may lag behind: the dispatch marker, not this
     // phase, says whether the adapter was called.
@@ -36,4 +42,3 @@ export function messageOf(err: unknown): string {
   while (e instanceof ActivityFailure && e.cause) e = e.cause;
   return e instanceof Error ? e.message : String(e);
 }
-

@@ -9,22 +9,26 @@ const MAX_NAME = 200;
 /** The length at which the registry cuts a call's target. */
 export const MAX_TARGET = 200;
 
-const str = (value: unknown, max: number): string | undefined => (typeof value === 'string' && value.length > 0 && value.length <= max ? value : undefined);
+const str = (value: unknown, max: number): string | undefined =>
+  typeof value === 'string' && value.length > 0 && value.length <= max ? value : undefined;
 
 export type GrantChange = { ok: true; grants: Grant[]; grant: Grant } | { ok: false; why: string };
 
 /** Adds a grant from a raw `grant` signal (any Temporal client may send one: trust nothing). */
 export function addGrant(grants: readonly Grant[], raw: unknown, at: string): GrantChange {
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return { ok: false, why: 'malformed grant: payload must be an object' };
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw))
+    return { ok: false, why: 'malformed grant: payload must be an object' };
   const p = raw as Partial<Record<keyof GrantSignal, unknown>>;
   const grantId = str(p.grantId, MAX_ID);
   const tool = str(p.tool, MAX_NAME);
   const by = str(p.by, MAX_NAME);
   const target = str(p.target, MAX_NAME);
-  if (!grantId) return { ok: false, why: `malformed grant: grantId must be a non-empty string of at most ${MAX_ID} characters` };
+  if (!grantId)
+    return { ok: false, why: `malformed grant: grantId must be a non-empty string of at most ${MAX_ID} characters` };
   if (!tool) return { ok: false, why: 'malformed grant: tool must name a tool' };
   if (!by) return { ok: false, why: 'malformed grant: by must name who grants' };
-  if (p.target !== undefined && !target) return { ok: false, why: `malformed grant: target must be a non-empty string of at most ${MAX_NAME} characters` };
+  if (p.target !== undefined && !target)
+    return { ok: false, why: `malformed grant: target must be a non-empty string of at most ${MAX_NAME} characters` };
   const existing = grants.find((g) => g.id === grantId);
   // A client that resends a grant must not create a second one.
   if (existing) return { ok: true, grants: [...grants], grant: existing };
@@ -34,7 +38,8 @@ export function addGrant(grants: readonly Grant[], raw: unknown, at: string): Gr
 
 /** Revokes a grant from a raw `revoke` signal; revoked grants stay listed, for the audit. */
 export function revokeGrant(grants: readonly Grant[], raw: unknown, at: string): GrantChange {
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return { ok: false, why: 'malformed revoke: payload must be an object' };
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw))
+    return { ok: false, why: 'malformed revoke: payload must be an object' };
   const p = raw as Partial<Record<keyof RevokeSignal, unknown>>;
   const grantId = str(p.grantId, MAX_ID);
   const by = str(p.by, MAX_NAME);
@@ -49,7 +54,12 @@ export function revokeGrant(grants: readonly Grant[], raw: unknown, at: string):
 /** The grant that approves this new call, if any: same tool, and the same target when it names one. */
 export function grantFor(grants: readonly Grant[], entry: Pick<LedgerEntry, 'tool' | 'target'>): Grant | undefined {
   // Targets are cut to 200 characters in the ledger: a cut one could stand for many, so no target grant covers it.
-  return grants.find((g) => !g.revokedAt && g.tool === entry.tool && (g.target === undefined || (g.target === entry.target && g.target.length < MAX_TARGET)));
+  return grants.find(
+    (g) =>
+      !g.revokedAt &&
+      g.tool === entry.tool &&
+      (g.target === undefined || (g.target === entry.target && g.target.length < MAX_TARGET)),
+  );
 }
 
 /**
@@ -69,6 +79,12 @@ export function activeGrants(raw: unknown): Grant[] {
   if (!Array.isArray(raw)) return [];
   return raw.filter(
     (g): g is Grant =>
-      !!g && typeof g === 'object' && !!str(g.id, MAX_ID) && !!str(g.tool, MAX_NAME) && !!str(g.by, MAX_NAME) && (g.target === undefined || !!str(g.target, MAX_NAME)) && !g.revokedAt,
+      !!g &&
+      typeof g === 'object' &&
+      !!str(g.id, MAX_ID) &&
+      !!str(g.tool, MAX_NAME) &&
+      !!str(g.by, MAX_NAME) &&
+      (g.target === undefined || !!str(g.target, MAX_NAME)) &&
+      !g.revokedAt,
   );
 }

@@ -11,7 +11,9 @@ const hex = (text: string): string => bytesToHex(sha256(utf8ToBytes(text)));
  */
 export function executionIdFor(sessionId: string, turn: number, toolCallId: string): string {
   // Length-prefixed parts: no choice of ids can make two different triples encode the same.
-  const encoded = ['openworker-execution/v1', sessionId, String(turn), toolCallId].map((p) => `${p.length}:${p}`).join('|');
+  const encoded = ['openworker-execution/v1', sessionId, String(turn), toolCallId]
+    .map((p) => `${p.length}:${p}`)
+    .join('|');
   return `owx-${hex(encoded).slice(0, 32)}`;
 }
 

@@ -15,7 +15,12 @@ import type { ImportedCall, LedgerEntry, PlannedCall } from './types';
  * A call this worker cannot run (unknown tool, arguments failing the schema) is invalid; when it
  * may have run before, its result says the outcome is unknown, so the model does not redo it blindly.
  */
-export function importedEntry(call: PlannedCall, imported: ImportedCall, executionId: string, at: string): { entry: LedgerEntry; park?: string } {
+export function importedEntry(
+  call: PlannedCall,
+  imported: ImportedCall,
+  executionId: string,
+  at: string,
+): { entry: LedgerEntry; park?: string } {
   const { disposition, why, by } = imported;
   const event = { at, type: 'imported', disposition, why, ...(by ? { by } : {}) };
   if (disposition === 'rejected') {
@@ -41,7 +46,8 @@ export function importedEntry(call: PlannedCall, imported: ImportedCall, executi
   const base = newEntry(call, executionId, 0, at);
   const readOnly = call.spec?.effect === 'read';
   // An approval from the old runtime is unsigned: where the policy wants signatures, ask again.
-  if (disposition === 'awaiting_approval' || readOnly || (disposition === 'run' && base.approval?.signed)) return { entry: { ...base, events: [event, ...base.events] } };
+  if (disposition === 'awaiting_approval' || readOnly || (disposition === 'run' && base.approval?.signed))
+    return { entry: { ...base, events: [event, ...base.events] } };
   // Both remaining cases were approved before the import (or may have been): no approval is asked again.
   const entry: LedgerEntry = { ...base, state: 'running', events: [event] };
   if (by) entry.approvedBy = by;

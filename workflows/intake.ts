@@ -45,14 +45,25 @@ export function createDecisionIntake(deps: IntakeDeps) {
   const judge = (d: Decision, at: string): void => {
     const { toolCallId, by, decisionId } = d.payload;
     const entry = ledger.get(toolCallId);
-    const verdict: ReturnType<typeof judgeDecision> = deps.cancelled?.() && entry ? { apply: false, why: NOT_APPLIED_CANCELLED } : judgeDecision(entry, d, recoveries.has(toolCallId));
+    const verdict: ReturnType<typeof judgeDecision> =
+      deps.cancelled?.() && entry
+        ? { apply: false, why: NOT_APPLIED_CANCELLED }
+        : judgeDecision(entry, d, recoveries.has(toolCallId));
     const auth =
       verdict.apply && entry
         ? authorizeDecision(entry.approval, entry, { kind: d.kind, ...d.payload }, Date.parse(at), usedSignatures)
         : undefined;
     const why = !verdict.apply ? verdict.why : auth && !auth.ok ? auth.why : undefined;
     const signer = auth?.ok ? auth.signer : undefined;
-    decisions.push({ at, kind: d.kind, toolCallId, by, ...(decisionId ? { decisionId } : {}), ...(why === undefined ? { outcome: 'applied' } : { outcome: 'ignored', why }), ...(signer ? { signedBy: signer.keyId } : {}) });
+    decisions.push({
+      at,
+      kind: d.kind,
+      toolCallId,
+      by,
+      ...(decisionId ? { decisionId } : {}),
+      ...(why === undefined ? { outcome: 'applied' } : { outcome: 'ignored', why }),
+      ...(signer ? { signedBy: signer.keyId } : {}),
+    });
     if (why !== undefined) {
       // A decision refused for its signature or the policy is part of the call's story.
       if (auth && !auth.ok) record(toolCallId, { type: 'decision_refused', kind: d.kind, by, why });
@@ -62,7 +73,8 @@ export function createDecisionIntake(deps: IntakeDeps) {
     if (signer && d.payload.signature) usedSignatures.add(d.payload.signature.value);
     const signed = signer ? { signed: { keyId: signer.keyId, signedAt: signer.signedAt } } : {};
     if (d.kind === 'approve') record(toolCallId, { type: 'approved', by, ...signed });
-    else if (d.kind === 'reject') record(toolCallId, { type: 'rejected', by, ...(d.payload.reason ? { reason: d.payload.reason } : {}) });
+    else if (d.kind === 'reject')
+      record(toolCallId, { type: 'rejected', by, ...(d.payload.reason ? { reason: d.payload.reason } : {}) });
     else {
       recoveries.set(toolCallId, d.payload);
       record(toolCallId, {
@@ -88,7 +100,15 @@ export function createDecisionIntake(deps: IntakeDeps) {
     const parsed = parseDecision(kind, raw, deps.resultLimitApplies);
     if (!parsed.ok) {
       const { why, toolCallId, by, decisionId } = parsed;
-      decisions.push({ at, kind, ...(toolCallId ? { toolCallId } : {}), ...(by ? { by } : {}), ...(decisionId ? { decisionId } : {}), outcome: 'ignored', why });
+      decisions.push({
+        at,
+        kind,
+        ...(toolCallId ? { toolCallId } : {}),
+        ...(by ? { by } : {}),
+        ...(decisionId ? { decisionId } : {}),
+        outcome: 'ignored',
+        why,
+      });
       publish();
       return;
     }
@@ -123,7 +143,9 @@ export function createDecisionIntake(deps: IntakeDeps) {
     judgeWaiting,
     /** An applied decision (a recovery by default) that the turn could not act on, being cancelled first: audited as such. */
     notApplied(toolCallId: string, why: string, kind: DecisionKind = 'recover'): void {
-      const applied = [...decisions].reverse().find((r) => r.kind === kind && r.toolCallId === toolCallId && r.outcome === 'applied');
+      const applied = [...decisions]
+        .reverse()
+        .find((r) => r.kind === kind && r.toolCallId === toolCallId && r.outcome === 'applied');
       if (applied) Object.assign(applied, { outcome: 'ignored', why });
       recoveries.delete(toolCallId);
       publish();

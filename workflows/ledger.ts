@@ -17,7 +17,14 @@ export type LedgerInput =
   | { type: 'reconciling'; activityId: string }
   | { type: 'reconciled'; answer: 'applied' | 'not_applied' | 'unknown'; reason?: string }
   | { type: 'recovery_required'; reason: string }
-  | { type: 'recovery_decided'; decision: RecoveryDecision; by: string; reason?: string; signed?: SignedBy; skipFence?: boolean }
+  | {
+      type: 'recovery_decided';
+      decision: RecoveryDecision;
+      by: string;
+      reason?: string;
+      signed?: SignedBy;
+      skipFence?: boolean;
+    }
   /** A decided retry waits until the last dispatched attempt can no longer be running. */
   | { type: 'retry_fenced'; until: string; attempt: number; by: string }
   /** A decision, or a standing approval, that the approval policy or a signature check refused. */
@@ -35,7 +42,20 @@ export const TRANSITIONS: Record<LedgerInput['type'], { from: From; to: CallStat
   dispatched: { from: ['running'], to: 'dispatched' },
   not_started: { from: ['running', 'dispatched'], to: 'running' },
   // A refusal changes nothing and may meet the call in any state.
-  dispatch_refused: { from: ['invalid', 'awaiting_approval', 'rejected', 'running', 'dispatched', 'reconciling', 'succeeded', 'failed', 'recovery_required'], to: 'same' },
+  dispatch_refused: {
+    from: [
+      'invalid',
+      'awaiting_approval',
+      'rejected',
+      'running',
+      'dispatched',
+      'reconciling',
+      'succeeded',
+      'failed',
+      'recovery_required',
+    ],
+    to: 'same',
+  },
   succeeded: { from: ['running', 'dispatched', 'reconciling', 'recovery_required'], to: 'succeeded' },
   failed: { from: ['running', 'dispatched', 'reconciling', 'recovery_required'], to: 'failed' },
   outcome_unknown: { from: ['running', 'dispatched'], to: 'same' },
@@ -45,7 +65,20 @@ export const TRANSITIONS: Record<LedgerInput['type'], { from: From; to: CallStat
   recovery_required: { from: ['running', 'dispatched', 'reconciling', 'recovery_required'], to: 'recovery_required' },
   recovery_decided: { from: ['recovery_required'], to: 'same' },
   retry_fenced: { from: ['recovery_required'], to: 'same' },
-  decision_refused: { from: ['invalid', 'awaiting_approval', 'rejected', 'running', 'dispatched', 'reconciling', 'succeeded', 'failed', 'recovery_required'], to: 'same' },
+  decision_refused: {
+    from: [
+      'invalid',
+      'awaiting_approval',
+      'rejected',
+      'running',
+      'dispatched',
+      'reconciling',
+      'succeeded',
+      'failed',
+      'recovery_required',
+    ],
+    to: 'same',
+  },
 };
 
 export class LedgerTransitionError extends Error {
@@ -55,7 +88,13 @@ export class LedgerTransitionError extends Error {
   }
 }
 
-export function newEntry(call: PlannedCall, executionId: string, iteration: number, at: string, invalid?: string): LedgerEntry {
+export function newEntry(
+  call: PlannedCall,
+  executionId: string,
+  iteration: number,
+  at: string,
+  invalid?: string,
+): LedgerEntry {
   const why = invalid ?? call.invalid;
   const state: CallState = why ? 'invalid' : call.spec?.requiresApproval ? 'awaiting_approval' : 'running';
   return {
@@ -74,7 +113,13 @@ export function newEntry(call: PlannedCall, executionId: string, iteration: numb
     dispatched: false,
     ...(why ? { error: why } : {}),
     ...(state === 'running' ? { approvedBy: 'auto' } : {}),
-    events: [{ at, type: why ? 'invalid' : state === 'running' ? 'auto_approved' : 'awaiting_approval', ...(why ? { why } : {}) }],
+    events: [
+      {
+        at,
+        type: why ? 'invalid' : state === 'running' ? 'auto_approved' : 'awaiting_approval',
+        ...(why ? { why } : {}),
+      },
+    ],
   };
 }
 
@@ -137,7 +182,11 @@ export function applyLedger(entry: LedgerEntry, input: LedgerInput, at: string):
  * An impossible transition is a bug: it is kept as an `invariant_violated` event, and a call that
  * is not finished parks in recovery_required so a person decides (a finished call stays finished).
  */
-export function applyLedgerSafely(entry: LedgerEntry, input: LedgerInput, at: string): { entry: LedgerEntry; violation?: string } {
+export function applyLedgerSafely(
+  entry: LedgerEntry,
+  input: LedgerInput,
+  at: string,
+): { entry: LedgerEntry; violation?: string } {
   try {
     return { entry: applyLedger(entry, input, at) };
   } catch (err) {
@@ -146,7 +195,10 @@ export function applyLedgerSafely(entry: LedgerEntry, input: LedgerInput, at: st
     const events = [...entry.events, { at, type: 'invariant_violated', attempted: input.type, from: entry.state }];
     if (isTerminal(entry.state)) return { entry: { ...entry, events }, violation };
     const reason = `ledger invariant violated (${violation}); nothing more runs until a person decides`;
-    return { entry: { ...entry, state: 'recovery_required', events: [...events, { at, type: 'recovery_required', reason }] }, violation };
+    return {
+      entry: { ...entry, state: 'recovery_required', events: [...events, { at, type: 'recovery_required', reason }] },
+      violation,
+    };
   }
 }
 
@@ -164,7 +216,11 @@ export function pendingFence(entry: LedgerEntry): { until: string; attempt: numb
 
 /** The invariant violations a ledger recorded; tests assert there are none. */
 export const invariantViolations = (entries: readonly LedgerEntry[]): string[] =>
-  entries.flatMap((e) => e.events.filter((ev) => ev.type === 'invariant_violated').map((ev) => `${e.toolCallId}: '${String(ev.attempted)}' in state '${String(ev.from)}'`));
+  entries.flatMap((e) =>
+    e.events
+      .filter((ev) => ev.type === 'invariant_violated')
+      .map((ev) => `${e.toolCallId}: '${String(ev.attempted)}' in state '${String(ev.from)}'`),
+  );
 
 export const isTerminal = (state: CallState): boolean => TERMINAL_CALL_STATES.includes(state);
 
@@ -185,4 +241,5 @@ export function attemptFence(entry: LedgerEntry, startToCloseMs: number, marginM
 }
 
 /** The activity ID of the n-th run of an execution (n ≥ 1); unique among the run's open activities. */
-export const activityIdFor = (executionId: string, run: number): string => (run <= 1 ? executionId : `${executionId}-${run}`);
+export const activityIdFor = (executionId: string, run: number): string =>
+  run <= 1 ? executionId : `${executionId}-${run}`;

@@ -50,7 +50,8 @@ export function messageProblem(text: unknown, maxBytes = MAX_MESSAGE_BYTES): str
   if (typeof text !== 'string') return `the message must be text, got ${text === null ? 'null' : typeof text}`;
   if (!text.trim()) return 'the message is empty; say what the agent should do';
   const bytes = utf8Bytes(text);
-  if (bytes > maxBytes) return `the message is ${bytes} bytes; the limit is ${maxBytes} bytes: shorten it, or attach large content through a tool`;
+  if (bytes > maxBytes)
+    return `the message is ${bytes} bytes; the limit is ${maxBytes} bytes: shorten it, or attach large content through a tool`;
   return undefined;
 }
 

@@ -8,7 +8,11 @@ import type { PlannedCall } from './types';
  *   response): renamed to `<id>#<iteration>` (with a further `.k` if even that is taken),
  *   deterministically, so no two calls of a turn ever share an execution ID.
  */
-export function assignCallIds(calls: readonly PlannedCall[], earlierIds: ReadonlySet<string>, iteration: number): PlannedCall[] {
+export function assignCallIds(
+  calls: readonly PlannedCall[],
+  earlierIds: ReadonlySet<string>,
+  iteration: number,
+): PlannedCall[] {
   const counts = new Map<string, number>();
   for (const c of calls) counts.set(c.toolCallId, (counts.get(c.toolCallId) ?? 0) + 1);
   const taken = new Set([...earlierIds, ...counts.keys()]);
@@ -25,7 +29,14 @@ export function assignCallIds(calls: readonly PlannedCall[], earlierIds: Readonl
     }
     const renamed = id === c.toolCallId ? c : { ...c, toolCallId: id };
     const n = counts.get(c.toolCallId)!;
-    out.push(n > 1 ? { ...renamed, invalid: `tool call id '${c.toolCallId}' appears ${n} times in one response; none of them was executed` } : renamed);
+    out.push(
+      n > 1
+        ? {
+            ...renamed,
+            invalid: `tool call id '${c.toolCallId}' appears ${n} times in one response; none of them was executed`,
+          }
+        : renamed,
+    );
   }
   return out;
 }

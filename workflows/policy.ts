@@ -37,7 +37,13 @@ export const attemptsPerRun = (effect: ToolEffect, recovery: RecoveryPolicy, max
   isProtected(effect, recovery) ? 1 : maxAttempts;
 
 export function afterExecution(facts: CallFacts, outcome: ExecutionOutcome): NextStep {
-  if (outcome.kind === 'succeeded') return { do: 'succeed', result: outcome.result, via: 'execute', ...(outcome.attempt ? { attempt: outcome.attempt } : {}) };
+  if (outcome.kind === 'succeeded')
+    return {
+      do: 'succeed',
+      result: outcome.result,
+      via: 'execute',
+      ...(outcome.attempt ? { attempt: outcome.attempt } : {}),
+    };
   if (outcome.kind === 'not_applied') return { do: 'fail', error: outcome.error, via: 'execute' };
   if (facts.effect === 'read') return { do: 'fail', error: `tool failed: ${outcome.reason}`, via: 'execute' };
   if (facts.recovery === 'idempotent') {
@@ -47,12 +53,15 @@ export function afterExecution(facts: CallFacts, outcome: ExecutionOutcome): Nex
     // No marker, or the activity itself proved it never called the adapter: running again cannot
     // duplicate anything.
     if (facts.runs < facts.maxAttempts) return { do: 'run', why: `never dispatched (${outcome.reason})` };
-    return { do: 'fail', error: `tool could not be started after ${facts.runs} attempts (never dispatched): ${outcome.reason}`, via: 'not_dispatched' };
+    return {
+      do: 'fail',
+      error: `tool could not be started after ${facts.runs} attempts (never dispatched): ${outcome.reason}`,
+      via: 'not_dispatched',
+    };
   }
   if (facts.recovery === 'reconcile') return { do: 'reconcile' };
   return { do: 'recovery_required', reason: `outcome unknown after dispatch: ${outcome.reason}` };
 }
-
 
 export function afterReconcile(facts: CallFacts, answer: ReconcileAnswer): NextStep {
   if (answer.status === 'applied') return { do: 'succeed', result: answer.result, via: 'reconcile' };
@@ -63,7 +72,12 @@ export function afterReconcile(facts: CallFacts, answer: ReconcileAnswer): NextS
   return { do: 'recovery_required', reason: `reconcile could not tell: ${answer.reason ?? 'unknown'}` };
 }
 
-export function afterRecoveryDecision(decision: { decision: RecoveryDecision; result?: unknown; reason?: string; by: string }): NextStep {
+export function afterRecoveryDecision(decision: {
+  decision: RecoveryDecision;
+  result?: unknown;
+  reason?: string;
+  by: string;
+}): NextStep {
   switch (decision.decision) {
     case 'retry':
       return { do: 'run', why: `retry decided by ${decision.by}` };
@@ -71,11 +85,18 @@ export function afterRecoveryDecision(decision: { decision: RecoveryDecision; re
       // Without a result from the human, the model still learns what happened and from whom.
       return {
         do: 'succeed',
-        result: decision.result ?? { status: 'succeeded', note: `marked succeeded by ${decision.by} during recovery${decision.reason ? `: ${decision.reason}` : ''}` },
+        result: decision.result ?? {
+          status: 'succeeded',
+          note: `marked succeeded by ${decision.by} during recovery${decision.reason ? `: ${decision.reason}` : ''}`,
+        },
         via: 'recovery',
       };
     case 'failed':
-      return { do: 'fail', error: `failed (decided by ${decision.by})${decision.reason ? `: ${decision.reason}` : ''}`, via: 'recovery' };
+      return {
+        do: 'fail',
+        error: `failed (decided by ${decision.by})${decision.reason ? `: ${decision.reason}` : ''}`,
+        via: 'recovery',
+      };
   }
 }
 
@@ -86,7 +107,8 @@ export function afterRecoveryDecision(decision: { decision: RecoveryDecision; re
  */
 export function whenCancelled(facts: CallFacts, next: NextStep): NextStep {
   if (next.do !== 'run' && next.do !== 'reconcile') return next;
-  const mayHaveRun = facts.effect === 'external' && facts.runs > 0 && (facts.dispatched || !isProtected(facts.effect, facts.recovery));
+  const mayHaveRun =
+    facts.effect === 'external' && facts.runs > 0 && (facts.dispatched || !isProtected(facts.effect, facts.recovery));
   return mayHaveRun
     ? { do: 'recovery_required', reason: 'the turn was cancelled before this call’s outcome was known' }
     : { do: 'fail', error: 'interrupted: the turn was cancelled before this call ran', via: 'not_dispatched' };

@@ -11,12 +11,32 @@ import {
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
-import { IMPORT_MESSAGE_ID, grantSignal, grantsSignal, messageSignal, revokeSignal, sessionStatusQuery, turnWorkflowId, OpenWorkerSession, OpenWorkerState } from './definitions';
+import {
+  IMPORT_MESSAGE_ID,
+  grantSignal,
+  grantsSignal,
+  messageSignal,
+  revokeSignal,
+  sessionStatusQuery,
+  turnWorkflowId,
+  OpenWorkerSession,
+  OpenWorkerState,
+} from './definitions';
 import { agentTurn } from './turn';
 import { closeUnpaired, unpairedToolCalls } from './transcript';
 import { activeGrants, addGrant, revokeGrant } from './grants';
 import { MESSAGE_LIMIT_PATCH, sessionMessageProblem } from './limits';
-import type { Grant, ImportInfo, ImportedCall, Message, QueuedMessage, RefusedMessage, SessionInput, SessionStatus, TurnSummary } from './types';
+import type {
+  Grant,
+  ImportInfo,
+  ImportedCall,
+  Message,
+  QueuedMessage,
+  RefusedMessage,
+  SessionInput,
+  SessionStatus,
+  TurnSummary,
+} from './types';
 
 const SEEN_IDS_KEPT = 1000;
 const REFUSED_KEPT = 20;
@@ -34,7 +54,8 @@ export async function session(input: SessionInput): Promise<void> {
   const seen: string[] = [...(input.seenMessageIds ?? [])];
   let activeTurn: number | undefined;
   // The import's protocol marker stays with the session; the calls to resume only until they ran.
-  const importedInfo: ImportInfo | undefined = input.imported && (({ resume: _resume, ...info }) => info)(input.imported);
+  const importedInfo: ImportInfo | undefined =
+    input.imported && (({ resume: _resume, ...info }) => info)(input.imported);
   let turnsThisRun = 0;
   let grants: Grant[] = [...(input.grants ?? [])];
   const refused: RefusedMessage[] = [...(input.refused ?? [])];
@@ -75,7 +96,10 @@ export async function session(input: SessionInput): Promise<void> {
       // Any Temporal client can send this; a bad payload is refused and recorded (the status shows
       // why), never allowed to wedge the session.
       const given = typeof raw?.messageId === 'string' && raw.messageId ? raw.messageId.slice(0, 200) : undefined;
-      const problem = raw && typeof raw === 'object' ? sessionMessageProblem(raw.text, () => patched(MESSAGE_LIMIT_PATCH)) : 'expected { text, messageId? }';
+      const problem =
+        raw && typeof raw === 'object'
+          ? sessionMessageProblem(raw.text, () => patched(MESSAGE_LIMIT_PATCH))
+          : 'expected { text, messageId? }';
       if (problem) {
         refused.push({ at: new Date().toISOString(), ...(given ? { messageId: given } : {}), reason: problem });
         if (refused.length > REFUSED_KEPT) refused.splice(0, refused.length - REFUSED_KEPT);
@@ -108,8 +132,16 @@ export async function session(input: SessionInput): Promise<void> {
   const runTurn = async (next: { msg: QueuedMessage } | { resume: ImportedCall[] }): Promise<void> => {
     const n = (turns[turns.length - 1]?.n ?? 0) + 1;
     const workflowId = turnWorkflowId(input.sessionId, n);
-    const summary: TurnSummary = { n, workflowId, messageId: 'msg' in next ? next.msg.messageId : IMPORT_MESSAGE_ID, state: 'running' };
-    const what = 'msg' in next ? next.msg.text.replace(/\s+/g, ' ').slice(0, 120) : `resume ${next.resume.length} imported tool call(s)`;
+    const summary: TurnSummary = {
+      n,
+      workflowId,
+      messageId: 'msg' in next ? next.msg.messageId : IMPORT_MESSAGE_ID,
+      state: 'running',
+    };
+    const what =
+      'msg' in next
+        ? next.msg.text.replace(/\s+/g, ' ').slice(0, 120)
+        : `resume ${next.resume.length} imported tool call(s)`;
     turns.push(summary);
     activeTurn = n;
     turnsThisRun++;
@@ -158,7 +190,13 @@ export async function session(input: SessionInput): Promise<void> {
       summary.error = err instanceof Error ? err.message : String(err);
     }
     // Imported calls that the resume turn left without a result would break every later turn.
-    if ('resume' in next) transcript.push(...closeUnpaired(transcript, 'outcome unknown: the turn that resumed this imported call did not finish; check before doing it again'));
+    if ('resume' in next)
+      transcript.push(
+        ...closeUnpaired(
+          transcript,
+          'outcome unknown: the turn that resumed this imported call did not finish; check before doing it again',
+        ),
+      );
     activeTurn = undefined;
     running = undefined;
   };

@@ -40,7 +40,8 @@ export function signedMessage(f: SignedFields): Uint8Array {
 }
 
 /** `sha256:<hex>` of a recovery result, or undefined when the decision carries none. */
-export const resultDigestOf = (result: unknown): string | undefined => (result === undefined ? undefined : `sha256:${bytesToHex(sha256(utf8ToBytes(canonicalJson(result))))}`);
+export const resultDigestOf = (result: unknown): string | undefined =>
+  result === undefined ? undefined : `sha256:${bytesToHex(sha256(utf8ToBytes(canonicalJson(result))))}`;
 
 /** A key's id: the first 16 hex digits of the SHA-256 of its raw 32 bytes. */
 export const keyIdOf = (publicKey: Uint8Array): string => `ed25519:${bytesToHex(sha256(publicKey)).slice(0, 16)}`;
@@ -67,7 +68,8 @@ export function base64Bytes(text: string): Uint8Array | undefined {
   return out;
 }
 
-export type Authorization = { ok: true; signer?: { name: string; keyId: string; signedAt: string } } | { ok: false; why: string };
+export type Authorization =
+  { ok: true; signer?: { name: string; keyId: string; signedAt: string } } | { ok: false; why: string };
 
 export interface DecisionToAuthorize {
   kind: 'approve' | 'reject' | 'recover';
@@ -104,14 +106,19 @@ export function authorizeDecision(
     // Rejecting never causes an effect, so it needs no signature.
     if (!req.signed || d.kind === 'reject') return { ok: true };
     const what = d.kind === 'approve' ? 'approvals' : 'recovery decisions';
-    return { ok: false, why: `unsigned: the approval policy accepts only ${what} signed by ${names(req.allowed)} (openworker-temporal ${d.kind} --key <name>)` };
+    return {
+      ok: false,
+      why: `unsigned: the approval policy accepts only ${what} signed by ${names(req.allowed)} (openworker-temporal ${d.kind} --key <name>)`,
+    };
   }
   const approver = req.approvers.find((a) => a.keyId === sig.keyId);
-  if (!approver) return { ok: false, why: `wrongly signed: key ${sig.keyId} is not one of this worker's approver keys` };
+  if (!approver)
+    return { ok: false, why: `wrongly signed: key ${sig.keyId} is not one of this worker's approver keys` };
   const publicKey = base64Bytes(approver.publicKey);
   const signature = base64Bytes(sig.value);
   const signedAtMs = Date.parse(sig.signedAt);
-  if (!publicKey || !signature || signature.length !== 64 || !Number.isFinite(signedAtMs)) return { ok: false, why: 'wrongly signed: malformed signature' };
+  if (!publicKey || !signature || signature.length !== 64 || !Number.isFinite(signedAtMs))
+    return { ok: false, why: 'wrongly signed: malformed signature' };
   const decision = decisionToSign(d.kind, d.decision, d.skipFence);
   let message: Uint8Array;
   try {
@@ -133,16 +140,33 @@ export function authorizeDecision(
   } catch {
     valid = false;
   }
-  if (!valid) return { ok: false, why: `wrongly signed: the signature by ${sig.keyId} does not match this call's execution ID, arguments, decision, sender and time` };
-  if (d.by !== approver.name) return { ok: false, why: `wrongly signed: sent as '${d.by}' but signed with ${approver.name}'s key` };
-  if (used.has(sig.value)) return { ok: false, why: `replayed: this signature by ${approver.name} was already used in this turn` };
+  if (!valid)
+    return {
+      ok: false,
+      why: `wrongly signed: the signature by ${sig.keyId} does not match this call's execution ID, arguments, decision, sender and time`,
+    };
+  if (d.by !== approver.name)
+    return { ok: false, why: `wrongly signed: sent as '${d.by}' but signed with ${approver.name}'s key` };
+  if (used.has(sig.value))
+    return { ok: false, why: `replayed: this signature by ${approver.name} was already used in this turn` };
   const age = atMs - signedAtMs;
-  if (age > req.maxAgeMs) return { ok: false, why: `expired: signed at ${sig.signedAt}, ${Math.round(age / 1000)} s before it arrived (at most ${Math.round(req.maxAgeMs / 1000)} s); sign it again` };
-  if (-age > FUTURE_SKEW_MS) return { ok: false, why: `expired: signed at ${sig.signedAt}, in the future of this turn's clock; check the signer's clock` };
+  if (age > req.maxAgeMs)
+    return {
+      ok: false,
+      why: `expired: signed at ${sig.signedAt}, ${Math.round(age / 1000)} s before it arrived (at most ${Math.round(req.maxAgeMs / 1000)} s); sign it again`,
+    };
+  if (-age > FUTURE_SKEW_MS)
+    return {
+      ok: false,
+      why: `expired: signed at ${sig.signedAt}, in the future of this turn's clock; check the signer's clock`,
+    };
   // Anyone may reject; approving and recovering are for the approvers the policy names.
   if (req.signed && d.kind !== 'reject' && !req.allowed.includes(approver.name)) {
     const what = `${entry.tool}${entry.target !== undefined ? ` → ${entry.target}` : ''}`;
-    return { ok: false, why: `unauthorised: ${approver.name} may not decide ${what}; the policy${req.rule ? ` (${req.rule})` : ''} allows ${names(req.allowed)}` };
+    return {
+      ok: false,
+      why: `unauthorised: ${approver.name} may not decide ${what}; the policy${req.rule ? ` (${req.rule})` : ''} allows ${names(req.allowed)}`,
+    };
   }
   return { ok: true, signer: { name: approver.name, keyId: sig.keyId, signedAt: sig.signedAt } };
 }

@@ -17,7 +17,10 @@ export function unpairedToolCalls(messages: readonly Message[]): string[] {
   return problems;
 }
 
-export function toolResultMessage(call: Pick<ToolCall, 'id' | 'name'>, outcome: { result?: unknown; error?: string }): Message {
+export function toolResultMessage(
+  call: Pick<ToolCall, 'id' | 'name'>,
+  outcome: { result?: unknown; error?: string },
+): Message {
   if (outcome.error !== undefined) {
     return { role: 'tool', toolCallId: call.id, name: call.name, content: `Error: ${outcome.error}`, isError: true };
   }
@@ -28,7 +31,10 @@ export function toolResultMessage(call: Pick<ToolCall, 'id' | 'name'>, outcome: 
 /** Error results for the calls that have none yet, in transcript order. */
 export function closeUnpaired(messages: readonly Message[], error: string): Message[] {
   const answered = new Set(messages.flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])));
-  return messages.flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []) : [])).filter((c) => !answered.has(c.id)).map((c) => toolResultMessage(c, { error }));
+  return messages
+    .flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []) : []))
+    .filter((c) => !answered.has(c.id))
+    .map((c) => toolResultMessage(c, { error }));
 }
 
 /**
@@ -48,7 +54,9 @@ export function resultsOnCancel(a: {
     .map((c) => {
       const e = a.ledger.get(c.id);
       // An imported call that may have run is as unknown as one in flight.
-      const unknown = e ? e.dispatched || e.state === 'recovery_required' || e.state === 'reconciling' : a.resume?.find((r) => r.call.id === c.id)?.disposition === 'recovery_required';
+      const unknown = e
+        ? e.dispatched || e.state === 'recovery_required' || e.state === 'reconciling'
+        : a.resume?.find((r) => r.call.id === c.id)?.disposition === 'recovery_required';
       return (
         a.finished.get(c.id) ??
         toolResultMessage(c, {

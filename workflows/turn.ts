@@ -1,7 +1,25 @@
-import { CancellationScope, allHandlersFinished, condition, isCancellation, patched, proxyActivities, proxySinks, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  allHandlersFinished,
+  condition,
+  isCancellation,
+  patched,
+  proxyActivities,
+  proxySinks,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { callLifecycle } from './call';
 import type { FaultSinks } from './definitions';
-import { DEFAULT_MAX_ITERATIONS, FAILURE, approveSignal, decisionsSignal, recoverSignal, rejectSignal, turnStatusQuery } from './definitions';
+import {
+  DEFAULT_MAX_ITERATIONS,
+  FAILURE,
+  approveSignal,
+  decisionsSignal,
+  recoverSignal,
+  rejectSignal,
+  turnStatusQuery,
+} from './definitions';
 import { messageOf } from './failures';
 import { executionIdFor } from './identity';
 import { importedEntry } from './imported';
@@ -24,7 +42,12 @@ import type { ImportedCall, Message, PlannedCall, ToolCall, TurnActivities, Turn
 const { callModel } = proxyActivities<TurnActivities>({
   startToCloseTimeout: '5 minutes',
   heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 5, nonRetryableErrorTypes: [FAILURE.modelError] },
+  retry: {
+    initialInterval: '1s',
+    maximumInterval: '30s',
+    maximumAttempts: 5,
+    nonRetryableErrorTypes: [FAILURE.modelError],
+  },
 });
 
 // Looking tools up in the worker's registry, for calls imported from another runtime.
@@ -52,9 +75,11 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   // against one set from outside.
   const info = workflowInfo();
   const rerun =
-    info.attempt > 1 && patched(PATCHES.workflowRetryGuard) ? 'retried'
-    : info.runId !== info.firstExecutionRunId && !info.continuedFromExecutionRunId ? 'reset'
-    : undefined;
+    info.attempt > 1 && patched(PATCHES.workflowRetryGuard)
+      ? 'retried'
+      : info.runId !== info.firstExecutionRunId && !info.continuedFromExecutionRunId
+        ? 'reset'
+        : undefined;
   // A cancel lets external tool activities in flight finish (or park) before the turn ends.
   const shields = createShields(() => patched(PATCHES.cancelSettlesCalls));
   const root = CancellationScope.current();
@@ -65,11 +90,18 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     resultLimitApplies: () => patched(PATCHES.recoveryResultLimit),
     cancelled: () => root.consideredCancelled,
   });
-  setHandler(approveSignal, (p) => intake.decide('approve', p), { description: 'Approve a tool call: { toolCallId, by, argsDigest?, decisionId? }' });
-  setHandler(rejectSignal, (p) => intake.decide('reject', p), { description: 'Reject a tool call: { toolCallId, by, reason?, decisionId? }' });
-  setHandler(decisionsSignal, (p) => intake.decideMany(p), { description: 'Several decisions at once: { decisions: [{ kind: approve|reject|recover, toolCallId, by, … }] }' });
+  setHandler(approveSignal, (p) => intake.decide('approve', p), {
+    description: 'Approve a tool call: { toolCallId, by, argsDigest?, decisionId? }',
+  });
+  setHandler(rejectSignal, (p) => intake.decide('reject', p), {
+    description: 'Reject a tool call: { toolCallId, by, reason?, decisionId? }',
+  });
+  setHandler(decisionsSignal, (p) => intake.decideMany(p), {
+    description: 'Several decisions at once: { decisions: [{ kind: approve|reject|recover, toolCallId, by, … }] }',
+  });
   setHandler(recoverSignal, (p) => intake.decide('recover', p), {
-    description: 'Resolve a recovery_required call: { toolCallId, decision: retry|succeeded|failed, result?, reason?, by }',
+    description:
+      'Resolve a recovery_required call: { toolCallId, decision: retry|succeeded|failed, result?, reason?, by }',
   });
   const grants = handleGrants({
     input,
@@ -79,9 +111,23 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     revokeWhilePending: () => patched(PATCHES.revokeWhilePending),
   });
   setHandler(turnStatusQuery, book.status, { description: 'The turn state, its ledger and every decision received' });
-  handleDispatch({ entries: book.entries, record: book.record, reached: (e) => openworkerFaults.reached('turn.dispatch', e.tool, e.executionId) });
+  handleDispatch({
+    entries: book.entries,
+    record: book.record,
+    reached: (e) => openworkerFaults.reached('turn.dispatch', e.tool, e.executionId),
+  });
 
-  const calls = callLifecycle({ input, ledger, recoveries: book.recoveries, record: book.record, step: book.step, intake, shields, root, ...(rerun ? { rerun } : {}) });
+  const calls = callLifecycle({
+    input,
+    ledger,
+    recoveries: book.recoveries,
+    record: book.record,
+    step: book.step,
+    intake,
+    shields,
+    root,
+    ...(rerun ? { rerun } : {}),
+  });
 
   /** New ledger entries are in: grants approve what they cover, waiting decisions are judged, the calls run. */
   const runCalls = (planned: PlannedCall[], starts?: Map<string, NextStep>): Promise<Message[]> => {
@@ -98,7 +144,12 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     const at = now();
     const starts = new Map<string, NextStep>();
     planned.forEach((call, i) => {
-      const { entry, park } = importedEntry(call, resume[i], executionIdFor(input.sessionId, input.turn, call.toolCallId), at);
+      const { entry, park } = importedEntry(
+        call,
+        resume[i],
+        executionIdFor(input.sessionId, input.turn, call.toolCallId),
+        at,
+      );
       ledger.set(call.toolCallId, entry);
       if (park) starts.set(call.toolCallId, { do: 'recovery_required', reason: park });
     });
@@ -123,16 +174,26 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     }
     // Ids from earlier turns count as used too: a provider that restarts its ids would otherwise
     // give one transcript two results for one id.
-    const usedIds = new Set(patched(PATCHES.idsUniquePerSession) ? input.history.flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []).map((c) => c.id) : [])) : []);
+    const usedIds = new Set(
+      patched(PATCHES.idsUniquePerSession)
+        ? input.history.flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []).map((c) => c.id) : []))
+        : [],
+    );
     if (input.resume?.length) messages.push(...(await resumeImported(input.resume)));
     for (iteration = 1; ; iteration++) {
       const problems = unpairedToolCalls([...input.history, ...messages]);
-      if (problems.length) return await finish({ state: 'failed', error: `transcript invariant broken: ${problems.join('; ')}` });
+      if (problems.length)
+        return await finish({ state: 'failed', error: `transcript invariant broken: ${problems.join('; ')}` });
       let response;
       intake.modelPending(true);
       grants.responsePending();
       try {
-        response = await callModel({ sessionId: input.sessionId, turn: input.turn, iteration, messages: [...input.history, ...messages] });
+        response = await callModel({
+          sessionId: input.sessionId,
+          turn: input.turn,
+          iteration,
+          messages: [...input.history, ...messages],
+        });
       } catch (err) {
         if (isCancellation(err)) throw err;
         return await finish({ state: 'failed', error: `model call failed: ${messageOf(err)}` });
@@ -144,14 +205,23 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       messages.push({ role: 'assistant', content: response.text, ...(planned.length ? { toolCalls: openCalls } : {}) });
       if (!planned.length) return await finish({ state: 'completed', text: response.text });
       // Calls the model could never follow up on are not executed at all.
-      const capped = iteration >= maxIterations ? `not executed: the turn reached its iteration cap (${maxIterations})` : undefined;
+      const capped =
+        iteration >= maxIterations ? `not executed: the turn reached its iteration cap (${maxIterations})` : undefined;
       const at = now();
       for (const c of planned) {
         usedIds.add(c.toolCallId);
-        ledger.set(c.toolCallId, newEntry(c, executionIdFor(input.sessionId, input.turn, c.toolCallId), iteration, at, capped));
+        ledger.set(
+          c.toolCallId,
+          newEntry(c, executionIdFor(input.sessionId, input.turn, c.toolCallId), iteration, at, capped),
+        );
       }
       messages.push(...(await runCalls(planned)));
-      if (capped) return await finish({ state: 'failed', text: response.text, error: `iteration cap (${maxIterations}) reached; start a new turn to continue` });
+      if (capped)
+        return await finish({
+          state: 'failed',
+          text: response.text,
+          error: `iteration cap (${maxIterations}) reached; start a new turn to continue`,
+        });
     }
   } catch (err) {
     if (!isCancellation(err)) throw err;

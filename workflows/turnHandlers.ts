@@ -56,10 +56,19 @@ export function handleGrants(deps: {
         // A new grant waits for the next response; a revoke must not (asked only when it changes the answer).
         const held = heldGrants;
         if (g && held && !held.some((h) => h.id === g!.id) && deps.revokeWhilePending()) {
-          g = grantFor(grants.filter((x) => held.some((h) => h.id === x.id)), e);
+          g = grantFor(
+            grants.filter((x) => held.some((h) => h.id === x.id)),
+            e,
+          );
         }
         // A grant is an unsigned claim: where the policy wants signatures, the call waits for one.
-        if (g && e.approval?.signed) record(id, { type: 'decision_refused', kind: 'grant', by: g.by, why: `grant ${g.id} not used: the approval policy needs a signed approval for each call` });
+        if (g && e.approval?.signed)
+          record(id, {
+            type: 'decision_refused',
+            kind: 'grant',
+            by: g.by,
+            why: `grant ${g.id} not used: the approval policy needs a signed approval for each call`,
+          });
         else if (g) record(id, { type: 'approved', by: g.by, grant: g.id });
       }
       callsPending = false;
@@ -73,7 +82,11 @@ export function handleGrants(deps: {
  * current run of a call still waiting for its outcome may proceed, so a zombie attempt never can,
  * and nothing is dispatched once the turn is being cancelled.
  */
-export function handleDispatch(deps: { entries: () => LedgerEntry[]; record: RecordChange; reached?: (entry: LedgerEntry) => void }): void {
+export function handleDispatch(deps: {
+  entries: () => LedgerEntry[];
+  record: RecordChange;
+  reached?: (entry: LedgerEntry) => void;
+}): void {
   const { entries, record } = deps;
   setHandler(
     dispatchUpdate,
@@ -88,18 +101,30 @@ export function handleDispatch(deps: { entries: () => LedgerEntry[]; record: Rec
             ? 'the turn is being cancelled'
             : undefined;
       if (refuse) {
-        record(entry.toolCallId, { type: 'dispatch_refused', activityId: req.activityId, attempt: req.attempt, reason: refuse });
+        record(entry.toolCallId, {
+          type: 'dispatch_refused',
+          activityId: req.activityId,
+          attempt: req.attempt,
+          reason: refuse,
+        });
         return { proceed: false, reason: refuse };
       }
       deps.reached?.(entry);
       // The ledger never throws; a call it could not mark dispatched must not reach its tool.
       const marked = record(entry.toolCallId, { type: 'dispatched', activityId: req.activityId, attempt: req.attempt });
-      return marked.state === 'dispatched' ? { proceed: true } : { proceed: false, reason: `the ledger could not record the dispatch (call is ${marked.state})` };
+      return marked.state === 'dispatched'
+        ? { proceed: true }
+        : { proceed: false, reason: `the ledger could not record the dispatch (call is ${marked.state})` };
     },
     {
       // A rejected update leaves no trace in history, so any client's junk is refused here.
       validator: (req) => {
-        if (!req || typeof req.executionId !== 'string' || typeof req.activityId !== 'string' || typeof req.attempt !== 'number') {
+        if (
+          !req ||
+          typeof req.executionId !== 'string' ||
+          typeof req.activityId !== 'string' ||
+          typeof req.attempt !== 'number'
+        ) {
           throw new Error('dispatch: expected { executionId, activityId, attempt }');
         }
         const entry = entries().find((e) => e.executionId === req.executionId);
@@ -107,7 +132,8 @@ export function handleDispatch(deps: { entries: () => LedgerEntry[]; record: Rec
         // An approved call whose first run is not scheduled yet has no activity: run 1's ID would pass
         // as current (activityIdFor(id, 0) is run 1's) and mark it dispatched, so scheduling it then
         // breaks the ledger. Refused here, where no trace goes to history (validators do not replay).
-        if (entry.runs === 0 && entry.state === 'running') throw new Error(`dispatch: no run of ${req.executionId} has been scheduled`);
+        if (entry.runs === 0 && entry.state === 'running')
+          throw new Error(`dispatch: no run of ${req.executionId} has been scheduled`);
       },
       description: 'Internal: the execute activity records "dispatched" before calling the tool',
     },

@@ -51,7 +51,12 @@ export function createTurnLedger(input: Pick<TurnInput, 'sessionId' | 'turn'>, i
     const entry = ledger.get(toolCallId);
     if (!entry) throw new Error(`ledger: no entry for ${toolCallId}`);
     const next = applyLedgerSafely(entry, change, now());
-    if (next.violation) log.error(`ledger invariant violated for ${entry.executionId}: ${next.violation}; the call waits for a person`, { toolCallId, attempted: change.type, from: entry.state });
+    if (next.violation)
+      log.error(`ledger invariant violated for ${entry.executionId}: ${next.violation}; the call waits for a person`, {
+        toolCallId,
+        attempted: change.type,
+        from: entry.state,
+      });
     ledger.set(toolCallId, next.entry);
     publish();
     return next;

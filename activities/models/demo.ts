@@ -1,7 +1,8 @@
 import type { Message } from '../../workflows/types';
 import type { ModelProvider } from '../model';
 
-const EMAIL = /\b(?:e-?mail|send (?:an )?e-?mail to|write to)\s+([^\s,;]+@[^\s,;]+)(?:\s+(?:regarding|about|saying|re)\s*:?\s*(.+))?/i;
+const EMAIL =
+  /\b(?:e-?mail|send (?:an )?e-?mail to|write to)\s+([^\s,;]+@[^\s,;]+)(?:\s+(?:regarding|about|saying|re)\s*:?\s*(.+))?/i;
 
 /**
  * A tiny deterministic planner for the demo: "email bob@example.com about the launch" becomes a
@@ -16,7 +17,10 @@ export function demoModel(): ModelProvider {
       const user = [...messages].reverse().find((m): m is Extract<Message, { role: 'user' }> => m.role === 'user');
       const match = user && EMAIL.exec(user.content);
       if (!match) {
-        return { text: 'I am the demo model. I can send email: try "email bob@example.com about the launch".', toolCalls: [] };
+        return {
+          text: 'I am the demo model. I can send email: try "email bob@example.com about the launch".',
+          toolCalls: [],
+        };
       }
       const to = match[1]!.replace(/[.)]+$/, '');
       const about = (match[2] ?? 'hello').trim().replace(/[.!]+$/, '');
@@ -27,7 +31,11 @@ export function demoModel(): ModelProvider {
           {
             id: `call_${n}`,
             name: 'send_email',
-            arguments: { to, subject: about.charAt(0).toUpperCase() + about.slice(1), body: `Hi,\n\nA quick note about ${about}.\n\n— sent by openworker-temporal` },
+            arguments: {
+              to,
+              subject: about.charAt(0).toUpperCase() + about.slice(1),
+              body: `Hi,\n\nA quick note about ${about}.\n\n— sent by openworker-temporal`,
+            },
           },
         ],
       };
@@ -37,8 +45,11 @@ export function demoModel(): ModelProvider {
 
 function summarize(messages: Message[]): string {
   const results: Extract<Message, { role: 'tool' }>[] = [];
-  for (let i = messages.length - 1; i >= 0 && messages[i]!.role === 'tool'; i--) results.unshift(messages[i] as Extract<Message, { role: 'tool' }>);
+  for (let i = messages.length - 1; i >= 0 && messages[i]!.role === 'tool'; i--)
+    results.unshift(messages[i] as Extract<Message, { role: 'tool' }>);
   return results
-    .map((r) => (r.isError ? `${r.name} did not run: ${r.content.replace(/^Error: /, '')}` : `Done: ${r.name} succeeded.`))
+    .map((r) =>
+      r.isError ? `${r.name} did not run: ${r.content.replace(/^Error: /, '')}` : `Done: ${r.name} succeeded.`,
+    )
     .join(' ');
 }

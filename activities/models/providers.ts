@@ -23,9 +23,15 @@ function languageModel(spec: ProviderSpec, env: NodeJS.ProcessEnv): LanguageMode
   switch (spec.provider) {
     case 'openai':
       // Chat Completions: the protocol OPENAI_BASE_URL proxies and gateways speak too.
-      return createOpenAI({ apiKey: need('OPENAI_API_KEY'), ...(env.OPENAI_BASE_URL ? { baseURL: env.OPENAI_BASE_URL } : {}) }).chat(spec.model);
+      return createOpenAI({
+        apiKey: need('OPENAI_API_KEY'),
+        ...(env.OPENAI_BASE_URL ? { baseURL: env.OPENAI_BASE_URL } : {}),
+      }).chat(spec.model);
     case 'anthropic':
-      return createAnthropic({ apiKey: need('ANTHROPIC_API_KEY'), ...(env.ANTHROPIC_BASE_URL ? { baseURL: env.ANTHROPIC_BASE_URL } : {}) })(spec.model);
+      return createAnthropic({
+        apiKey: need('ANTHROPIC_API_KEY'),
+        ...(env.ANTHROPIC_BASE_URL ? { baseURL: env.ANTHROPIC_BASE_URL } : {}),
+      })(spec.model);
     case 'openai-compatible':
       return createOpenAICompatible({
         name: 'openai-compatible',
@@ -46,13 +52,25 @@ export function toModelMessages(messages: readonly Message[]): ModelMessage[] {
           role: 'assistant',
           content: [
             ...(m.content ? [{ type: 'text' as const, text: m.content }] : []),
-            ...(m.toolCalls ?? []).map((c) => ({ type: 'tool-call' as const, toolCallId: c.id, toolName: c.name, input: c.arguments })),
+            ...(m.toolCalls ?? []).map((c) => ({
+              type: 'tool-call' as const,
+              toolCallId: c.id,
+              toolName: c.name,
+              input: c.arguments,
+            })),
           ],
         };
       case 'tool':
         return {
           role: 'tool',
-          content: [{ type: 'tool-result', toolCallId: m.toolCallId, toolName: m.name, output: { type: m.isError ? 'error-text' : 'text', value: m.content } }],
+          content: [
+            {
+              type: 'tool-result',
+              toolCallId: m.toolCallId,
+              toolName: m.name,
+              output: { type: m.isError ? 'error-text' : 'text', value: m.content },
+            },
+          ],
         };
     }
   });
@@ -60,10 +78,13 @@ export function toModelMessages(messages: readonly Message[]): ModelMessage[] {
 
 /** Declarations only: the worker validates and runs tools itself, after approval. */
 function toolSet(tools: readonly ToolDescriptor[]): ToolSet {
-  return Object.fromEntries(tools.map((t) => [t.name, tool({ description: t.description, inputSchema: jsonSchema(t.inputSchema as never) })]));
+  return Object.fromEntries(
+    tools.map((t) => [t.name, tool({ description: t.description, inputSchema: jsonSchema(t.inputSchema as never) })]),
+  );
 }
 
-const CONTEXT_LENGTH = /context[_ -]?length|context window|maximum context|prompt is too long|too many tokens|input is too long/i;
+const CONTEXT_LENGTH =
+  /context[_ -]?length|context window|maximum context|prompt is too long|too many tokens|input is too long/i;
 
 /** Seconds or an HTTP date (RFC 9110), or the `retry-after-ms` some APIs send. */
 export function retryAfterMs(headers: Record<string, string> | undefined, now = Date.now()): number | undefined {
@@ -85,22 +106,44 @@ export function classifyProviderError(err: unknown, model: string): ModelError {
     const status = err.statusCode;
     const detail = text(providerMessage(err.responseBody) ?? err.message);
     if (CONTEXT_LENGTH.test(`${err.responseBody ?? ''} ${err.message}`)) {
-      return new ModelError(`the conversation is too long for ${model} (${detail}); start a new session or shorten the input`, false, 'context_length');
+      return new ModelError(
+        `the conversation is too long for ${model} (${detail}); start a new session or shorten the input`,
+        false,
+        'context_length',
+      );
     }
     // A 2xx whose body the SDK could not read: the provider broke its own protocol (tool call names
     // or ids that are not strings, say). Asking again would get the same answer.
     if (status !== undefined && status >= 200 && status < 300) {
-      return new ModelError(`${model} answered with a response that does not follow its API (${detail}); the turn cannot use it`, false, 'malformed');
+      return new ModelError(
+        `${model} answered with a response that does not follow its API (${detail}); the turn cannot use it`,
+        false,
+        'malformed',
+      );
     }
-    if (status === 401 || status === 403) return new ModelError(`${model} refused the credentials (HTTP ${status}): ${detail}; check the API key`, false, 'auth');
+    if (status === 401 || status === 403)
+      return new ModelError(
+        `${model} refused the credentials (HTTP ${status}): ${detail}; check the API key`,
+        false,
+        'auth',
+      );
     if (status === undefined || status === 408 || status === 409 || status === 429 || status >= 500) {
       const after = retryAfterMs(err.responseHeaders);
-      return new ModelError(`${model} is unavailable (${status ? `HTTP ${status}` : 'no answer'}): ${detail}`, true, 'unavailable', after);
+      return new ModelError(
+        `${model} is unavailable (${status ? `HTTP ${status}` : 'no answer'}): ${detail}`,
+        true,
+        'unavailable',
+        after,
+      );
     }
     return new ModelError(`${model} rejected the request (HTTP ${status}): ${detail}`, false, 'rejected');
   }
   // fetch failures, resets, timeouts: the provider may be back in a moment.
-  return new ModelError(`${model} could not be reached: ${text((err as Error)?.message ?? String(err))}`, true, 'unavailable');
+  return new ModelError(
+    `${model} could not be reached: ${text((err as Error)?.message ?? String(err))}`,
+    true,
+    'unavailable',
+  );
 }
 
 function providerMessage(body: string | undefined): string | undefined {
@@ -122,12 +165,21 @@ export function providerModel(spec: ProviderSpec, env: NodeJS.ProcessEnv = proce
     async generate({ messages, tools }, { signal }) {
       let result;
       try {
-        result = await generateText({ model, messages: toModelMessages(messages), tools: toolSet(tools), abortSignal: signal, maxRetries: 0 });
+        result = await generateText({
+          model,
+          messages: toModelMessages(messages),
+          tools: toolSet(tools),
+          abortSignal: signal,
+          maxRetries: 0,
+        });
       } catch (err) {
         if (signal.aborted) throw err;
         throw classifyProviderError(err, name);
       }
-      return { text: result.text, toolCalls: result.toolCalls.map((c) => ({ id: c.toolCallId, name: c.toolName, arguments: c.input })) };
+      return {
+        text: result.text,
+        toolCalls: result.toolCalls.map((c) => ({ id: c.toolCallId, name: c.toolName, arguments: c.input })),
+      };
     },
   };
 }

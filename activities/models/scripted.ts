@@ -7,7 +7,9 @@ const ScriptSchema = z.object({
   steps: z.array(
     z.object({
       text: z.string().optional(),
-      toolCalls: z.array(z.object({ id: z.string().min(1), name: z.string().min(1), arguments: z.unknown() })).optional(),
+      toolCalls: z
+        .array(z.object({ id: z.string().min(1), name: z.string().min(1), arguments: z.unknown() }))
+        .optional(),
     }),
   ),
 });
@@ -25,9 +27,14 @@ export function scriptedModel(script: Script, source = 'script'): ModelProvider 
       const index = messages.filter((m) => m.role === 'assistant').length;
       const step = script.steps[index];
       if (!step) {
-        throw new ModelError(`scripted model ${source} has ${script.steps.length} steps but model call #${index + 1} needs step ${index}; add steps to the script`);
+        throw new ModelError(
+          `scripted model ${source} has ${script.steps.length} steps but model call #${index + 1} needs step ${index}; add steps to the script`,
+        );
       }
-      return { text: step.text ?? '', toolCalls: (step.toolCalls ?? []).map((c) => ({ id: c.id, name: c.name, arguments: c.arguments ?? {} })) };
+      return {
+        text: step.text ?? '',
+        toolCalls: (step.toolCalls ?? []).map((c) => ({ id: c.id, name: c.name, arguments: c.arguments ?? {} })),
+      };
     },
   };
 }
@@ -37,12 +44,16 @@ export function loadScript(file: string): Script {
   try {
     raw = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    throw new Error(`--model scripted:${file}: cannot read the script (${(err as Error).message.replace(/\s+/g, ' ')})`);
+    throw new Error(
+      `--model scripted:${file}: cannot read the script (${(err as Error).message.replace(/\s+/g, ' ')})`,
+    );
   }
   const parsed = ScriptSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new Error(`--model scripted:${file}: ${issue.path.join('.') || 'file'}: ${issue.message}; expected { "steps": [ { "text"?, "toolCalls"?: [ { "id", "name", "arguments" } ] } ] }`);
+    throw new Error(
+      `--model scripted:${file}: ${issue.path.join('.') || 'file'}: ${issue.message}; expected { "steps": [ { "text"?, "toolCalls"?: [ { "id", "name", "arguments" } ] } ] }`,
+    );
   }
   return parsed.data;
 }

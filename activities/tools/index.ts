@@ -8,5 +8,8 @@ import { sendEmailTool, smtpConfigFromEnv } from './sendEmail';
  */
 export function builtinTools(env: NodeJS.ProcessEnv = process.env): Tool[] {
   const payments = paymentsConfigFromEnv(env);
-  return [sendEmailTool(smtpConfigFromEnv(env)) as unknown as Tool, ...(payments ? [createPaymentTool(payments) as unknown as Tool] : [])];
+  return [
+    sendEmailTool(smtpConfigFromEnv(env)) as unknown as Tool,
+    ...(payments ? [createPaymentTool(payments) as unknown as Tool] : []),
+  ];
 }

@@ -26,10 +26,16 @@ export function paymentsConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Pay
   if (!url) return undefined;
   if (!/^https?:\/\//.test(url)) throw new Error('OPENWORKER_PAYMENTS_URL must be an http(s) URL');
   const recovery = (readString('OPENWORKER_PAYMENTS_RECOVERY', env) ?? 'idempotent') as RecoveryPolicy;
-  if (!RECOVERIES.includes(recovery)) throw new Error(`OPENWORKER_PAYMENTS_RECOVERY must be one of ${RECOVERIES.join(', ')}, got '${recovery}'`);
+  if (!RECOVERIES.includes(recovery))
+    throw new Error(`OPENWORKER_PAYMENTS_RECOVERY must be one of ${RECOVERIES.join(', ')}, got '${recovery}'`);
   const keyRetention = readString('OPENWORKER_PAYMENTS_KEY_RETENTION', env);
   const timeout = readString('OPENWORKER_PAYMENTS_TIMEOUT', env);
-  return { url: url.replace(/\/+$/, ''), recovery, ...(keyRetention ? { keyRetention } : {}), ...(timeout ? { timeout } : {}) };
+  return {
+    url: url.replace(/\/+$/, ''),
+    recovery,
+    ...(keyRetention ? { keyRetention } : {}),
+    ...(timeout ? { timeout } : {}),
+  };
 }
 
 const input = z.object({
@@ -61,17 +67,26 @@ export function createPaymentTool(config: PaymentsConfig) {
         const code = (err as { cause?: { code?: string } }).cause?.code;
         // Refused before a byte was sent: the API cannot have applied anything.
         if (code === 'ECONNREFUSED') throw new ToolFailure(`payments API unreachable (${code}); nothing was charged`);
-        throw new Error(`payments API did not answer (${code ?? (err as Error).message}); the charge may or may not have happened`);
+        throw new Error(
+          `payments API did not answer (${code ?? (err as Error).message}); the charge may or may not have happened`,
+        );
       }
       const body = (await res.json().catch(() => ({}))) as Record<string, unknown>;
       const replayed = res.headers.get('idempotent-replayed') === 'true';
       if (res.status === 200 || res.status === 201) return { ...body, replayed };
-      if (res.status === 400) throw new ToolFailure(`payments API refused the request: ${String(body.error ?? 'bad request')}`);
-      if (res.status === 409) throw new Error('an earlier attempt with this key is still in flight at the payments API');
+      if (res.status === 400)
+        throw new ToolFailure(`payments API refused the request: ${String(body.error ?? 'bad request')}`);
+      if (res.status === 409)
+        throw new Error('an earlier attempt with this key is still in flight at the payments API');
       if (res.status === 422) {
-        throw new UnknownOutcome('the payments API already has this key with different arguments (payload drift); an earlier attempt may have charged');
+        throw new UnknownOutcome(
+          'the payments API already has this key with different arguments (payload drift); an earlier attempt may have charged',
+        );
       }
-      if (replayed) throw new UnknownOutcome(`the payments API replays a stored HTTP ${res.status} for this key: it committed a failure answer`);
+      if (replayed)
+        throw new UnknownOutcome(
+          `the payments API replays a stored HTTP ${res.status} for this key: it committed a failure answer`,
+        );
       throw new Error(`payments API answered HTTP ${res.status}; the charge may or may not have happened`);
     },
     ...(config.recovery === 'reconcile'
@@ -85,16 +100,32 @@ export function createPaymentTool(config: PaymentsConfig) {
               const stored = found.response ?? {};
               // The key holds a failure answer: something was committed, but not necessarily a charge.
               if (typeof found.status !== 'number' || found.status >= 300) {
-                return { status: 'unknown' as const, reason: `the payments API stored HTTP ${found.status} for this key` };
+                return {
+                  status: 'unknown' as const,
+                  reason: `the payments API stored HTTP ${found.status} for this key`,
+                };
               }
               // The key was used for another payment (an older build, another caller): not ours to claim.
-              if (stored.customer !== args.customer || stored.amount !== args.amount || stored.currency !== (args.currency ?? 'USD')) {
-                return { status: 'unknown' as const, reason: 'the payments API holds this key for a different payment (payload drift)' };
+              if (
+                stored.customer !== args.customer ||
+                stored.amount !== args.amount ||
+                stored.currency !== (args.currency ?? 'USD')
+              ) {
+                return {
+                  status: 'unknown' as const,
+                  reason: 'the payments API holds this key for a different payment (payload drift)',
+                };
               }
               return { status: 'applied' as const, result: { ...stored, reconciled: true } as PaymentResult };
             }
             if (res.status === 404) return { status: 'not_applied' as const };
-            return { status: 'unknown' as const, reason: res.status === 409 ? 'still in flight at the payments API' : `lookup answered ${res.status || res.statusText}` };
+            return {
+              status: 'unknown' as const,
+              reason:
+                res.status === 409
+                  ? 'still in flight at the payments API'
+                  : `lookup answered ${res.status || res.statusText}`,
+            };
           },
         }
       : {}),

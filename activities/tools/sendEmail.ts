@@ -31,7 +31,10 @@ export interface SendEmailResult {
 
 /** Thrown when the message data may have reached the server: the send may or may not have happened. */
 export class EmailOutcomeUnknown extends Error {
-  constructor(message: string, readonly details?: unknown) {
+  constructor(
+    message: string,
+    readonly details?: unknown,
+  ) {
     super(message);
     this.name = 'EmailOutcomeUnknown';
   }
@@ -62,7 +65,16 @@ export function smtpConfigFromEnv(env: NodeJS.ProcessEnv = process.env): SmtpCon
   if (timeout !== undefined && !/^\d+(\.\d+)?\s*(ms|s|m|seconds?|minutes?)?$/.test(timeout)) {
     throw new Error(`OPENWORKER_SMTP_TIMEOUT must be a duration like 30s or 2m, got ${JSON.stringify(timeout)}`);
   }
-  return { host, port, secure, user, pass, from: get('OPENWORKER_SMTP_FROM') ?? 'openworker@localhost', lookupUrl, ...(timeout ? { timeout } : {}) };
+  return {
+    host,
+    port,
+    secure,
+    user,
+    pass,
+    from: get('OPENWORKER_SMTP_FROM') ?? 'openworker@localhost',
+    lookupUrl,
+    ...(timeout ? { timeout } : {}),
+  };
 }
 
 function safeUrlProtocol(url: string): string {
@@ -185,7 +197,10 @@ function deliver(
       dnsTimeout: 15_000,
       socketTimeout: 60_000,
     });
-    const finish = (err: NodemailerErrorFields | null, info?: { accepted: string[]; rejected: string[]; response: string }) => {
+    const finish = (
+      err: NodemailerErrorFields | null,
+      info?: { accepted: string[]; rejected: string[]; response: string },
+    ) => {
       if (settled) return;
       settled = true;
       ctx.signal.removeEventListener('abort', onAbort);
@@ -239,12 +254,19 @@ function classify(err: NodemailerErrorFields, stage: Stage, config: SmtpConfig):
   const details = { code: err.code, command: err.command, responseCode: err.responseCode, stage };
   if (stage === 'data') {
     const why =
-      err.code === 'EABORT' ? 'the send was cancelled after the message data started to be sent'
-      : err.code === 'EMESSAGE' ? `the server replied ${err.responseCode ?? 'with an error'} to the end of the message data`
-      : err.code === 'ETIMEDOUT' ? 'no reply to the end of the message data arrived in time'
-      : err.code === 'ECONNECTION' || err.code === 'ESOCKET' ? 'the connection was lost after the message data started to be sent'
-      : `${code} after the message data started to be sent: ${reason}`;
-    return new EmailOutcomeUnknown(`send_email outcome unknown: ${why}; the server may have accepted the message`, details);
+      err.code === 'EABORT'
+        ? 'the send was cancelled after the message data started to be sent'
+        : err.code === 'EMESSAGE'
+          ? `the server replied ${err.responseCode ?? 'with an error'} to the end of the message data`
+          : err.code === 'ETIMEDOUT'
+            ? 'no reply to the end of the message data arrived in time'
+            : err.code === 'ECONNECTION' || err.code === 'ESOCKET'
+              ? 'the connection was lost after the message data started to be sent'
+              : `${code} after the message data started to be sent: ${reason}`;
+    return new EmailOutcomeUnknown(
+      `send_email outcome unknown: ${why}; the server may have accepted the message`,
+      details,
+    );
   }
   const where = `${config.host}:${config.port}`;
   let message: string;
@@ -253,7 +275,8 @@ function classify(err: NodemailerErrorFields, stage: Stage, config: SmtpConfig):
   else if (err.command === 'MAIL FROM') message = `the sender was rejected${reply}: ${reason}`;
   else if (err.command === 'DATA') message = `the server refused the DATA command${reply}: ${reason}`;
   else if (err.code === 'EAUTH' || err.code === 'ENOAUTH') message = `SMTP authentication failed${reply}: ${reason}`;
-  else if (stage === 'connect') message = `could not connect to SMTP server ${where} (${err.originalCode ?? code}): ${reason}`;
+  else if (stage === 'connect')
+    message = `could not connect to SMTP server ${where} (${err.originalCode ?? code}): ${reason}`;
   else message = `SMTP session with ${where} failed before the message was sent (${code}): ${reason}`;
   return new ToolFailure(`email not sent: ${message}`, details);
 }
@@ -289,7 +312,8 @@ async function reconcileByLookup(
   }
   if (status === 200 && body?.delivered === true) {
     const to = body.message?.to;
-    const accepted = Array.isArray(to) && to.every((a) => typeof a === 'string') ? (to as string[]) : [input.to, ...(input.cc ?? [])];
+    const accepted =
+      Array.isArray(to) && to.every((a) => typeof a === 'string') ? (to as string[]) : [input.to, ...(input.cc ?? [])];
     return { status: 'applied', result: { messageId, accepted, reconciled: true } };
   }
   // Only an explicit "not delivered" counts: a 404 from a wrong URL must not license a resend.

@@ -87,8 +87,17 @@ export interface Cell {
   expect: Expect;
 }
 
-const ok = (runs = 1, attempts?: number): Expect => ({ state: 'succeeded', effects: 1, runs, ...(attempts ? { attempts } : {}) });
-const parks = (reasons: RegExp[], human: RecoveryDecision[], final: Omit<Expect, 'parks' | 'human'>): Expect => ({ parks: reasons, human, ...final });
+const ok = (runs = 1, attempts?: number): Expect => ({
+  state: 'succeeded',
+  effects: 1,
+  runs,
+  ...(attempts ? { attempts } : {}),
+});
+const parks = (reasons: RegExp[], human: RecoveryDecision[], final: Omit<Expect, 'parks' | 'human'>): Expect => ({
+  parks: reasons,
+  human,
+  ...final,
+});
 const UNKNOWN_AFTER_DISPATCH = /outcome unknown after dispatch/;
 
 export const ROWS: Row[] = [
@@ -111,7 +120,8 @@ export const ROWS: Row[] = [
   {
     row: 'F3',
     title: 'activity started, crash before the external request is sent',
-    meaning: 'manual asks a human (the marker says it may have been sent); idempotent retries with the same key; reconcile asks the system, waits out the old attempt, then runs once more.',
+    meaning:
+      'manual asks a human (the marker says it may have been sent); idempotent retries with the same key; reconcile asks the system, waits out the old attempt, then runs once more.',
     peers: ['http', 'smtp'],
     plan: { point: { protected: 'tool.after_dispatch', idempotent: 'tool.before_dispatch' } },
     expect: {
@@ -182,7 +192,11 @@ export const ROWS: Row[] = [
     plan: { peerFault: 'commit-then-5xx' },
     expect: {
       manual: parks([UNKNOWN_AFTER_DISPATCH], ['succeeded'], { state: 'succeeded', effects: 1, runs: 1 }),
-      'http:idempotent': parks([/replays a stored HTTP 500/], ['succeeded'], { state: 'succeeded', effects: 1, runs: 1 }),
+      'http:idempotent': parks([/replays a stored HTTP 500/], ['succeeded'], {
+        state: 'succeeded',
+        effects: 1,
+        runs: 1,
+      }),
       'http:reconcile': parks([/stored HTTP 500/], ['succeeded'], { state: 'succeeded', effects: 1, runs: 1 }),
       'smtp:reconcile': ok(1),
     },
@@ -190,19 +204,29 @@ export const ROWS: Row[] = [
   {
     row: 'F9',
     title: "a retry after the external system's key retention expired",
-    meaning: 'Once the system may have forgotten the key, nothing is sent again, not even on a human "retry": it escalates.',
+    meaning:
+      'Once the system may have forgotten the key, nothing is sent again, not even on a human "retry": it escalates.',
     peers: ['http'],
     plan: { peerFault: 'commit-then-hang', killWhenHanging: true, forgetKeys: true, keyRetention: '2s' },
     expect: {
-      manual: parks([UNKNOWN_AFTER_DISPATCH, /not retried: .*keeps idempotency keys/], ['retry', 'succeeded'], { state: 'succeeded', effects: 1, runs: 2 }),
+      manual: parks([UNKNOWN_AFTER_DISPATCH, /not retried: .*keeps idempotency keys/], ['retry', 'succeeded'], {
+        state: 'succeeded',
+        effects: 1,
+        runs: 2,
+      }),
       idempotent: parks([/keeps idempotency keys/], ['succeeded'], { state: 'succeeded', effects: 1, runs: 1 }),
-      reconcile: parks([/lookup found nothing, but .*keeps idempotency keys/], ['succeeded'], { state: 'succeeded', effects: 1, runs: 1 }),
+      reconcile: parks([/lookup found nothing, but .*keeps idempotency keys/], ['succeeded'], {
+        state: 'succeeded',
+        effects: 1,
+        runs: 1,
+      }),
     },
   },
   {
     row: 'F10',
     title: 'payload drift: the key already holds other arguments',
-    meaning: 'A key reused with other arguments is caught (422, or a lookup that does not match) and never claimed as this call.',
+    meaning:
+      'A key reused with other arguments is caught (422, or a lookup that does not match) and never claimed as this call.',
     peers: ['http'],
     plan: { foreignUse: true },
     expect: {
@@ -214,7 +238,9 @@ export const ROWS: Row[] = [
 ];
 
 /** F11: the Temporal server itself restarts (on its file) at each of F1–F6, after the worker died. */
-export const SERVER_RESTART_ROWS: Row[] = ROWS.filter((r) => ['F1', 'F2', 'F3', 'F4', 'F5', 'F6'].includes(r.row) && !r.variant).map((r) => ({
+export const SERVER_RESTART_ROWS: Row[] = ROWS.filter(
+  (r) => ['F1', 'F2', 'F3', 'F4', 'F5', 'F6'].includes(r.row) && !r.variant,
+).map((r) => ({
   ...r,
   row: 'F11',
   variant: `server restart at ${r.row}`,
@@ -224,7 +250,14 @@ export const SERVER_RESTART_ROWS: Row[] = ROWS.filter((r) => ['F1', 'F2', 'F3', 
   plan: { ...r.plan, restartServer: true },
 }));
 
-const scenario = (row: string, name: ScenarioName, title: string, meaning: string, expect: Row['expect'], plan: Plan = {}): Row => ({
+const scenario = (
+  row: string,
+  name: ScenarioName,
+  title: string,
+  meaning: string,
+  expect: Row['expect'],
+  plan: Plan = {},
+): Row => ({
   row,
   variant: name,
   title,
@@ -237,39 +270,92 @@ const rerunParks = (why: RegExp) => parks([why], ['succeeded'], { state: 'succee
 
 /** F12, F13: runs of a turn that Temporal itself starts again, and a new build taking over. */
 export const RERUN_ROWS: Row[] = [
-  scenario('F12', 'reset', 'the turn is reset to its first workflow task after the effect (the approval is re-applied)',
+  scenario(
+    'F12',
+    'reset',
+    'the turn is reset to its first workflow task after the effect (the approval is re-applied)',
     'A reset run keeps the execution ID; a protected call asks a human instead of sending again, an idempotent one replays under the same key.',
-    { manual: rerunParks(/this turn was reset/), idempotent: ok(1), reconcile: rerunParks(/this turn was reset/) }),
-  scenario('F12', 'continue-as-new', 'the session continues as new after each turn; a client re-sends an old message',
+    { manual: rerunParks(/this turn was reset/), idempotent: ok(1), reconcile: rerunParks(/this turn was reset/) },
+  ),
+  scenario(
+    'F12',
+    'continue-as-new',
+    'the session continues as new after each turn; a client re-sends an old message',
     'Turn numbers (and so keys) continue across runs; a re-sent message makes no new turn and no new effect.',
-    { manual: ok(), idempotent: ok(), reconcile: ok() }),
-  scenario('F12', 'workflow-retry', 'a turn started with a workflow retry policy times out after the effect and is retried',
+    { manual: ok(), idempotent: ok(), reconcile: ok() },
+  ),
+  scenario(
+    'F12',
+    'workflow-retry',
+    'a turn started with a workflow retry policy times out after the effect and is retried',
     'Even if someone adds a workflow-level retry, the retried run cannot send again by itself: same key, human asked.',
-    { manual: rerunParks(/this turn was retried/), idempotent: ok(1), reconcile: rerunParks(/this turn was retried/) }),
-  scenario('F13', 'new-build', 'between approval and execution the worker is replaced by a new build',
+    { manual: rerunParks(/this turn was retried/), idempotent: ok(1), reconcile: rerunParks(/this turn was retried/) },
+  ),
+  scenario(
+    'F13',
+    'new-build',
+    'between approval and execution the worker is replaced by a new build',
     'The in-flight history replays on the new build (plus the recorded histories of older builds in CI), and the call runs once.',
-    { manual: ok(), idempotent: ok(), reconcile: ok() }),
+    { manual: ok(), idempotent: ok(), reconcile: ok() },
+  ),
 ];
 
 /** The human side, against the waiting / executing / recovery_required states. */
 export const HUMAN_ROWS: Row[] = [
-  scenario('H', 'duplicate-approve', 'waiting: the same approval twice at once', 'One applies, the other is recorded as a duplicate; one effect.', { manual: ok() }),
+  scenario(
+    'H',
+    'duplicate-approve',
+    'waiting: the same approval twice at once',
+    'One applies, the other is recorded as a duplicate; one effect.',
+    { manual: ok() },
+  ),
   scenario('H', 'approve-after-reject', 'waiting: reject, then approve', 'The rejection stands; nothing runs.', {
     manual: { state: 'rejected', effects: 0, runs: 0, approvals: 0 },
   }),
-  scenario('H', 'reject-after-approve', 'executing: approve, then reject', 'The approval stands; one effect.', { manual: ok() }),
-  scenario('H', 'stale-digest', 'waiting: an approval for other arguments', 'Ignored; the call keeps waiting for an approval of what it will send.', { manual: ok() }),
-  scenario('H', 'early-recover', 'executing: a recovery decision before the call parked', 'Refused; when the call parks it waits for a decision made after seeing it.', {
-    manual: parks([UNKNOWN_AFTER_DISPATCH], ['succeeded'], { state: 'succeeded', effects: 1, runs: 1 }),
+  scenario('H', 'reject-after-approve', 'executing: approve, then reject', 'The approval stands; one effect.', {
+    manual: ok(),
   }),
-  scenario('H', 'conflicting-recovers', 'recovery_required: "succeeded" and "failed" at once', 'Exactly one applies; the other is recorded as ignored.', {
-    manual: parks([UNKNOWN_AFTER_DISPATCH], ['succeeded'], { state: 'succeeded', effects: 1, runs: 1 }),
-  }),
-  scenario('H', 'cancel-parked', 'recovery_required: the turn is cancelled while the call is parked',
-    'The transcript stays valid: the parked call gets an "outcome unknown, check before doing it again" result, never silence.', {
+  scenario(
+    'H',
+    'stale-digest',
+    'waiting: an approval for other arguments',
+    'Ignored; the call keeps waiting for an approval of what it will send.',
+    { manual: ok() },
+  ),
+  scenario(
+    'H',
+    'early-recover',
+    'executing: a recovery decision before the call parked',
+    'Refused; when the call parks it waits for a decision made after seeing it.',
+    {
+      manual: parks([UNKNOWN_AFTER_DISPATCH], ['succeeded'], { state: 'succeeded', effects: 1, runs: 1 }),
+    },
+  ),
+  scenario(
+    'H',
+    'conflicting-recovers',
+    'recovery_required: "succeeded" and "failed" at once',
+    'Exactly one applies; the other is recorded as ignored.',
+    {
+      manual: parks([UNKNOWN_AFTER_DISPATCH], ['succeeded'], { state: 'succeeded', effects: 1, runs: 1 }),
+    },
+  ),
+  scenario(
+    'H',
+    'cancel-parked',
+    'recovery_required: the turn is cancelled while the call is parked',
+    'The transcript stays valid: the parked call gets an "outcome unknown, check before doing it again" result, never silence.',
+    {
       manual: { parks: [UNKNOWN_AFTER_DISPATCH], human: [], state: 'recovery_required', effects: 1, runs: 1 },
-    }),
-  scenario('H', 'other-session', "waiting: decisions for an unknown call or another session's call", 'Ignored and recorded; only a decision for this call applies.', { manual: ok() }),
+    },
+  ),
+  scenario(
+    'H',
+    'other-session',
+    "waiting: decisions for an unknown call or another session's call",
+    'Ignored and recorded; only a decision for this call applies.',
+    { manual: ok() },
+  ),
 ];
 
 /**
@@ -281,12 +367,19 @@ export const PARTITION_ROWS: Row[] = [
   {
     row: 'F14',
     variant: 'partition-retry',
-    title: 'partition: the worker is cut off from Temporal while a slow SMTP server holds its message uncommitted; a person decides "retry"',
+    title:
+      'partition: the worker is cut off from Temporal while a slow SMTP server holds its message uncommitted; a person decides "retry"',
     meaning:
       "The retry waits out the cut-off attempt's window (dispatch + start-to-close + 2 s), by which time that attempt has hung up and its message is never committed: one effect. `recover --now` skips the wait and accepts a second.",
     peers: ['smtp'],
     plan: { scenario: 'partition-retry', peerFault: 'slow-commit', timeout: '30s' },
-    expect: { manual: parks([/^outcome unknown after dispatch: heartbeat timeout/], ['retry'], { state: 'succeeded', effects: 1, runs: 2 }) },
+    expect: {
+      manual: parks([/^outcome unknown after dispatch: heartbeat timeout/], ['retry'], {
+        state: 'succeeded',
+        effects: 1,
+        runs: 2,
+      }),
+    },
   },
 ];
 
@@ -297,7 +390,13 @@ export function cellsOf(rows: Row[]): Cell[] {
       for (const policy of ['manual', 'idempotent', 'reconcile'] as const) {
         const expect = row.expect[`${peer}:${policy}`] ?? row.expect[policy];
         if (!expect || (peer === 'smtp' && policy === 'idempotent')) continue;
-        cells.push({ id: `${row.row}${row.variant ? ` (${row.variant})` : ''} ${peer} ${policy}`, row, peer, policy, expect });
+        cells.push({
+          id: `${row.row}${row.variant ? ` (${row.variant})` : ''} ${peer} ${policy}`,
+          row,
+          peer,
+          policy,
+          expect,
+        });
       }
     }
   }
@@ -305,7 +404,11 @@ export function cellsOf(rows: Row[]): Cell[] {
 }
 
 export const pointFor = (plan: Plan, policy: Policy): FaultPoint | undefined =>
-  typeof plan.point === 'object' ? (policy === 'idempotent' ? plan.point.idempotent : plan.point.protected) : plan.point;
+  typeof plan.point === 'object'
+    ? policy === 'idempotent'
+      ? plan.point.idempotent
+      : plan.point.protected
+    : plan.point;
 
 /** Cells whose histories are kept as replay fixtures (OPENWORKER_RECORD_HISTORIES=1): every policy, every recovery path. */
 export const RECORDED: ReadonlySet<string> = new Set([
@@ -323,4 +426,8 @@ export const RECORDED: ReadonlySet<string> = new Set([
   'H (cancel-parked) http manual',
 ]);
 
-export const fixtureName = (cellId: string): string => `matrix-${cellId.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '')}`;
+export const fixtureName = (cellId: string): string =>
+  `matrix-${cellId
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '')}`;

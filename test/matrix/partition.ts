@@ -49,7 +49,10 @@ export interface PartitionRun {
 
 /** `OPENWORKER_TEST_TRACE=1` prints each run's timeline. */
 export function trace(label: string, r: PartitionRun): void {
-  if (process.env.OPENWORKER_TEST_TRACE) console.log(`      ${label}: ${JSON.stringify({ ...r.timeline, firstOutcome: r.firstOutcome, deliveries: r.deliveries, proxy: r.proxy, workflowTaskTimeouts: r.workflowTaskTimeouts })}`);
+  if (process.env.OPENWORKER_TEST_TRACE)
+    console.log(
+      `      ${label}: ${JSON.stringify({ ...r.timeline, firstOutcome: r.firstOutcome, deliveries: r.deliveries, proxy: r.proxy, workflowTaskTimeouts: r.workflowTaskTimeouts })}`,
+    );
   if (process.env.OPENWORKER_TEST_TRACE === 'w1') console.log(r.w1Output);
 }
 
@@ -70,35 +73,66 @@ export async function partitionedRetry(ctx: CellContext, { now }: { now: boolean
 
     const status = () => turnStatus(ctx.c(), t.workflowId);
     const entry = async () => (await status()).ledger.find((e) => e.toolCallId === 'c1')!;
-    const parked = await eventually(async () => {
-      const e = await entry();
-      return e.state === 'recovery_required' && e;
-    }, `${ctx.cell.id}: the call parks`, RECOVER_TIMEOUT_MS);
+    const parked = await eventually(
+      async () => {
+        const e = await entry();
+        return e.state === 'recovery_required' && e;
+      },
+      `${ctx.cell.id}: the call parks`,
+      RECOVER_TIMEOUT_MS,
+    );
     const reason = String(parked.events.filter((ev) => ev.type === 'recovery_required').at(-1)?.reason);
     assert.match(reason, ctx.cell.expect.parks![0]!, 'the call parks: outcome unknown after dispatch');
-    assert.equal((await peer.observe(executionId)).effects.length, 0, 'parked with the first message held, not committed');
+    assert.equal(
+      (await peer.observe(executionId)).effects.length,
+      0,
+      'parked with the first message held, not committed',
+    );
 
     const run: Partial<PartitionRun> = { executionId, workflowId: t.workflowId };
     if (!now) {
-      const cli = await ctx.cli(['recover', t.sessionId, 'c1', '--decision', 'retry', '--by', 'alice', '--task-queue', ctx.taskQueue]);
+      const cli = await ctx.cli([
+        'recover',
+        t.sessionId,
+        'c1',
+        '--decision',
+        'retry',
+        '--by',
+        'alice',
+        '--task-queue',
+        ctx.taskQueue,
+      ]);
       assert.equal(cli.code, 0, `recover: ${cli.stdout}${cli.stderr}`);
       run.stdout = cli.stdout;
       const said = /the retry waits out attempt (\d+) until (\S+) /.exec(cli.stdout);
       assert.ok(said, `the CLI names the fence: ${cli.stdout}`);
       const e = await entry();
       const fence = pendingFence(e);
-      assert.deepEqual(fence && { attempt: fence.attempt, until: fence.until }, { attempt: Number(said[1]), until: said[2] }, 'the ledger records the fence the CLI printed');
+      assert.deepEqual(
+        fence && { attempt: fence.attempt, until: fence.until },
+        { attempt: Number(said[1]), until: said[2] },
+        'the ledger records the fence the CLI printed',
+      );
       assert.equal(fence!.by, 'alice');
       run.fence = { until: fence!.until, attempt: fence!.attempt };
       // What a person sees while it waits (the fence is 30 s long; these take a second or two).
-      const [show, inbox] = await Promise.all([ctx.cli(['show', t.sessionId]), ctx.cli(['inbox', '--session', t.sessionId])]);
+      const [show, inbox] = await Promise.all([
+        ctx.cli(['show', t.sessionId]),
+        ctx.cli(['inbox', '--session', t.sessionId]),
+      ]);
       assert.ok(pendingFence(await entry()), 'still fenced after show and inbox ran');
       run.views = { show: show.stdout, inbox: inbox.stdout };
     } else {
       // `recover --now` through the library: W1's worker gives up (its SDK's local heartbeat timer,
       // heartbeat timeout + 5 s after its last delivered heartbeat) about 5 s after the park, and
       // starting a CLI process took up to 4 s of that on a loaded machine.
-      const r = await recover(ctx.c(), { sessionId: t.sessionId, toolCallId: 'c1', by: 'alice', decision: 'retry', skipFence: true });
+      const r = await recover(ctx.c(), {
+        sessionId: t.sessionId,
+        toolCallId: 'c1',
+        by: 'alice',
+        decision: 'retry',
+        skipFence: true,
+      });
       assert.equal(r.outcome, 'applied', r.why);
       assert.equal(r.fence, undefined, '--now does not wait');
     }
@@ -111,13 +145,19 @@ export async function partitionedRetry(ctx: CellContext, { now }: { now: boolean
       const o = (await peer.observe(executionId)).requests[0];
       return o && o.outcome !== 'held' && o;
     }, `${ctx.cell.id}: the held message is released`);
-    const closed = await eventually(async () => {
-      const s = await status();
-      return s.closed && s;
-    }, `${ctx.cell.id}: the turn closes`, RECOVER_TIMEOUT_MS);
+    const closed = await eventually(
+      async () => {
+        const s = await status();
+        return s.closed && s;
+      },
+      `${ctx.cell.id}: the turn closes`,
+      RECOVER_TIMEOUT_MS,
+    );
 
     const history = (await ctx.c().client.workflow.getHandle(t.workflowId).fetchHistory()).events ?? [];
-    const retry = history.find((ev) => ev.activityTaskScheduledEventAttributes?.activityId === activityIdFor(executionId, 2));
+    const retry = history.find(
+      (ev) => ev.activityTaskScheduledEventAttributes?.activityId === activityIdFor(executionId, 2),
+    );
     assert.ok(retry, 'the retry was scheduled');
     const final = closed.ledger.find((e) => e.toolCallId === 'c1')!;
     const at = (type: string) => Date.parse(String(final.events.find((ev) => ev.type === type)?.at));
@@ -152,10 +192,20 @@ export async function partitionRetry(ctx: CellContext): Promise<CellReport> {
   const r = await partitionedRetry(ctx, { now: false });
   trace(ctx.cell.id, r);
   const until = Date.parse(r.fence!.until);
-  assert.ok(r.retryScheduledAt >= until, `the retry was scheduled at ${new Date(r.retryScheduledAt).toISOString()}, before the fence ${r.fence!.until}`);
-  assert.equal(r.firstOutcome, 'abandoned', 'the cut-off attempt had hung up before the retry: its message is never committed');
+  assert.ok(
+    r.retryScheduledAt >= until,
+    `the retry was scheduled at ${new Date(r.retryScheduledAt).toISOString()}, before the fence ${r.fence!.until}`,
+  );
+  assert.equal(
+    r.firstOutcome,
+    'abandoned',
+    'the cut-off attempt had hung up before the retry: its message is never committed',
+  );
   const { w1HungUp, retryScheduled } = r.timeline;
-  assert.ok(w1HungUp !== undefined && w1HungUp < retryScheduled!, `W1 hung up before the retry was scheduled: ${JSON.stringify(r.timeline)}`);
+  assert.ok(
+    w1HungUp !== undefined && w1HungUp < retryScheduled!,
+    `W1 hung up before the retry was scheduled: ${JSON.stringify(r.timeline)}`,
+  );
   assert.equal(r.workflowTaskFailures, 0, 'no workflow task failed');
   const fenced = `waiting out attempt ${r.fence!.attempt} until ${r.fence!.until}`;
   assert.ok(r.views!.show.includes(fenced), `show names the fence:\n${r.views!.show}`);

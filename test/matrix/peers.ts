@@ -35,7 +35,11 @@ export interface Peer {
   keyOf(executionId: string): string;
   arm(fault: PeerFault, executionId: string, args: Record<string, unknown>): Promise<void>;
   /** Resolves when the peer reports `event` for the call ("committed", "hanging", "conflict" …). */
-  barrier(event: 'committed' | 'hanging' | 'dropped' | 'slow' | 'conflict' | 'stored' | 'abandoned', executionId: string, timeoutMs?: number): Promise<void>;
+  barrier(
+    event: 'committed' | 'hanging' | 'dropped' | 'slow' | 'conflict' | 'stored' | 'abandoned',
+    executionId: string,
+    timeoutMs?: number,
+  ): Promise<void>;
   release(executionId: string): Promise<void>;
   observe(executionId: string): Promise<PeerObservation>;
 }
@@ -84,7 +88,9 @@ export function httpPeer(api: PaymentsProcess): Peer {
       const ledger = await api.ledger();
       return {
         effects: ledger.effects.filter((e) => e.key === key).map((e) => e.body),
-        requests: ledger.requests.filter((r) => r.key === key).map((r) => ({ payload: r.fingerprint, outcome: r.outcome })),
+        requests: ledger.requests
+          .filter((r) => r.key === key)
+          .map((r) => ({ payload: r.fingerprint, outcome: r.outcome })),
       };
     },
   };
@@ -96,7 +102,11 @@ export function smtpPeer(sink: MailSinkProcess): Peer {
     kind: 'smtp',
     tool: 'send_email',
     policies: ['manual', 'reconcile'],
-    args: (tag) => ({ to: `${tag.toLowerCase().replace(/[^a-z0-9-]/g, '-')}@example.com`, subject: `Invoice ${tag}`, body: 'Attached.' }),
+    args: (tag) => ({
+      to: `${tag.toLowerCase().replace(/[^a-z0-9-]/g, '-')}@example.com`,
+      subject: `Invoice ${tag}`,
+      body: 'Attached.',
+    }),
     requestPayload: () => null,
     effectOf: (args) => ({ to: [args.to], subject: args.subject, text: args.body }),
     env: (policy, extra) => ({

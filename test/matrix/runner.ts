@@ -63,9 +63,19 @@ export interface CellContext {
   restartServer(): Promise<void>;
   /** Starts a turn and returns it parked at the approval of its one call. */
   startParked(sessionId?: string): Promise<{ sessionId: string; turn: number; workflowId: string; entry: LedgerEntry }>;
-  approve(target: { sessionId: string; toolCallId: string; turn?: number; argsDigest: string; workerUp: boolean }): Promise<void>;
+  approve(target: {
+    sessionId: string;
+    toolCallId: string;
+    turn?: number;
+    argsDigest: string;
+    workerUp: boolean;
+  }): Promise<void>;
   /** Waits for each park of the call and answers it as `expect` says, until the call settles. */
-  settle(t: { sessionId: string; workflowId: string; toolCallId: string; turn?: number }, expect: Expect, onPark?: () => Promise<void>): Promise<string[]>;
+  settle(
+    t: { sessionId: string; workflowId: string; toolCallId: string; turn?: number },
+    expect: Expect,
+    onPark?: () => Promise<void>,
+  ): Promise<string[]>;
   /** Reads the three oracles and checks them; `expect: null` checks the invariants only. */
   finish(t: {
     workflowId: string;
@@ -102,7 +112,11 @@ export async function runCell(cell: Cell, env: CellEnv): Promise<CellReport> {
 }
 
 /** Runs `scenario` with a context for `cell`, bounded in time; stops everything it started. */
-export async function runWith(cell: Cell, env: CellEnv, scenario: (ctx: CellContext) => Promise<CellReport>): Promise<CellReport> {
+export async function runWith(
+  cell: Cell,
+  env: CellEnv,
+  scenario: (ctx: CellContext) => Promise<CellReport>,
+): Promise<CellReport> {
   const started = Date.now();
   const scope = new Scope();
   let server: DevServer | undefined;
@@ -135,7 +149,10 @@ export async function runWith(cell: Cell, env: CellEnv, scenario: (ctx: CellCont
           model: opts.model ?? defaultModel,
           tools: [TOOLS],
           env: {
-            ...peer.env(cell.policy, { ...(plan.timeout ? { timeout: plan.timeout } : {}), ...(plan.keyRetention ? { keyRetention: plan.keyRetention } : {}) }),
+            ...peer.env(cell.policy, {
+              ...(plan.timeout ? { timeout: plan.timeout } : {}),
+              ...(plan.keyRetention ? { keyRetention: plan.keyRetention } : {}),
+            }),
             ...(server ? { TEMPORAL_ADDRESS: server.address } : {}),
             ...opts.extraEnv,
           },
@@ -146,7 +163,8 @@ export async function runWith(cell: Cell, env: CellEnv, scenario: (ctx: CellCont
         await w.kill('SIGKILL');
         scope.kills++;
       },
-      cli: (cliArgs) => runCli(cliArgs, { scope: scope.procs, ...(server ? { env: { TEMPORAL_ADDRESS: server.address } } : {}) }),
+      cli: (cliArgs) =>
+        runCli(cliArgs, { scope: scope.procs, ...(server ? { env: { TEMPORAL_ADDRESS: server.address } } : {}) }),
       restartServer: async () => {
         if (!server) throw new Error('this cell has no server of its own to restart');
         // Closed only at the end: closing a connection with a call still retrying throws from a timer.
@@ -161,12 +179,20 @@ export async function runWith(cell: Cell, env: CellEnv, scenario: (ctx: CellCont
       startParked: async (sessionId = uniq('mx')) => {
         const parked = await startTurn(c(), sessionId, `cell ${cell.id}`);
         const entry = parked.ledger.at(-1);
-        if (parked.state !== 'awaiting_approval' || !entry) throw new Error(`expected the call to wait for approval, got ${parked.state}`);
+        if (parked.state !== 'awaiting_approval' || !entry)
+          throw new Error(`expected the call to wait for approval, got ${parked.state}`);
         return { sessionId, turn: parked.turn, workflowId: parked.workflowId, entry };
       },
       approve: async (t) => {
         // The approver passes the digest of the arguments they were shown.
-        const r = await approve(c(), { sessionId: t.sessionId, toolCallId: t.toolCallId, by: 'alice', argsDigest: t.argsDigest, waitMs: t.workerUp ? 10_000 : 0, ...(t.turn ? { turn: t.turn } : {}) });
+        const r = await approve(c(), {
+          sessionId: t.sessionId,
+          toolCallId: t.toolCallId,
+          by: 'alice',
+          argsDigest: t.argsDigest,
+          waitMs: t.workerUp ? 10_000 : 0,
+          ...(t.turn ? { turn: t.turn } : {}),
+        });
         if (r.outcome === 'ignored') throw new Error(`approval ignored: ${r.why}`);
       },
       settle: async (t, expect, onPark) => {
@@ -177,7 +203,10 @@ export async function runWith(cell: Cell, env: CellEnv, scenario: (ctx: CellCont
               const s = await turnStatus(c(), t.workflowId);
               const e = { ...s.ledger.find((x) => x.toolCallId === t.toolCallId)!, closed: s.closed };
               const parks = e.events.filter((ev) => ev.type === 'recovery_required').length;
-              return (e.closed || FINAL.includes(e.state) || (e.state === 'recovery_required' && parks > reasons.length)) && e;
+              return (
+                (e.closed || FINAL.includes(e.state) || (e.state === 'recovery_required' && parks > reasons.length)) &&
+                e
+              );
             },
             `${cell.id}: the call parks or settles`,
             90_000,
@@ -189,7 +218,8 @@ export async function runWith(cell: Cell, env: CellEnv, scenario: (ctx: CellCont
           const i = reasons.length - 1;
           const want = expect.parks?.[i];
           if (!want) throw new Error(`parked unexpectedly (#${i + 1}): ${reason}`);
-          if (!want.test(reason)) throw new Error(`park #${i + 1}: reason ${JSON.stringify(reason)} does not match ${want}`);
+          if (!want.test(reason))
+            throw new Error(`park #${i + 1}: reason ${JSON.stringify(reason)} does not match ${want}`);
           const decision = expect.human![i]!;
           const r = await recover(c(), {
             sessionId: t.sessionId,
@@ -202,12 +232,18 @@ export async function runWith(cell: Cell, env: CellEnv, scenario: (ctx: CellCont
           if (r.outcome !== 'applied') throw new Error(`recover ${decision}: ${r.outcome} (${r.why ?? ''})`);
         }
         if ((expect.parks?.length ?? 0) !== reasons.length) {
-          throw new Error(`expected ${expect.parks?.length ?? 0} park(s), saw ${reasons.length}: ${JSON.stringify(reasons)}`);
+          throw new Error(
+            `expected ${expect.parks?.length ?? 0} park(s), saw ${reasons.length}: ${JSON.stringify(reasons)}`,
+          );
         }
         return reasons;
       },
       finish: async (t) => {
-        await eventually(async () => (await turnStatus(c(), t.workflowId)).closed, `${cell.id}: the turn closes`, 60_000);
+        await eventually(
+          async () => (await turnStatus(c(), t.workflowId)).closed,
+          `${cell.id}: the turn closes`,
+          60_000,
+        );
         const checks = check({
           id: cell.id,
           policy: cell.policy,
@@ -223,8 +259,18 @@ export async function runWith(cell: Cell, env: CellEnv, scenario: (ctx: CellCont
           peer,
         });
         const all = [...(t.extraChecks ?? []), ...checks];
-        if (RECORDED.has(cell.id)) await recordHistory(t.workflowId, fixtureName(cell.id), server?.address, { resetRun: cell.row.plan.scenario === 'reset' });
-        return { cell: cell.id, executionId: t.executionId, ms: Date.now() - started, workersKilled: scope.kills, serverRestarts: scope.restarts, checks: all };
+        if (RECORDED.has(cell.id))
+          await recordHistory(t.workflowId, fixtureName(cell.id), server?.address, {
+            resetRun: cell.row.plan.scenario === 'reset',
+          });
+        return {
+          cell: cell.id,
+          executionId: t.executionId,
+          ms: Date.now() - started,
+          workersKilled: scope.kills,
+          serverRestarts: scope.restarts,
+          checks: all,
+        };
       },
     };
     return await Promise.race([
@@ -287,7 +333,10 @@ async function standard(ctx: CellContext): Promise<CellReport> {
     await peer.release(executionId);
   };
   // Only an automatic retry can meet the lock; protected calls never retry by themselves.
-  const conflict = plan.release && peer.kind === 'http' && cell.policy === 'idempotent' ? peer.barrier('conflict', executionId, TIMEOUT_MS).then(release) : undefined;
+  const conflict =
+    plan.release && peer.kind === 'http' && cell.policy === 'idempotent'
+      ? peer.barrier('conflict', executionId, TIMEOUT_MS).then(release)
+      : undefined;
   await ctx.settle({ ...t, toolCallId: 'c1' }, cell.expect, release);
   await release();
   await conflict;

@@ -13,7 +13,11 @@ export type FakeReply =
    * `argumentsText` goes on the wire as is (malformed JSON, say); else `arguments` is JSON-encoded.
    * With `hold`, the answer waits until it settles (a model response kept pending as long as a test needs).
    */
-  | { text?: string; toolCalls?: { id?: string; name: string; arguments?: unknown; argumentsText?: string }[]; hold?: Promise<unknown> }
+  | {
+      text?: string;
+      toolCalls?: { id?: string; name: string; arguments?: unknown; argumentsText?: string }[];
+      hold?: Promise<unknown>;
+    }
   | { status: number; error: { message: string; type?: string; code?: string }; headers?: Record<string, string> }
   /** Never answers: the request stays open until the client gives up (a slow or stuck model). */
   | { hang: true };
@@ -22,7 +26,12 @@ export interface FakeRequest {
   at: number;
   body: {
     model: string;
-    messages: { role: string; content?: unknown; tool_calls?: { id: string; function: { name: string; arguments: string } }[]; tool_call_id?: string }[];
+    messages: {
+      role: string;
+      content?: unknown;
+      tool_calls?: { id: string; function: { name: string; arguments: string } }[];
+      tool_call_id?: string;
+    }[];
     tools?: { type: string; function: { name: string; description?: string; parameters: Record<string, unknown> } }[];
   };
   headers: http.IncomingHttpHeaders;
@@ -51,7 +60,8 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
         res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
       };
       const anthropic = req.url === '/v1/messages';
-      if (req.method !== 'POST' || (req.url !== '/v1/chat/completions' && !anthropic)) return send(404, { error: { message: `no route ${req.method} ${req.url}` } });
+      if (req.method !== 'POST' || (req.url !== '/v1/chat/completions' && !anthropic))
+        return send(404, { error: { message: `no route ${req.method} ${req.url}` } });
       let body: FakeRequest['body'];
       try {
         body = JSON.parse(raw) as FakeRequest['body'];
@@ -69,7 +79,11 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
         return send(reply.status, anthropic ? { type: 'error', error } : { error }, reply.headers);
       }
       const answer = (): void => {
-        if (anthropic) return send(200, anthropicMessage(body.model, reply, () => ++seq));
+        if (anthropic)
+          return send(
+            200,
+            anthropicMessage(body.model, reply, () => ++seq),
+          );
         const calls = (reply.toolCalls ?? []).map((c, i) => ({
           id: c.id ?? `call_${++seq}_${i}`,
           type: 'function',
@@ -83,7 +97,11 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
           choices: [
             {
               index: 0,
-              message: { role: 'assistant', content: reply.text ?? null, ...(calls.length ? { tool_calls: calls } : {}) },
+              message: {
+                role: 'assistant',
+                content: reply.text ?? null,
+                ...(calls.length ? { tool_calls: calls } : {}),
+              },
               finish_reason: calls.length ? 'tool_calls' : 'stop',
             },
           ],
@@ -109,8 +127,17 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
   };
 }
 
-function anthropicMessage(model: string, reply: Exclude<FakeReply, { status: number } | { hang: true }>, next: () => number): unknown {
-  const uses = (reply.toolCalls ?? []).map((c) => ({ type: 'tool_use', id: c.id ?? `toolu_${next()}`, name: c.name, input: c.arguments }));
+function anthropicMessage(
+  model: string,
+  reply: Exclude<FakeReply, { status: number } | { hang: true }>,
+  next: () => number,
+): unknown {
+  const uses = (reply.toolCalls ?? []).map((c) => ({
+    type: 'tool_use',
+    id: c.id ?? `toolu_${next()}`,
+    name: c.name,
+    input: c.arguments,
+  }));
   return {
     id: `msg_${next()}`,
     type: 'message',

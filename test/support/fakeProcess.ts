@@ -41,12 +41,16 @@ export interface FakeSpec<Ready> {
 }
 
 function exited(proc: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve({ code: proc.exitCode, signal: proc.signalCode });
+  if (proc.exitCode !== null || proc.signalCode !== null)
+    return Promise.resolve({ code: proc.exitCode, signal: proc.signalCode });
   return new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
 }
 
 export async function startFakeProcess<Ready>(spec: FakeSpec<Ready>): Promise<FakeProcess<Ready>> {
-  const proc = spawn(process.execPath, [spec.main, '--exit-with-stdin', ...spec.args], { stdio: ['pipe', 'pipe', 'pipe'], ...(spec.env ? { env: spec.env } : {}) });
+  const proc = spawn(process.execPath, [spec.main, '--exit-with-stdin', ...spec.args], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    ...(spec.env ? { env: spec.env } : {}),
+  });
   live.add(proc);
   proc.once('exit', () => live.delete(proc));
   let out = '';
@@ -91,7 +95,9 @@ export async function startFakeProcess<Ready>(spec: FakeSpec<Ready>): Promise<Fa
 
   let ready: Ready;
   try {
-    ready = JSON.parse(await until(() => lines.find((l) => l.startsWith('{')), 'ready line', spec.startTimeoutMs ?? 10_000)) as Ready;
+    ready = JSON.parse(
+      await until(() => lines.find((l) => l.startsWith('{')), 'ready line', spec.startTimeoutMs ?? 10_000),
+    ) as Ready;
   } catch (err) {
     proc.kill('SIGKILL');
     throw err;
@@ -104,7 +110,10 @@ export async function startFakeProcess<Ready>(spec: FakeSpec<Ready>): Promise<Fa
     output: () => out,
     waitFor: async (event, key, timeoutMs = 10_000, occurrence = 1) => {
       const k = key === undefined ? undefined : (spec.normalizeKey?.(key) ?? key);
-      const want = k === undefined ? (l: string) => l.startsWith(`${spec.prefix} ${event} `) : (l: string) => l === `${spec.prefix} ${event} ${k}`;
+      const want =
+        k === undefined
+          ? (l: string) => l.startsWith(`${spec.prefix} ${event} `)
+          : (l: string) => l === `${spec.prefix} ${event} ${k}`;
       const what = `"${spec.prefix} ${event}${k === undefined ? '' : ` ${k}`}"${occurrence > 1 ? ` #${occurrence}` : ''}`;
       await until(() => (lines.filter(want).length >= occurrence ? true : undefined), what, timeoutMs);
     },
@@ -116,7 +125,8 @@ export async function startFakeProcess<Ready>(spec: FakeSpec<Ready>): Promise<Fa
         signal: AbortSignal.timeout(5_000),
       });
       const json = (await res.json()) as { error?: string };
-      if (!res.ok) throw new Error(`${spec.name}: ${method} /_control/${path}: HTTP ${res.status}: ${json.error ?? ''}`);
+      if (!res.ok)
+        throw new Error(`${spec.name}: ${method} /_control/${path}: HTTP ${res.status}: ${json.error ?? ''}`);
       return json;
     },
     stop: async (timeoutMs = 5_000) => {

@@ -18,15 +18,26 @@ export const HISTORIES = join(ROOT, 'test', 'fixtures', 'histories');
  */
 export const RESET_RUN_PLACEHOLDER = '00000000-0000-0000-0000-00000000reset';
 
-export async function recordHistory(workflowId: string, name: string, address = process.env.TEMPORAL_ADDRESS!, opts: { resetRun?: boolean } = {}): Promise<void> {
+export async function recordHistory(
+  workflowId: string,
+  name: string,
+  address = process.env.TEMPORAL_ADDRESS!,
+  opts: { resetRun?: boolean } = {},
+): Promise<void> {
   if (!process.env.OPENWORKER_RECORD_HISTORIES) return;
   const cli = await resolveTemporalCli();
-  const json = execFileSync(cli.path, ['workflow', 'show', '--workflow-id', workflowId, '--output', 'json', '--address', address], {
-    encoding: 'utf8',
-    timeout: 20_000,
-  });
+  const json = execFileSync(
+    cli.path,
+    ['workflow', 'show', '--workflow-id', workflowId, '--output', 'json', '--address', address],
+    {
+      encoding: 'utf8',
+      timeout: 20_000,
+    },
+  );
   if (!opts.resetRun) return writeFileSync(join(HISTORIES, `${name}.json`), json);
-  const history = JSON.parse(json) as { events: { workflowExecutionStartedEventAttributes?: { originalExecutionRunId?: string } }[] };
+  const history = JSON.parse(json) as {
+    events: { workflowExecutionStartedEventAttributes?: { originalExecutionRunId?: string } }[];
+  };
   history.events[0]!.workflowExecutionStartedEventAttributes!.originalExecutionRunId = RESET_RUN_PLACEHOLDER;
   writeFileSync(join(HISTORIES, `${name}.json`), JSON.stringify(history, null, 2));
 }

@@ -4,13 +4,35 @@ import fc from 'fast-check';
 // (tool calls) may send. Shared by the pure fuzz tier and the end-to-end one.
 
 /** Keys that reach Object.prototype or shadow its members when code indexes objects carelessly. */
-export const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__', 'isPrototypeOf'];
+export const PROTOTYPE_KEYS = [
+  '__proto__',
+  'constructor',
+  'prototype',
+  'toString',
+  'hasOwnProperty',
+  'valueOf',
+  '__defineGetter__',
+  'isPrototypeOf',
+];
 
 const weirdString = fc.oneof(
   fc.string(),
   fc.string({ unit: 'grapheme', maxLength: 40 }),
   fc.string({ unit: 'binary', maxLength: 40 }), // lone surrogates, control characters
-  fc.constantFrom(...PROTOTYPE_KEYS, '', ' ', '\n', '\u0000', 'c1', 'a'.repeat(257), 'line\nbreak', '💥'.repeat(70), 'null', 'undefined', '{"toolCallId":"c1"}'),
+  fc.constantFrom(
+    ...PROTOTYPE_KEYS,
+    '',
+    ' ',
+    '\n',
+    '\u0000',
+    'c1',
+    'a'.repeat(257),
+    'line\nbreak',
+    '💥'.repeat(70),
+    'null',
+    'undefined',
+    '{"toolCallId":"c1"}',
+  ),
 );
 
 /** A long string; `maxKiB` keeps the end-to-end tier's history small. */
@@ -63,7 +85,10 @@ export const hostileDecision = (kind: 'approve' | 'reject' | 'recover', maxKiB =
                 hostileValue(1),
                 fc.record({
                   keyId: mostly(fc.stringMatching(/^ed25519:[0-9a-f]{16}$/), weirdString),
-                  signedAt: mostly(fc.date({ noInvalidDate: true }).map((d) => d.toISOString()), weirdString),
+                  signedAt: mostly(
+                    fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+                    weirdString,
+                  ),
                   value: mostly(fc.base64String({ minLength: 88, maxLength: 88 }), weirdString),
                 }),
               ),
@@ -72,9 +97,27 @@ export const hostileDecision = (kind: 'approve' | 'reject' | 'recover', maxKiB =
             },
             { requiredKeys: [] },
           ),
-          fc.shuffledSubarray(['decision', 'executionId', 'argsDigest', 'run', 'park', 'reason', 'result', 'signature', 'signature', '__proto__', 'constructor'], { maxLength: 3 }),
+          fc.shuffledSubarray(
+            [
+              'decision',
+              'executionId',
+              'argsDigest',
+              'run',
+              'park',
+              'reason',
+              'result',
+              'signature',
+              'signature',
+              '__proto__',
+              'constructor',
+            ],
+            { maxLength: 3 },
+          ),
         )
-        .map(([base, extra, keep]) => ({ ...base, ...Object.fromEntries(Object.entries(extra).filter(([k]) => keep.includes(k))) })),
+        .map(([base, extra, keep]) => ({
+          ...base,
+          ...Object.fromEntries(Object.entries(extra).filter(([k]) => keep.includes(k))),
+        })),
     },
   );
 
@@ -86,7 +129,11 @@ export const hostileToolCall = (toolNames: readonly string[], maxKiB = 4): fc.Ar
       {
         id: fc.oneof(fc.constantFrom('c1', 'c1', ''), weirdString, hostileValue(1)),
         name: fc.oneof(fc.constantFrom(...toolNames, ...PROTOTYPE_KEYS), weirdString, hostileValue(1)),
-        arguments: fc.oneof(hostileValue(maxKiB), weirdString, fc.constantFrom('{', '{"to": ', '[]', 'null', '"str"', '{"__proto__": {"polluted": true}}')),
+        arguments: fc.oneof(
+          hostileValue(maxKiB),
+          weirdString,
+          fc.constantFrom('{', '{"to": ', '[]', 'null', '"str"', '{"__proto__": {"polluted": true}}'),
+        ),
       },
       { requiredKeys: [] },
     ),

@@ -56,14 +56,18 @@ export async function startMailSinkProcess(opts: MailSinkProcessOptions = {}): P
     arm: async (fault) => void (await control('POST', 'faults', fault)),
     disarm: async () => void (await control('DELETE', 'faults')),
     release: async (messageId) =>
-      ((await control('POST', 'release', messageId === undefined ? {} : { messageId })) as { released: number }).released,
+      ((await control('POST', 'release', messageId === undefined ? {} : { messageId })) as { released: number })
+        .released,
     reset: async () => void (await control('POST', 'reset')),
     ledger: async () => (await control('GET', 'ledger')) as Ledger,
     deliveries: async (messageId) => {
-      const res = await fetch(`${ready.lookupUrl}/${encodeURIComponent(messageId)}`, { signal: AbortSignal.timeout(5_000) });
+      const res = await fetch(`${ready.lookupUrl}/${encodeURIComponent(messageId)}`, {
+        signal: AbortSignal.timeout(5_000),
+      });
       const body = (await res.json()) as { delivered?: boolean; count?: number };
       if (res.status === 404 && body.delivered === false) return 0;
-      if (res.status !== 200 || typeof body.count !== 'number') throw new Error(`mail sink process: lookup of ${messageId} answered ${res.status}`);
+      if (res.status !== 200 || typeof body.count !== 'number')
+        throw new Error(`mail sink process: lookup of ${messageId} answered ${res.status}`);
       return body.count;
     },
     stop: fake.stop,

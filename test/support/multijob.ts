@@ -4,7 +4,15 @@ import { temporal } from '@temporalio/proto';
 import type { OpenWorkerClient } from '../../client/connection';
 import { grant } from '../../client/grants';
 import { turnStatus } from '../../client/session';
-import { approveSignal, dispatchUpdate, grantsSignal, recoverSignal, rejectSignal, revokeSignal, sessionWorkflowId } from '../../workflows/definitions';
+import {
+  approveSignal,
+  dispatchUpdate,
+  grantsSignal,
+  recoverSignal,
+  rejectSignal,
+  revokeSignal,
+  sessionWorkflowId,
+} from '../../workflows/definitions';
 import { activityIdFor, pendingFence } from '../../workflows/ledger';
 import type { LedgerEntry, RecoveryDecision, TurnStatus } from '../../workflows/types';
 
@@ -42,7 +50,8 @@ export interface Sent {
 }
 
 type Event = temporal.api.history.v1.IHistoryEvent;
-const ADMITTED = temporal.api.enums.v1.UpdateWorkflowExecutionLifecycleStage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ADMITTED;
+const ADMITTED =
+  temporal.api.enums.v1.UpdateWorkflowExecutionLifecycleStage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ADMITTED;
 
 /** Sends the jobs in order; each lands before the next is sent (an update: once the server admitted it). */
 export async function sendJobs(c: OpenWorkerClient, t: Target, jobs: readonly Job[], sent: Sent): Promise<void> {
@@ -53,7 +62,12 @@ export async function sendJobs(c: OpenWorkerClient, t: Target, jobs: readonly Jo
   let grantId: string | undefined;
   for (const job of jobs) {
     const decisionId = randomUUID();
-    const base = { toolCallId: entry.toolCallId, by: 'alice', decisionId, ...(t.bound ? { executionId: entry.executionId } : {}) };
+    const base = {
+      toolCallId: entry.toolCallId,
+      by: 'alice',
+      decisionId,
+      ...(t.bound ? { executionId: entry.executionId } : {}),
+    };
     switch (job.kind) {
       case 'approve':
         sent.decisions.set(decisionId, 'approve');
@@ -65,8 +79,15 @@ export async function sendJobs(c: OpenWorkerClient, t: Target, jobs: readonly Jo
         break;
       case 'recover': {
         sent.decisions.set(decisionId, `recover:${job.decision}`);
-        const binding = t.bound ? { ...(entry.runs > 0 ? { run: entry.runs } : {}), ...(parks > 0 ? { park: parks } : {}) } : {};
-        await handle.signal(recoverSignal, { ...base, ...binding, decision: job.decision, ...(job.skipFence && job.decision === 'retry' ? { skipFence: true } : {}) });
+        const binding = t.bound
+          ? { ...(entry.runs > 0 ? { run: entry.runs } : {}), ...(parks > 0 ? { park: parks } : {}) }
+          : {};
+        await handle.signal(recoverSignal, {
+          ...base,
+          ...binding,
+          decision: job.decision,
+          ...(job.skipFence && job.decision === 'retry' ? { skipFence: true } : {}),
+        });
         break;
       }
       case 'cancel':
@@ -74,10 +95,16 @@ export async function sendJobs(c: OpenWorkerClient, t: Target, jobs: readonly Jo
         break;
       case 'grant':
         if (job.via === 'raw') {
-          await handle.signal(grantsSignal, { version: 1 + jobs.indexOf(job), grants: [{ id: `g-raw-${decisionId.slice(0, 6)}`, tool: entry.tool, by: 'mallory', at: new Date().toISOString() }] });
+          await handle.signal(grantsSignal, {
+            version: 1 + jobs.indexOf(job),
+            grants: [
+              { id: `g-raw-${decisionId.slice(0, 6)}`, tool: entry.tool, by: 'mallory', at: new Date().toISOString() },
+            ],
+          });
           break;
         }
-        if (job.via === 'session' || !grantId) grantId = (await grant(c, { sessionId: t.sessionId, tool: entry.tool, by: 'carol', waitMs: 0 })).grant.id;
+        if (job.via === 'session' || !grantId)
+          grantId = (await grant(c, { sessionId: t.sessionId, tool: entry.tool, by: 'carol', waitMs: 0 })).grant.id;
         if (job.via === 'revoke') await session.signal(revokeSignal, { grantId, by: 'carol' });
         break;
       case 'dispatch': {
@@ -86,7 +113,9 @@ export async function sendJobs(c: OpenWorkerClient, t: Target, jobs: readonly Jo
         const req = { executionId: entry.executionId, activityId: activityIdFor(entry.executionId, run), attempt: 1 };
         // No worker: the call blocks until one accepts it; it is abandoned when the case ends.
         sent.updates.push(
-          c.client.withAbortSignal(sent.abort.signal, () => handle.executeUpdate(dispatchUpdate, { args: [req], updateId })).catch((err: unknown) => err),
+          c.client
+            .withAbortSignal(sent.abort.signal, () => handle.executeUpdate(dispatchUpdate, { args: [req], updateId }))
+            .catch((err: unknown) => err),
         );
         await admitted(c, t.workflowId, updateId);
         break;
@@ -110,7 +139,8 @@ async function admitted(c: OpenWorkerClient, workflowId: string, updateId: strin
       );
       return;
     } catch (err) {
-      if (Date.now() > deadline) throw new Error(`dispatch update ${updateId} not admitted within 10 s: ${(err as Error).message}`);
+      if (Date.now() > deadline)
+        throw new Error(`dispatch update ${updateId} not admitted within 10 s: ${(err as Error).message}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -126,19 +156,36 @@ const UNHANDLED_COMMAND = temporal.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW
 export function taskFailures(events: readonly Event[]): string[] {
   const failed = events.flatMap((ev) => {
     const f = ev.workflowTaskFailedEventAttributes;
-    return f ? [{ unhandled: f.cause === UNHANDLED_COMMAND, text: `event ${String(ev.eventId)}: cause ${String(f.cause)} ${f.failure?.message ?? ''}`.slice(0, 600) }] : [];
+    return f
+      ? [
+          {
+            unhandled: f.cause === UNHANDLED_COMMAND,
+            text: `event ${String(ev.eventId)}: cause ${String(f.cause)} ${f.failure?.message ?? ''}`.slice(0, 600),
+          },
+        ]
+      : [];
   });
   const real = failed.filter((f) => !f.unhandled);
   return (real.length ? real : failed.length > 3 ? failed : []).map((f) => f.text);
 }
 
 /** The raw history of a workflow. */
-export const historyOf = async (c: OpenWorkerClient, workflowId: string): Promise<Event[]> => (await c.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+export const historyOf = async (c: OpenWorkerClient, workflowId: string): Promise<Event[]> =>
+  (await c.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
 
 /** Whether the last activity result in the history has been processed by a completed workflow task. */
 export function resultProcessed(events: readonly Event[]): boolean {
-  const result = events.filter((e) => e.activityTaskTimedOutEventAttributes || e.activityTaskFailedEventAttributes || e.activityTaskCompletedEventAttributes).at(-1);
-  return !!result && events.some((e) => e.workflowTaskCompletedEventAttributes && Number(e.eventId) > Number(result.eventId));
+  const result = events
+    .filter(
+      (e) =>
+        e.activityTaskTimedOutEventAttributes ||
+        e.activityTaskFailedEventAttributes ||
+        e.activityTaskCompletedEventAttributes,
+    )
+    .at(-1);
+  return (
+    !!result && events.some((e) => e.workflowTaskCompletedEventAttributes && Number(e.eventId) > Number(result.eventId))
+  );
 }
 
 /** Whether an activity result (here: the dead worker's attempt timing out) waits in the history for a task. */
@@ -148,7 +195,9 @@ export const resultWaiting = (events: readonly Event[]): boolean =>
 /** Whether a worker completed a workflow task after every signal and cancel request in the history. */
 export function processedAll(events: readonly Event[]): boolean {
   const last = (pred: (e: Event) => unknown) => Math.max(0, ...events.filter(pred).map((e) => Number(e.eventId)));
-  const sentAt = last((e) => e.workflowExecutionSignaledEventAttributes || e.workflowExecutionCancelRequestedEventAttributes);
+  const sentAt = last(
+    (e) => e.workflowExecutionSignaledEventAttributes || e.workflowExecutionCancelRequestedEventAttributes,
+  );
   return last((e) => e.workflowTaskCompletedEventAttributes) > sentAt;
 }
 
@@ -171,35 +220,52 @@ export function waitingFor(s: TurnStatus & { closed: boolean }, toolCallId: stri
  * Polls the turn until a worker has processed every job and the turn has closed or waits for a
  * human with a reason. A workflow task failure fails at once: it would replay forever.
  */
-export async function settle(c: OpenWorkerClient, t: { sessionId: string; workflowId: string; toolCallId: string }, what: string, timeoutMs = 60_000) {
+export async function settle(
+  c: OpenWorkerClient,
+  t: { sessionId: string; workflowId: string; toolCallId: string },
+  what: string,
+  timeoutMs = 60_000,
+) {
   const deadline = Date.now() + timeoutMs;
   let last = 'nothing yet';
   for (;;) {
     const histories = await Promise.all([t.workflowId, sessionWorkflowId(t.sessionId)].map((id) => historyOf(c, id)));
     const failures = histories.flatMap(taskFailures);
-    if (failures.length) throw new Error(`${what}: workflow task failed (a wedge: it replays forever): ${failures.join(' | ')}`);
+    if (failures.length)
+      throw new Error(`${what}: workflow task failed (a wedge: it replays forever): ${failures.join(' | ')}`);
     if (processedAll(histories[0]!)) {
-      const s = await c.client.withDeadline(Date.now() + 5_000, () => turnStatus(c, t.workflowId)).catch((err: Error) => err);
+      const s = await c.client
+        .withDeadline(Date.now() + 5_000, () => turnStatus(c, t.workflowId))
+        .catch((err: Error) => err);
       if (!(s instanceof Error)) {
         const w = waitingFor(s, t.toolCallId);
         if (w) return { status: s, waiting: w, history: histories[0]! };
         last = `${s.state}: ${JSON.stringify(s.ledger.find((x) => x.toolCallId === t.toolCallId)?.events.slice(-3))}`;
       } else last = s.message;
     }
-    if (Date.now() > deadline) throw new Error(`${what}: neither closed nor waiting for a human with a reason within ${timeoutMs} ms; last: ${last}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `${what}: neither closed nor waiting for a human with a reason within ${timeoutMs} ms; last: ${last}`,
+      );
     await new Promise((r) => setTimeout(r, 250));
   }
 }
 
 /** How many history events the jobs add to the turn's own history (the session forwards grants later; an update is no event until accepted). */
 export const jobEvents = (jobs: readonly Job[]): number =>
-  jobs.filter((j) => ['approve', 'reject', 'recover'].includes(j.kind) || (j.kind === 'grant' && j.via === 'raw')).length + (jobs.some((j) => j.kind === 'cancel') ? 1 : 0);
+  jobs.filter((j) => ['approve', 'reject', 'recover'].includes(j.kind) || (j.kind === 'grant' && j.via === 'raw'))
+    .length + (jobs.some((j) => j.kind === 'cancel') ? 1 : 0);
 
 /** Whether all `expected` job events after event `after` were in history before the next workflow task started. */
 export function inOneTask(events: readonly Event[], after: number, expected: number): boolean {
   const started = events.find((e) => e.workflowTaskStartedEventAttributes && Number(e.eventId) > after);
   const upTo = started ? Number(started.eventId) : Infinity;
-  const jobs = events.filter((e) => Number(e.eventId) > after && Number(e.eventId) < upTo && (e.workflowExecutionSignaledEventAttributes || e.workflowExecutionCancelRequestedEventAttributes));
+  const jobs = events.filter(
+    (e) =>
+      Number(e.eventId) > after &&
+      Number(e.eventId) < upTo &&
+      (e.workflowExecutionSignaledEventAttributes || e.workflowExecutionCancelRequestedEventAttributes),
+  );
   return jobs.length === expected;
 }
 
@@ -225,8 +291,10 @@ export function dispatchProblems(events: readonly Event[]): string[] {
     }
     const done = ev.workflowExecutionUpdateCompletedEventAttributes;
     const id = done?.meta?.updateId ? accepted.get(done.meta.updateId) : undefined;
-    if (id === undefined || !(decode(done!.outcome?.success)[0] as { proceed?: boolean } | undefined)?.proceed) continue;
-    if (!scheduled.has(id)) problems.push(`event ${String(ev.eventId)}: dispatch of ${id} proceeded before any activity ${id} was scheduled`);
+    if (id === undefined || !(decode(done!.outcome?.success)[0] as { proceed?: boolean } | undefined)?.proceed)
+      continue;
+    if (!scheduled.has(id))
+      problems.push(`event ${String(ev.eventId)}: dispatch of ${id} proceeded before any activity ${id} was scheduled`);
     if (proceeded.includes(id)) problems.push(`event ${String(ev.eventId)}: a second dispatch of ${id} proceeded`);
     proceeded.push(id);
   }
@@ -237,7 +305,8 @@ export function dispatchProblems(events: readonly Event[]): string[] {
 export function describeHistory(events: readonly Event[]): string {
   return events
     .map((e) => {
-      const type = Object.keys(e).find((k) => k.endsWith('EventAttributes') && (e as Record<string, unknown>)[k]) ?? '?';
+      const type =
+        Object.keys(e).find((k) => k.endsWith('EventAttributes') && (e as Record<string, unknown>)[k]) ?? '?';
       const sig = e.workflowExecutionSignaledEventAttributes;
       const extra = sig ? ` ${sig.signalName} ${JSON.stringify(decode(sig.input)[0]).slice(0, 120)}` : '';
       return `${String(e.eventId)} ${type.replace('EventAttributes', '')}${extra}`;

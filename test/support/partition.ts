@@ -28,13 +28,15 @@ export interface PartitionProxy {
 
 const MAX_CONNECTIONS = 64;
 
-const isLoopback = (host: string): boolean => host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
+const isLoopback = (host: string): boolean =>
+  host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
 
 export async function startPartitionProxy(target: string): Promise<PartitionProxy> {
   const i = target.lastIndexOf(':');
   const host = target.slice(0, i).replace(/^\[|\]$/g, '');
   const port = Number(target.slice(i + 1));
-  if (!isLoopback(host) || !Number.isInteger(port)) throw new Error(`partition proxy: the target must be a loopback host:port, got ${target}`);
+  if (!isLoopback(host) || !Number.isInteger(port))
+    throw new Error(`partition proxy: the target must be a loopback host:port, got ${target}`);
 
   const sockets = new Set<net.Socket>();
   const pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();

@@ -47,7 +47,8 @@ export async function startPaymentsProcess(opts: PaymentsProcessOptions = {}): P
     waitFor: fake.waitFor,
     arm: async (fault) => void (await control('POST', 'faults', fault)),
     disarm: async () => void (await control('DELETE', 'faults')),
-    release: async (key) => ((await control('POST', 'release', key === undefined ? {} : { key })) as { released: number }).released,
+    release: async (key) =>
+      ((await control('POST', 'release', key === undefined ? {} : { key })) as { released: number }).released,
     advanceClock: async (ms) => void (await control('POST', 'clock', { advanceMs: ms })),
     reset: async () => void (await control('POST', 'reset')),
     ledger: async () => (await control('GET', 'ledger')) as Ledger,

@@ -34,7 +34,13 @@ export interface WorkerSpec {
   scope?: Set<ChildProcess>;
 }
 
-function waitFor(proc: ChildProcess, text: () => string, pattern: RegExp, what: string, timeoutMs: number): Promise<RegExpMatchArray> {
+function waitFor(
+  proc: ChildProcess,
+  text: () => string,
+  pattern: RegExp,
+  what: string,
+  timeoutMs: number,
+): Promise<RegExpMatchArray> {
   return new Promise((resolve, reject) => {
     const check = (): boolean => {
       const m = text().match(pattern);
@@ -72,7 +78,16 @@ export function exited(proc: ChildProcess): Promise<void> {
 }
 
 export async function spawnWorker(spec: WorkerSpec): Promise<WorkerProcess> {
-  const args = [CLI, 'worker', '--task-queue', spec.taskQueue, '--model', spec.model, ...(spec.tools ?? []).flatMap((t) => ['--tools', t]), ...(spec.extraArgs ?? [])];
+  const args = [
+    CLI,
+    'worker',
+    '--task-queue',
+    spec.taskQueue,
+    '--model',
+    spec.model,
+    ...(spec.tools ?? []).flatMap((t) => ['--tools', t]),
+    ...(spec.extraArgs ?? []),
+  ];
   const env: NodeJS.ProcessEnv = { ...process.env, ...spec.env, OPENWORKER_FAULTS: spec.faults ?? '' };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
   const proc = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -108,9 +123,16 @@ export interface CliResult {
 }
 
 /** Runs the CLI as a user would; bounded by `timeoutMs`. */
-export function runCli(args: string[], opts: { env?: Record<string, string>; timeoutMs?: number; scope?: Set<ChildProcess> } = {}): Promise<CliResult> {
+export function runCli(
+  args: string[],
+  opts: { env?: Record<string, string>; timeoutMs?: number; scope?: Set<ChildProcess> } = {},
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, [CLI, ...args], {
+      cwd: ROOT,
+      env: { ...process.env, ...opts.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const owner = opts.scope ?? live;
     owner.add(proc);
     let stdout = '';
@@ -119,7 +141,11 @@ export function runCli(args: string[], opts: { env?: Record<string, string>; tim
     proc.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     const timer = setTimeout(() => {
       proc.kill('SIGKILL');
-      reject(new Error(`openworker-temporal ${args.join(' ')}: no exit within ${opts.timeoutMs ?? 30_000} ms\n${stdout}\n${stderr}`));
+      reject(
+        new Error(
+          `openworker-temporal ${args.join(' ')}: no exit within ${opts.timeoutMs ?? 30_000} ms\n${stdout}\n${stderr}`,
+        ),
+      );
     }, opts.timeoutMs ?? 30_000);
     proc.once('exit', (code) => {
       clearTimeout(timer);

@@ -26,13 +26,22 @@ export async function client(taskQueue: string): Promise<OpenWorkerClient> {
   return connectClient({ taskQueue });
 }
 
-export async function startTurn(c: OpenWorkerClient, sessionId: string, text: string, timeoutMs = 30_000): Promise<WaitedTurn> {
+export async function startTurn(
+  c: OpenWorkerClient,
+  sessionId: string,
+  text: string,
+  timeoutMs = 30_000,
+): Promise<WaitedTurn> {
   const sent = await sendMessage(c, { sessionId, text });
   return waitForTurn(c, { sessionId, messageId: sent.messageId, timeoutMs });
 }
 
 /** Polls `fn` until it returns a truthy value; bounded. */
-export async function eventually<T>(fn: () => Promise<T | undefined | false>, what: string, timeoutMs = 30_000): Promise<T> {
+export async function eventually<T>(
+  fn: () => Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 30_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -42,17 +51,24 @@ export async function eventually<T>(fn: () => Promise<T | undefined | false>, wh
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`${what}: not true within ${timeoutMs} ms${last ? ` (last error: ${(last as Error).message})` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `${what}: not true within ${timeoutMs} ms${last ? ` (last error: ${(last as Error).message})` : ''}`,
+      );
     await new Promise((r) => setTimeout(r, 200));
   }
 }
 
 /** Waits (bounded) until the turn's workflow has closed; its final status. */
 export const turnClosed = (c: OpenWorkerClient, t: { workflowId: string }) =>
-  eventually(async () => {
-    const s = await turnStatus(c, t.workflowId);
-    return s.closed && s;
-  }, 'the turn ends', 60_000);
+  eventually(
+    async () => {
+      const s = await turnStatus(c, t.workflowId);
+      return s.closed && s;
+    },
+    'the turn ends',
+    60_000,
+  );
 
 /** Waits (bounded) until the session records its first turn as cancelled; the session's status. */
 export const sessionAfterCancel = (c: OpenWorkerClient, sessionId: string) =>

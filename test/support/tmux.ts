@@ -26,7 +26,12 @@ export interface Terminal {
 
 export function startTerminal(name: string, argv: string[], env: Record<string, string | undefined> = {}): Terminal {
   const socket = `ow-${name}-${process.pid}-${Date.now()}`;
-  const tmux = (...args: string[]): string => execFileSync('tmux', ['-L', socket, '-f', '/dev/null', ...args], { encoding: 'utf8', timeout: 10_000, env: { ...process.env, ...env } as NodeJS.ProcessEnv });
+  const tmux = (...args: string[]): string =>
+    execFileSync('tmux', ['-L', socket, '-f', '/dev/null', ...args], {
+      encoding: 'utf8',
+      timeout: 10_000,
+      env: { ...process.env, ...env } as NodeJS.ProcessEnv,
+    });
   const quoted = argv.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
   tmux('new-session', '-d', '-s', 'main', '-x', '160', '-y', '50', quoted);
   tmux('set-option', '-t', 'main', 'remain-on-exit', 'on');
@@ -49,7 +54,10 @@ export function startTerminal(name: string, argv: string[], env: Record<string, 
       for (;;) {
         const s = screen();
         if (pattern.test(s.slice(opts.from ?? 0))) return s;
-        if (Date.now() > deadline) throw new Error(`terminal ${name}: ${pattern} did not appear within ${opts.timeoutMs ?? 30_000} ms; the screen:\n${s}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `terminal ${name}: ${pattern} did not appear within ${opts.timeoutMs ?? 30_000} ms; the screen:\n${s}`,
+          );
         await new Promise((r) => setTimeout(r, 100));
       }
     },

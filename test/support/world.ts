@@ -19,7 +19,16 @@ export interface World {
    * A worker process with the test tools and send_email wired to the sink. `reconcile: true` gives
    * send_email the sink's lookup URL (recovery policy `reconcile`; otherwise `manual`).
    */
-  worker(model: string, opts?: { faults?: string; reconcile?: boolean; address?: string; env?: Record<string, string>; extraArgs?: string[] }): Promise<WorkerProcess>;
+  worker(
+    model: string,
+    opts?: {
+      faults?: string;
+      reconcile?: boolean;
+      address?: string;
+      env?: Record<string, string>;
+      extraArgs?: string[];
+    },
+  ): Promise<WorkerProcess>;
 }
 
 /** Registers the mocha hooks that set up and tear down a World; use its fields inside tests. */

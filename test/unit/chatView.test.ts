@@ -1,10 +1,21 @@
 import { strict as assert } from 'node:assert';
-import { approvalPrompt, argumentLines, callChange, parseApproval, parseRecovery, recoveryLines, shortValue, statusLine, turnEnd } from '../../client/chatView';
+import {
+  approvalPrompt,
+  argumentLines,
+  callChange,
+  parseApproval,
+  parseRecovery,
+  recoveryLines,
+  shortValue,
+  statusLine,
+  turnEnd,
+} from '../../client/chatView';
 import type { CallState, LedgerEntry } from '../../workflows/types';
 import { entryIn } from './helpers';
 
 const at = '2024-01-01T00:00:00.000Z';
-const e = (state: CallState, over: Partial<LedgerEntry> = {}): LedgerEntry => entryIn(state, { target: 'bob@example.com', ...over });
+const e = (state: CallState, over: Partial<LedgerEntry> = {}): LedgerEntry =>
+  entryIn(state, { target: 'bob@example.com', ...over });
 
 describe('chat view: what the REPL prints', () => {
   it('shortens long values and says how much is left; one line per argument', () => {
@@ -15,7 +26,10 @@ describe('chat view: what the REPL prints', () => {
   });
 
   it('offers "always for this target" only when the call names a target', () => {
-    assert.match(approvalPrompt(e('awaiting_approval')).at(-1)!, /y = approve once · a = always for this session \(send_email\) · t = always for bob@example\.com · n = reject/);
+    assert.match(
+      approvalPrompt(e('awaiting_approval')).at(-1)!,
+      /y = approve once · a = always for this session \(send_email\) · t = always for bob@example\.com · n = reject/,
+    );
     assert.doesNotMatch(approvalPrompt(e('awaiting_approval', { target: undefined })).at(-1)!, /t = /);
   });
 
@@ -33,7 +47,12 @@ describe('chat view: what the REPL prints', () => {
     it(`approval answer ${JSON.stringify(line)}${target ? '' : ' (no target)'} → ${JSON.stringify(expected)}`, () =>
       assert.deepEqual(parseApproval(line, { target: target ? 'bob@example.com' : undefined }), expected));
   }
-  for (const [line, expected] of [['r', 'retry'], ['S', 'succeeded'], ['failed', 'failed'], ['x', undefined]] as const) {
+  for (const [line, expected] of [
+    ['r', 'retry'],
+    ['S', 'succeeded'],
+    ['failed', 'failed'],
+    ['x', undefined],
+  ] as const) {
     it(`recovery answer ${line} → ${expected}`, () => assert.equal(parseRecovery(line), expected));
   }
 
@@ -58,15 +77,39 @@ describe('chat view: what the REPL prints', () => {
 
   const changes: [string, LedgerEntry | undefined, LedgerEntry, string[]][] = [
     ['new, waiting', undefined, e('awaiting_approval'), ['→ send_email → bob@example.com [call_1] waits for approval']],
-    ['approved by a person', e('awaiting_approval'), e('running', { approvedBy: 'alice' }), ['→ send_email → bob@example.com [call_1] approved by alice']],
-    ['seen first done, through a grant', undefined, e('succeeded', { grantId: 'g-1', approvedBy: 'alice', result: { ok: 1 } }), ['→ send_email → bob@example.com [call_1] approved by grant g-1', '✓ send_email → bob@example.com [call_1] succeeded: {"ok":1}']],
-    ['a read', undefined, e('running', { approvedBy: 'auto' }), ['→ send_email → bob@example.com [call_1] needs no approval']],
+    [
+      'approved by a person',
+      e('awaiting_approval'),
+      e('running', { approvedBy: 'alice' }),
+      ['→ send_email → bob@example.com [call_1] approved by alice'],
+    ],
+    [
+      'seen first done, through a grant',
+      undefined,
+      e('succeeded', { grantId: 'g-1', approvedBy: 'alice', result: { ok: 1 } }),
+      [
+        '→ send_email → bob@example.com [call_1] approved by grant g-1',
+        '✓ send_email → bob@example.com [call_1] succeeded: {"ok":1}',
+      ],
+    ],
+    [
+      'a read',
+      undefined,
+      e('running', { approvedBy: 'auto' }),
+      ['→ send_email → bob@example.com [call_1] needs no approval'],
+    ],
     ['no change', e('running'), e('running'), []],
     ['dispatched', e('running'), e('dispatched'), []],
-    ['failed', e('dispatched'), e('failed', { error: 'boom' }), ['✗ send_email → bob@example.com [call_1] failed: boom']],
+    [
+      'failed',
+      e('dispatched'),
+      e('failed', { error: 'boom' }),
+      ['✗ send_email → bob@example.com [call_1] failed: boom'],
+    ],
     ['parked: asked separately', e('dispatched'), e('recovery_required'), []],
   ];
-  for (const [name, before, now, expected] of changes) it(`change: ${name}`, () => assert.deepEqual(callChange(before, now), expected));
+  for (const [name, before, now, expected] of changes)
+    it(`change: ${name}`, () => assert.deepEqual(callChange(before, now), expected));
 
   it('status line and turn end', () => {
     assert.equal(statusLine({ state: 'running', iteration: 2, ledger: [] }), 'thinking (model call 2)…');

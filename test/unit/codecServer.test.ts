@@ -30,14 +30,34 @@ describe('codec endpoint for the Web UI', () => {
     const large = defaultPayloadConverter.toPayload({ transcript: 'y'.repeat(4096) });
     const small = defaultPayloadConverter.toPayload('hi');
     const [ref] = await codec().encode([large]);
-    const body = { payloads: [ref!, small].map((p) => ({ metadata: Object.fromEntries(Object.entries(p.metadata!).map(([k, v]) => [k, b64(v)])), data: b64(p.data) })) };
+    const body = {
+      payloads: [ref!, small].map((p) => ({
+        metadata: Object.fromEntries(Object.entries(p.metadata!).map(([k, v]) => [k, b64(v)])),
+        data: b64(p.data),
+      })),
+    };
     // The Web UI 2.5x posts to /decode?preserveStorageRefs=true.
-    const res = await fetch(`${server.url}/decode?preserveStorageRefs=true`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-namespace': 'default', origin: 'http://127.0.0.1:8233' }, body: JSON.stringify(body) });
+    const res = await fetch(`${server.url}/decode?preserveStorageRefs=true`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-namespace': 'default', origin: 'http://127.0.0.1:8233' },
+      body: JSON.stringify(body),
+    });
     assert.equal(res.status, 200);
-    assert.equal(res.headers.get('access-control-allow-origin'), 'http://127.0.0.1:8233', 'the UI sends credentials: its origin is echoed, never *');
+    assert.equal(
+      res.headers.get('access-control-allow-origin'),
+      'http://127.0.0.1:8233',
+      'the UI sends credentials: its origin is echoed, never *',
+    );
     assert.equal(res.headers.get('access-control-allow-credentials'), 'true');
     const out = (await res.json()) as { payloads: { metadata: Record<string, string>; data: string }[] };
-    const back = out.payloads.map((p) => defaultPayloadConverter.fromPayload({ metadata: Object.fromEntries(Object.entries(p.metadata).map(([k, v]) => [k, new Uint8Array(Buffer.from(v, 'base64'))])), data: new Uint8Array(Buffer.from(p.data, 'base64')) }));
+    const back = out.payloads.map((p) =>
+      defaultPayloadConverter.fromPayload({
+        metadata: Object.fromEntries(
+          Object.entries(p.metadata).map(([k, v]) => [k, new Uint8Array(Buffer.from(v, 'base64'))]),
+        ),
+        data: new Uint8Array(Buffer.from(p.data, 'base64')),
+      }),
+    );
     assert.deepEqual(back, [{ transcript: 'y'.repeat(4096) }, 'hi']);
   });
 
@@ -46,16 +66,38 @@ describe('codec endpoint for the Web UI', () => {
     const both = combinedCodec([encryptionCodec(ring), codec()]);
     const keyed = await startCodecServer({ codec: both });
     try {
-      const sealed = await both.encode([defaultPayloadConverter.toPayload({ transcript: 'z'.repeat(4096) }), defaultPayloadConverter.toPayload('secret note')]);
-      const wire = (ps: typeof sealed) => ({ payloads: ps.map((p) => ({ metadata: Object.fromEntries(Object.entries(p.metadata!).map(([k, v]) => [k, b64(v)])), data: b64(p.data) })) });
+      const sealed = await both.encode([
+        defaultPayloadConverter.toPayload({ transcript: 'z'.repeat(4096) }),
+        defaultPayloadConverter.toPayload('secret note'),
+      ]);
+      const wire = (ps: typeof sealed) => ({
+        payloads: ps.map((p) => ({
+          metadata: Object.fromEntries(Object.entries(p.metadata!).map(([k, v]) => [k, b64(v)])),
+          data: b64(p.data),
+        })),
+      });
       assert.ok(!JSON.stringify(wire(sealed)).includes(Buffer.from('secret note').toString('base64')));
       const post = async (op: string, body: unknown) => {
-        const res = await fetch(`${keyed.url}/${op}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const res = await fetch(`${keyed.url}/${op}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
         assert.equal(res.status, 200);
-        return ((await res.json()) as { payloads: { metadata: Record<string, string>; data: string }[] }).payloads.map((p) => ({ metadata: Object.fromEntries(Object.entries(p.metadata).map(([k, v]) => [k, new Uint8Array(Buffer.from(v, 'base64'))])), data: new Uint8Array(Buffer.from(p.data, 'base64')) }));
+        return ((await res.json()) as { payloads: { metadata: Record<string, string>; data: string }[] }).payloads.map(
+          (p) => ({
+            metadata: Object.fromEntries(
+              Object.entries(p.metadata).map(([k, v]) => [k, new Uint8Array(Buffer.from(v, 'base64'))]),
+            ),
+            data: new Uint8Array(Buffer.from(p.data, 'base64')),
+          }),
+        );
       };
       const opened = await post('decode', wire(sealed));
-      assert.deepEqual(opened.map((p) => defaultPayloadConverter.fromPayload(p)), [{ transcript: 'z'.repeat(4096) }, 'secret note']);
+      assert.deepEqual(
+        opened.map((p) => defaultPayloadConverter.fromPayload(p)),
+        [{ transcript: 'z'.repeat(4096) }, 'secret note'],
+      );
       const resealed = await post('encode', wire(opened));
       assert.equal(Buffer.from(resealed[1]!.metadata['encryption-key-id']!).toString(), 'k1');
       assert.deepEqual(defaultPayloadConverter.fromPayload((await both.decode(resealed))[1]!), 'secret note');
@@ -65,29 +107,66 @@ describe('codec endpoint for the Web UI', () => {
   });
 
   it('answers the browser preflight, and a bad body with 400 and a reason', async () => {
-    const pre = await fetch(`${server.url}/decode`, { method: 'OPTIONS', headers: { origin: 'http://localhost:8233', 'access-control-request-headers': 'content-type,x-namespace,authorization' } });
+    const pre = await fetch(`${server.url}/decode`, {
+      method: 'OPTIONS',
+      headers: {
+        origin: 'http://localhost:8233',
+        'access-control-request-headers': 'content-type,x-namespace,authorization',
+      },
+    });
     assert.equal(pre.status, 204);
     assert.equal(pre.headers.get('access-control-allow-headers'), 'content-type,x-namespace,authorization');
     assert.equal(pre.headers.get('access-control-allow-origin'), 'http://localhost:8233');
-    const foreign = await fetch(`${server.url}/decode`, { method: 'OPTIONS', headers: { origin: 'https://evil.example' } });
-    assert.equal(foreign.headers.get('access-control-allow-origin'), null, 'a page from elsewhere cannot read decoded payloads');
-    const bad = await fetch(`${server.url}/decode`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: 'nope' });
+    const foreign = await fetch(`${server.url}/decode`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://evil.example' },
+    });
+    assert.equal(
+      foreign.headers.get('access-control-allow-origin'),
+      null,
+      'a page from elsewhere cannot read decoded payloads',
+    );
+    const bad = await fetch(`${server.url}/decode`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: 'nope',
+    });
     assert.equal(bad.status, 400);
     assert.match(((await bad.json()) as { error: string }).error, /JSON/);
   });
 
   it('refuses what a page elsewhere could send: non-JSON bodies, foreign Host headers, references that are not a SHA-256', async () => {
-    const plain = await fetch(`${server.url}/decode`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"payloads":[]}' });
+    const plain = await fetch(`${server.url}/decode`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: '{"payloads":[]}',
+    });
     assert.equal(plain.status, 415);
     const rebound = await new Promise<number>((resolve, reject) => {
       const u = new URL(`${server.url}/decode`);
-      const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: { host: 'evil.example', 'content-type': 'application/json' } }, (res) => resolve(res.statusCode ?? 0));
+      const req = http.request(
+        {
+          host: u.hostname,
+          port: u.port,
+          path: u.pathname,
+          method: 'POST',
+          headers: { host: 'evil.example', 'content-type': 'application/json' },
+        },
+        (res) => resolve(res.statusCode ?? 0),
+      );
       req.on('error', reject);
       req.end('{"payloads":[]}');
     });
     assert.equal(rebound, 403);
-    const ref = { metadata: { encoding: b64(new TextEncoder().encode('binary/openworker-claim-check')) }, data: b64(new TextEncoder().encode(JSON.stringify({ sha256: '../../../../etc/passwd' }))) };
-    const traversal = await fetch(`${server.url}/decode`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payloads: [ref] }) });
+    const ref = {
+      metadata: { encoding: b64(new TextEncoder().encode('binary/openworker-claim-check')) },
+      data: b64(new TextEncoder().encode(JSON.stringify({ sha256: '../../../../etc/passwd' }))),
+    };
+    const traversal = await fetch(`${server.url}/decode`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ payloads: [ref] }),
+    });
     assert.equal(traversal.status, 400);
     assert.match(((await traversal.json()) as { error: string }).error, /not a payload reference/);
   });
@@ -99,18 +178,34 @@ describe('codec endpoint for the Web UI', () => {
       guarded = await startCodecServer({ codec: codec(), token });
     });
     afterEach(() => guarded.close());
-    const body = JSON.stringify({ payloads: [{ metadata: { encoding: b64(new TextEncoder().encode('json/plain')) }, data: b64(new TextEncoder().encode('"hi"')) }] });
+    const body = JSON.stringify({
+      payloads: [
+        {
+          metadata: { encoding: b64(new TextEncoder().encode('json/plain')) },
+          data: b64(new TextEncoder().encode('"hi"')),
+        },
+      ],
+    });
 
     const cases: { name: string; path: string; auth?: string; status: number }[] = [
       { name: 'no token', path: '/decode', status: 401 },
       { name: 'the bearer token', path: '/decode', auth: `Bearer ${token}`, status: 200 },
       { name: 'the bearer token, scheme in lower case', path: '/encode', auth: `bearer ${token}`, status: 200 },
-      { name: 'a wrong bearer token of the same length', path: '/decode', auth: `Bearer ${newCodecToken()}`, status: 401 },
+      {
+        name: 'a wrong bearer token of the same length',
+        path: '/decode',
+        auth: `Bearer ${newCodecToken()}`,
+        status: 401,
+      },
       { name: 'a prefix of the token', path: '/decode', auth: `Bearer ${token.slice(0, -1)}`, status: 401 },
       { name: 'the token with something appended', path: '/decode', auth: `Bearer ${token}x`, status: 401 },
       { name: 'the token as Basic credentials', path: '/decode', auth: `Basic ${token}`, status: 401 },
       { name: 'an empty bearer', path: '/decode', auth: 'Bearer ', status: 401 },
-      { name: 'the token as the path prefix (what the Web UI is given)', path: `/${token}/decode?preserveStorageRefs=true`, status: 200 },
+      {
+        name: 'the token as the path prefix (what the Web UI is given)',
+        path: `/${token}/decode?preserveStorageRefs=true`,
+        status: 200,
+      },
       { name: 'the token as the path prefix, /encode', path: `/${token}/encode`, status: 200 },
       { name: 'a wrong path prefix', path: `/${newCodecToken()}/decode`, status: 401 },
       { name: 'an empty path prefix (parsed as a host: not served)', path: '//decode', status: 404 },
@@ -120,7 +215,11 @@ describe('codec endpoint for the Web UI', () => {
     ];
     for (const c of cases) {
       it(`${c.name} → ${c.status}`, async () => {
-        const res = await fetch(`${guarded.url}${c.path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...(c.auth !== undefined ? { authorization: c.auth } : {}) }, body });
+        const res = await fetch(`${guarded.url}${c.path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...(c.auth !== undefined ? { authorization: c.auth } : {}) },
+          body,
+        });
         assert.equal(res.status, c.status);
         const json = (await res.json()) as { error?: string; payloads?: unknown[] };
         if (c.status === 401) {
@@ -133,12 +232,22 @@ describe('codec endpoint for the Web UI', () => {
     }
 
     it('the preflight stays open and allows the authorization header; a 401 still carries CORS for the UI', async () => {
-      const pre = await fetch(`${guarded.url}/decode`, { method: 'OPTIONS', headers: { origin: 'http://localhost:8233', 'access-control-request-headers': 'authorization,content-type,x-namespace' } });
+      const pre = await fetch(`${guarded.url}/decode`, {
+        method: 'OPTIONS',
+        headers: {
+          origin: 'http://localhost:8233',
+          'access-control-request-headers': 'authorization,content-type,x-namespace',
+        },
+      });
       assert.equal(pre.status, 204);
       assert.match(pre.headers.get('access-control-allow-headers')!, /authorization/);
       const bare = await fetch(`${guarded.url}/decode`, { method: 'OPTIONS' });
       assert.match(bare.headers.get('access-control-allow-headers')!, /authorization/, 'the default list names it too');
-      const denied = await fetch(`${guarded.url}/decode`, { method: 'POST', headers: { origin: 'http://localhost:8233', 'content-type': 'application/json' }, body });
+      const denied = await fetch(`${guarded.url}/decode`, {
+        method: 'POST',
+        headers: { origin: 'http://localhost:8233', 'content-type': 'application/json' },
+        body,
+      });
       assert.equal(denied.status, 401);
       assert.equal(denied.headers.get('access-control-allow-origin'), 'http://localhost:8233');
     });
@@ -146,7 +255,11 @@ describe('codec endpoint for the Web UI', () => {
     it('uiEndpoint carries the token in its path; without a token it is the bare url and a path prefix is unknown', async () => {
       assert.equal(guarded.uiEndpoint, `${guarded.url}/${token}`);
       assert.equal(server.uiEndpoint, server.url);
-      const res = await fetch(`${server.url}/${token}/decode`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const res = await fetch(`${server.url}/${token}/decode`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
       assert.equal(res.status, 404);
     });
   });
@@ -158,7 +271,10 @@ describe('codec endpoint for the Web UI', () => {
     assert.equal(codecTokenFromEnv({ OPENWORKER_CODEC_TOKEN: ' my-fixed-token-1234 ' }), 'my-fixed-token-1234');
     assert.match(codecTokenFromEnv({}), /^[A-Za-z0-9_-]{43}$/);
     for (const bad of ['short', 'has/slash-in-it-0123', 'has space in it 0123', 'x'.repeat(257)]) {
-      assert.throws(() => codecTokenFromEnv({ OPENWORKER_CODEC_TOKEN: bad }), /^Error: OPENWORKER_CODEC_TOKEN must be 16-256 [^\n]+$/);
+      assert.throws(
+        () => codecTokenFromEnv({ OPENWORKER_CODEC_TOKEN: bad }),
+        /^Error: OPENWORKER_CODEC_TOKEN must be 16-256 [^\n]+$/,
+      );
     }
     await assert.rejects(startCodecServer({ codec: codec(), token: 'a/b' }), /token must be 16-256/);
   });

@@ -35,7 +35,11 @@ describe('configuration: one module reads every OPENWORKER_* variable', () => {
   it('nothing outside runtime/config.ts reads one from the environment directly', () => {
     const raw = files
       .filter((f) => !f.endsWith(join('runtime', 'config.ts')))
-      .flatMap((f) => readFileSync(f, 'utf8').split('\n').map((line, i) => ({ where: `${f.slice(ROOT.length + 1)}:${i + 1}`, line })))
+      .flatMap((f) =>
+        readFileSync(f, 'utf8')
+          .split('\n')
+          .map((line, i) => ({ where: `${f.slice(ROOT.length + 1)}:${i + 1}`, line })),
+      )
       .filter(({ line }) => /env\.OPENWORKER_|env\[\s*'OPENWORKER_[A-Z_]+'\s*\]/.test(line))
       .map(({ where }) => where);
     assert.deepEqual(raw, []);
@@ -55,18 +59,51 @@ describe('configuration: one module reads every OPENWORKER_* variable', () => {
 describe('configuration: the typed readers', () => {
   const cases: { name: string; read: () => unknown; want?: unknown; error?: RegExp }[] = [
     { name: 'unset string', read: () => readString('OPENWORKER_STATE_DIR', {}), want: undefined },
-    { name: 'blank string', read: () => readString('OPENWORKER_STATE_DIR', { OPENWORKER_STATE_DIR: '  ' }), want: undefined },
-    { name: 'trimmed string', read: () => readString('OPENWORKER_STATE_DIR', { OPENWORKER_STATE_DIR: ' /tmp/x ' }), want: '/tmp/x' },
-    { name: 'int default', read: () => readInt('OPENWORKER_QUERY_TIMEOUT_MS', { min: 1, fallback: 15_000 }, {}), want: 15_000 },
-    { name: 'int value', read: () => readInt('OPENWORKER_QUERY_TIMEOUT_MS', { min: 1, fallback: 15_000 }, { OPENWORKER_QUERY_TIMEOUT_MS: '2500' }), want: 2500 },
+    {
+      name: 'blank string',
+      read: () => readString('OPENWORKER_STATE_DIR', { OPENWORKER_STATE_DIR: '  ' }),
+      want: undefined,
+    },
+    {
+      name: 'trimmed string',
+      read: () => readString('OPENWORKER_STATE_DIR', { OPENWORKER_STATE_DIR: ' /tmp/x ' }),
+      want: '/tmp/x',
+    },
+    {
+      name: 'int default',
+      read: () => readInt('OPENWORKER_QUERY_TIMEOUT_MS', { min: 1, fallback: 15_000 }, {}),
+      want: 15_000,
+    },
+    {
+      name: 'int value',
+      read: () =>
+        readInt('OPENWORKER_QUERY_TIMEOUT_MS', { min: 1, fallback: 15_000 }, { OPENWORKER_QUERY_TIMEOUT_MS: '2500' }),
+      want: 2500,
+    },
     {
       name: 'int not a number',
-      read: () => readInt('OPENWORKER_QUERY_TIMEOUT_MS', { min: 1, fallback: 15_000 }, { OPENWORKER_QUERY_TIMEOUT_MS: '15s' }),
+      read: () =>
+        readInt('OPENWORKER_QUERY_TIMEOUT_MS', { min: 1, fallback: 15_000 }, { OPENWORKER_QUERY_TIMEOUT_MS: '15s' }),
       error: /^OPENWORKER_QUERY_TIMEOUT_MS must be a whole number 1-9007199254740991, got '15s' \(default 15000\)$/,
     },
-    { name: 'int below the minimum', read: () => readInt('OPENWORKER_QUERY_TIMEOUT_MS', { min: 1, fallback: 15_000 }, { OPENWORKER_QUERY_TIMEOUT_MS: '0' }), error: /got '0'/ },
-    { name: 'choice, any case', read: () => readChoice('OPENWORKER_LOG_LEVEL', ['WARN', 'INFO'] as const, 'WARN', { OPENWORKER_LOG_LEVEL: 'info' }), want: 'INFO' },
-    { name: 'choice, bad', read: () => readChoice('OPENWORKER_LOG_LEVEL', ['WARN', 'INFO'] as const, 'WARN', { OPENWORKER_LOG_LEVEL: 'loud' }), error: /^OPENWORKER_LOG_LEVEL must be one of WARN, INFO, got 'loud'$/ },
+    {
+      name: 'int below the minimum',
+      read: () =>
+        readInt('OPENWORKER_QUERY_TIMEOUT_MS', { min: 1, fallback: 15_000 }, { OPENWORKER_QUERY_TIMEOUT_MS: '0' }),
+      error: /got '0'/,
+    },
+    {
+      name: 'choice, any case',
+      read: () =>
+        readChoice('OPENWORKER_LOG_LEVEL', ['WARN', 'INFO'] as const, 'WARN', { OPENWORKER_LOG_LEVEL: 'info' }),
+      want: 'INFO',
+    },
+    {
+      name: 'choice, bad',
+      read: () =>
+        readChoice('OPENWORKER_LOG_LEVEL', ['WARN', 'INFO'] as const, 'WARN', { OPENWORKER_LOG_LEVEL: 'loud' }),
+      error: /^OPENWORKER_LOG_LEVEL must be one of WARN, INFO, got 'loud'$/,
+    },
   ];
   for (const c of cases) {
     it(c.name, () => {

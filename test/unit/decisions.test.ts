@@ -34,15 +34,58 @@ describe('decisions: parseDecision rejects malformed payloads', () => {
     { name: 'argsDigest number', raw: { ...base, argsDigest: 1 }, kinds: ['approve'], why: /argsDigest/ },
     { name: 'argsDigest empty', raw: { ...base, argsDigest: '' }, kinds: ['approve'], why: /argsDigest/ },
     { name: 'argsDigest null', raw: { ...base, argsDigest: null }, kinds: ['approve'], why: /argsDigest/ },
-    { name: 'recover without decision', raw: base, kinds: ['recover'], why: /decision must be one of retry, succeeded, failed/ },
-    { name: 'recover with bad decision', raw: { ...base, decision: 'ignore' }, kinds: ['recover'], why: /decision must be one of/ },
-    { name: 'recover with park 0', raw: { ...base, decision: 'retry', park: 0 }, kinds: ['recover'], why: /park must be a positive integer/ },
-    { name: 'recover with skipFence not a boolean', raw: { ...base, decision: 'retry', skipFence: 'yes' }, kinds: ['recover'], why: /skipFence must be true or false/ },
-    { name: 'recover succeeded with skipFence', raw: { ...base, decision: 'succeeded', skipFence: true }, kinds: ['recover'], why: /skipFence only goes with decision retry/ },
-    { name: 'recover with decision "toString"', raw: { ...base, decision: 'toString' }, kinds: ['recover'], why: /decision must be one of/ },
-    { name: 'signature not an object', raw: { ...base, signature: 'sig' }, why: /signature must be \{ keyId, signedAt, value \}/ },
-    { name: 'signature missing its value', raw: { ...base, signature: { keyId: 'k', signedAt: 't' } }, why: /signature must be/ },
-    { name: 'recover with a result over 256 KiB', raw: { ...base, decision: 'succeeded', result: { log: 'x'.repeat(262_144) } }, kinds: ['recover'], why: /result is 262154 bytes; at most 262144: give a summary/ },
+    {
+      name: 'recover without decision',
+      raw: base,
+      kinds: ['recover'],
+      why: /decision must be one of retry, succeeded, failed/,
+    },
+    {
+      name: 'recover with bad decision',
+      raw: { ...base, decision: 'ignore' },
+      kinds: ['recover'],
+      why: /decision must be one of/,
+    },
+    {
+      name: 'recover with park 0',
+      raw: { ...base, decision: 'retry', park: 0 },
+      kinds: ['recover'],
+      why: /park must be a positive integer/,
+    },
+    {
+      name: 'recover with skipFence not a boolean',
+      raw: { ...base, decision: 'retry', skipFence: 'yes' },
+      kinds: ['recover'],
+      why: /skipFence must be true or false/,
+    },
+    {
+      name: 'recover succeeded with skipFence',
+      raw: { ...base, decision: 'succeeded', skipFence: true },
+      kinds: ['recover'],
+      why: /skipFence only goes with decision retry/,
+    },
+    {
+      name: 'recover with decision "toString"',
+      raw: { ...base, decision: 'toString' },
+      kinds: ['recover'],
+      why: /decision must be one of/,
+    },
+    {
+      name: 'signature not an object',
+      raw: { ...base, signature: 'sig' },
+      why: /signature must be \{ keyId, signedAt, value \}/,
+    },
+    {
+      name: 'signature missing its value',
+      raw: { ...base, signature: { keyId: 'k', signedAt: 't' } },
+      why: /signature must be/,
+    },
+    {
+      name: 'recover with a result over 256 KiB',
+      raw: { ...base, decision: 'succeeded', result: { log: 'x'.repeat(262_144) } },
+      kinds: ['recover'],
+      why: /result is 262154 bytes; at most 262144: give a summary/,
+    },
   ];
   for (const c of malformed) {
     for (const kind of c.kinds ?? KINDS) {
@@ -66,18 +109,54 @@ describe('decisions: parseDecision rejects malformed payloads', () => {
 
   it('a rejected payload still reports the ids it could read', () => {
     const parsed = parseDecision('recover', { toolCallId: 'c9', by: 'ann', decisionId: 'd1', decision: 'nope' });
-    assert.deepEqual(parsed, { ok: false, why: parsed.ok ? '' : parsed.why, toolCallId: 'c9', by: 'ann', decisionId: 'd1' });
+    assert.deepEqual(parsed, {
+      ok: false,
+      why: parsed.ok ? '' : parsed.why,
+      toolCallId: 'c9',
+      by: 'ann',
+      decisionId: 'd1',
+    });
   });
 });
 
 describe('decisions: parseDecision and prototype pollution', () => {
   const hostile: { name: string; json: string; kind: DecisionKind; ok: boolean }[] = [
-    { name: '__proto__ object', json: '{"toolCallId":"c","by":"x","__proto__":{"polluted":true}}', kind: 'approve', ok: true },
-    { name: '__proto__ carrying ids only', json: '{"__proto__":{"toolCallId":"c","by":"x"}}', kind: 'approve', ok: false },
-    { name: '__proto__ carrying a decision', json: '{"toolCallId":"c","by":"x","__proto__":{"decision":"retry"}}', kind: 'recover', ok: false },
-    { name: 'constructor.prototype', json: '{"toolCallId":"c","by":"x","constructor":{"prototype":{"polluted":true}}}', kind: 'reject', ok: true },
-    { name: 'constructor as id', json: '{"toolCallId":"constructor","by":"__proto__","decision":"retry"}', kind: 'recover', ok: true },
-    { name: '__proto__ as result', json: '{"toolCallId":"c","by":"x","decision":"succeeded","result":{"__proto__":{"polluted":true}}}', kind: 'recover', ok: true },
+    {
+      name: '__proto__ object',
+      json: '{"toolCallId":"c","by":"x","__proto__":{"polluted":true}}',
+      kind: 'approve',
+      ok: true,
+    },
+    {
+      name: '__proto__ carrying ids only',
+      json: '{"__proto__":{"toolCallId":"c","by":"x"}}',
+      kind: 'approve',
+      ok: false,
+    },
+    {
+      name: '__proto__ carrying a decision',
+      json: '{"toolCallId":"c","by":"x","__proto__":{"decision":"retry"}}',
+      kind: 'recover',
+      ok: false,
+    },
+    {
+      name: 'constructor.prototype',
+      json: '{"toolCallId":"c","by":"x","constructor":{"prototype":{"polluted":true}}}',
+      kind: 'reject',
+      ok: true,
+    },
+    {
+      name: 'constructor as id',
+      json: '{"toolCallId":"constructor","by":"__proto__","decision":"retry"}',
+      kind: 'recover',
+      ok: true,
+    },
+    {
+      name: '__proto__ as result',
+      json: '{"toolCallId":"c","by":"x","decision":"succeeded","result":{"__proto__":{"polluted":true}}}',
+      kind: 'recover',
+      ok: true,
+    },
   ];
   for (const c of hostile) {
     it(`${c.kind}: ${c.name} does not throw or pollute`, () => {
@@ -99,18 +178,45 @@ describe('decisions: parseDecision normalizes good payloads', () => {
       raw: { ...base, argsDigest: DIGEST, decisionId: 'd1', extra: 'dropped', reason: 'ok' },
       want: { kind: 'approve', payload: { ...base, decisionId: 'd1', argsDigest: DIGEST } },
     },
-    { kind: 'reject', raw: { ...base, reason: 'nope' }, want: { kind: 'reject', payload: { ...base, reason: 'nope' } } },
+    {
+      kind: 'reject',
+      raw: { ...base, reason: 'nope' },
+      want: { kind: 'reject', payload: { ...base, reason: 'nope' } },
+    },
     { kind: 'reject', raw: { ...base, reason: '' }, want: { kind: 'reject', payload: { ...base } } },
-    { kind: 'recover', raw: { ...base, decision: 'retry' }, want: { kind: 'recover', payload: { ...base, decision: 'retry' } } },
+    {
+      kind: 'recover',
+      raw: { ...base, decision: 'retry' },
+      want: { kind: 'recover', payload: { ...base, decision: 'retry' } },
+    },
     {
       kind: 'recover',
       raw: { ...base, decision: 'succeeded', result: { id: 1 }, reason: 'checked inbox', decisionId: 'd2' },
-      want: { kind: 'recover', payload: { ...base, decisionId: 'd2', reason: 'checked inbox', decision: 'succeeded', result: { id: 1 } } },
+      want: {
+        kind: 'recover',
+        payload: { ...base, decisionId: 'd2', reason: 'checked inbox', decision: 'succeeded', result: { id: 1 } },
+      },
     },
-    { kind: 'recover', raw: { ...base, decision: 'succeeded', result: null }, want: { kind: 'recover', payload: { ...base, decision: 'succeeded', result: null } } },
-    { kind: 'recover', raw: { ...base, decision: 'failed' }, want: { kind: 'recover', payload: { ...base, decision: 'failed' } } },
-    { kind: 'recover', raw: { ...base, decision: 'failed', run: 2, park: 3 }, want: { kind: 'recover', payload: { ...base, decision: 'failed', run: 2, park: 3 } } },
-    { kind: 'approve', raw: { toolCallId: 'x'.repeat(256), by: 'b'.repeat(200) }, want: { kind: 'approve', payload: { toolCallId: 'x'.repeat(256), by: 'b'.repeat(200) } } },
+    {
+      kind: 'recover',
+      raw: { ...base, decision: 'succeeded', result: null },
+      want: { kind: 'recover', payload: { ...base, decision: 'succeeded', result: null } },
+    },
+    {
+      kind: 'recover',
+      raw: { ...base, decision: 'failed' },
+      want: { kind: 'recover', payload: { ...base, decision: 'failed' } },
+    },
+    {
+      kind: 'recover',
+      raw: { ...base, decision: 'failed', run: 2, park: 3 },
+      want: { kind: 'recover', payload: { ...base, decision: 'failed', run: 2, park: 3 } },
+    },
+    {
+      kind: 'approve',
+      raw: { toolCallId: 'x'.repeat(256), by: 'b'.repeat(200) },
+      want: { kind: 'approve', payload: { toolCallId: 'x'.repeat(256), by: 'b'.repeat(200) } },
+    },
   ];
   for (const [i, c] of good.entries()) {
     it(`${c.kind} #${i}`, () => assert.deepEqual(parseDecision(c.kind, c.raw), { ok: true, decision: c.want }));
@@ -118,7 +224,10 @@ describe('decisions: parseDecision normalizes good payloads', () => {
 });
 
 describe('decisions: judgeDecision', () => {
-  const approve = (argsDigest?: string): Decision => ({ kind: 'approve', payload: { ...base, ...(argsDigest ? { argsDigest } : {}) } });
+  const approve = (argsDigest?: string): Decision => ({
+    kind: 'approve',
+    payload: { ...base, ...(argsDigest ? { argsDigest } : {}) },
+  });
   const reject: Decision = { kind: 'reject', payload: { ...base, reason: 'no' } };
   const recover: Decision = { kind: 'recover', payload: { ...base, decision: 'retry' } };
   const awaiting = entryIn('awaiting_approval', { argsDigest: DIGEST });
@@ -127,7 +236,10 @@ describe('decisions: judgeDecision', () => {
   const approvedLater = entryIn('succeeded', { approvedBy: 'carol' });
   const auto = entryIn('running', { approvedBy: 'auto' });
   const invalid = entryIn('invalid', { error: 'unknown tool' });
-  const recoverFor = (park: number): Decision => ({ kind: 'recover', payload: { ...base, decision: 'succeeded', park } });
+  const recoverFor = (park: number): Decision => ({
+    kind: 'recover',
+    payload: { ...base, decision: 'succeeded', park },
+  });
   const parkedTwice = entryIn('recovery_required', {
     events: [
       { at: 't1', type: 'recovery_required', reason: 'first' },
@@ -136,32 +248,131 @@ describe('decisions: judgeDecision', () => {
     ],
   });
 
-  const cases: { name: string; entry: LedgerEntry | undefined; decision: Decision; pending?: boolean; apply: boolean; why?: RegExp }[] = [
-    { name: 'approve unknown call', entry: undefined, decision: approve(), apply: false, why: /^unknown tool call 'call_1'/ },
+  const cases: {
+    name: string;
+    entry: LedgerEntry | undefined;
+    decision: Decision;
+    pending?: boolean;
+    apply: boolean;
+    why?: RegExp;
+  }[] = [
+    {
+      name: 'approve unknown call',
+      entry: undefined,
+      decision: approve(),
+      apply: false,
+      why: /^unknown tool call 'call_1'/,
+    },
     { name: 'reject unknown call', entry: undefined, decision: reject, apply: false, why: /^unknown tool call/ },
     { name: 'recover unknown call', entry: undefined, decision: recover, apply: false, why: /^unknown tool call/ },
-    { name: 'approve invalid entry', entry: invalid, decision: approve(), apply: false, why: /invalid and will not run: unknown tool/ },
+    {
+      name: 'approve invalid entry',
+      entry: invalid,
+      decision: approve(),
+      apply: false,
+      why: /invalid and will not run: unknown tool/,
+    },
     { name: 'reject invalid entry', entry: invalid, decision: reject, apply: false, why: /invalid/ },
     { name: 'recover invalid entry', entry: invalid, decision: recover, apply: false, why: /invalid/ },
     { name: 'approve awaiting, no digest', entry: awaiting, decision: approve(), apply: true },
     { name: 'approve awaiting, matching digest', entry: awaiting, decision: approve(DIGEST), apply: true },
-    { name: 'approve awaiting, mismatching digest', entry: awaiting, decision: approve(OTHER), apply: false, why: /argsDigest does not match/ },
-    { name: 'approve after rejected', entry: rejected, decision: approve(), apply: false, why: /^conflicting: .*rejected by bob/ },
-    { name: 'approve after approved', entry: approved, decision: approve(), apply: false, why: /^duplicate: .*approved by carol/ },
-    { name: 'approve after approved, now succeeded', entry: approvedLater, decision: approve(), apply: false, why: /^duplicate:/ },
-    { name: 'approve auto-approved', entry: auto, decision: approve(), apply: false, why: /^late: .*needs no approval/ },
+    {
+      name: 'approve awaiting, mismatching digest',
+      entry: awaiting,
+      decision: approve(OTHER),
+      apply: false,
+      why: /argsDigest does not match/,
+    },
+    {
+      name: 'approve after rejected',
+      entry: rejected,
+      decision: approve(),
+      apply: false,
+      why: /^conflicting: .*rejected by bob/,
+    },
+    {
+      name: 'approve after approved',
+      entry: approved,
+      decision: approve(),
+      apply: false,
+      why: /^duplicate: .*approved by carol/,
+    },
+    {
+      name: 'approve after approved, now succeeded',
+      entry: approvedLater,
+      decision: approve(),
+      apply: false,
+      why: /^duplicate:/,
+    },
+    {
+      name: 'approve auto-approved',
+      entry: auto,
+      decision: approve(),
+      apply: false,
+      why: /^late: .*needs no approval/,
+    },
     { name: 'reject awaiting', entry: awaiting, decision: reject, apply: true },
-    { name: 'reject after rejected', entry: rejected, decision: reject, apply: false, why: /^duplicate: .*rejected by bob/ },
-    { name: 'reject after approved', entry: approved, decision: reject, apply: false, why: /^conflicting: .*approved by carol/ },
+    {
+      name: 'reject after rejected',
+      entry: rejected,
+      decision: reject,
+      apply: false,
+      why: /^duplicate: .*rejected by bob/,
+    },
+    {
+      name: 'reject after approved',
+      entry: approved,
+      decision: reject,
+      apply: false,
+      why: /^conflicting: .*approved by carol/,
+    },
     { name: 'reject auto-approved', entry: auto, decision: reject, apply: false, why: /^late:/ },
-    { name: 'recover on recovery_required', entry: entryIn('recovery_required', { approvedBy: 'carol' }), decision: recover, apply: true },
-    { name: 'recover with recoveryPending', entry: entryIn('recovery_required'), decision: recover, pending: true, apply: false, why: /^duplicate:/ },
+    {
+      name: 'recover on recovery_required',
+      entry: entryIn('recovery_required', { approvedBy: 'carol' }),
+      decision: recover,
+      apply: true,
+    },
+    {
+      name: 'recover with recoveryPending',
+      entry: entryIn('recovery_required'),
+      decision: recover,
+      pending: true,
+      apply: false,
+      why: /^duplicate:/,
+    },
     { name: 'recover bound to the current park', entry: parkedTwice, decision: recoverFor(2), apply: true },
-    { name: 'recover bound to an earlier park', entry: parkedTwice, decision: recoverFor(1), apply: false, why: /^stale: decided for park 1, but .* is at park 2/ },
-    { name: 'recover sent before the call parked', entry: parkedTwice, decision: recoverFor(3), apply: false, why: /^stale: decided for park 3/ },
+    {
+      name: 'recover bound to an earlier park',
+      entry: parkedTwice,
+      decision: recoverFor(1),
+      apply: false,
+      why: /^stale: decided for park 1, but .* is at park 2/,
+    },
+    {
+      name: 'recover sent before the call parked',
+      entry: parkedTwice,
+      decision: recoverFor(3),
+      apply: false,
+      why: /^stale: decided for park 3/,
+    },
   ];
-  for (const state of ['awaiting_approval', 'rejected', 'running', 'dispatched', 'reconciling', 'succeeded', 'failed'] as const) {
-    cases.push({ name: `recover on ${state}`, entry: entryIn(state), decision: recover, apply: false, why: new RegExp(`^late: .*is ${state}, not recovery_required`) });
+  for (const state of [
+    'awaiting_approval',
+    'rejected',
+    'running',
+    'dispatched',
+    'reconciling',
+    'succeeded',
+    'failed',
+  ] as const) {
+    cases.push({
+      name: `recover on ${state}`,
+      entry: entryIn(state),
+      decision: recover,
+      apply: false,
+      why: new RegExp(`^late: .*is ${state}, not recovery_required`),
+    });
   }
 
   for (const c of cases) {
@@ -175,18 +386,58 @@ describe('decisions: judgeDecision', () => {
 
 describe('decisions: splitDecisions (the batch signal)', () => {
   const cases: { name: string; raw: unknown; ok?: number; why?: RegExp }[] = [
-    { name: 'two approvals', raw: { decisions: [{ kind: 'approve', ...base }, { kind: 'approve', ...base, toolCallId: 'call_2' }] }, ok: 2 },
-    { name: 'mixed kinds', raw: { decisions: [{ kind: 'approve', ...base }, { kind: 'reject', ...base, toolCallId: 'call_2' }, { kind: 'recover', ...base, decision: 'retry' }] }, ok: 3 },
-    { name: 'an item whose payload is bad still splits (it is judged alone)', raw: { decisions: [{ kind: 'approve' }] }, ok: 1 },
+    {
+      name: 'two approvals',
+      raw: {
+        decisions: [
+          { kind: 'approve', ...base },
+          { kind: 'approve', ...base, toolCallId: 'call_2' },
+        ],
+      },
+      ok: 2,
+    },
+    {
+      name: 'mixed kinds',
+      raw: {
+        decisions: [
+          { kind: 'approve', ...base },
+          { kind: 'reject', ...base, toolCallId: 'call_2' },
+          { kind: 'recover', ...base, decision: 'retry' },
+        ],
+      },
+      ok: 3,
+    },
+    {
+      name: 'an item whose payload is bad still splits (it is judged alone)',
+      raw: { decisions: [{ kind: 'approve' }] },
+      ok: 1,
+    },
     { name: 'null', raw: null, why: /expected \{ decisions/ },
     { name: 'an array', raw: [{ kind: 'approve', ...base }], why: /expected \{ decisions/ },
     { name: 'decisions not an array', raw: { decisions: 'approve all' }, why: /expected \{ decisions/ },
     { name: 'empty list', raw: { decisions: [] }, why: /at least one/ },
-    { name: 'too many', raw: { decisions: Array.from({ length: 101 }, (_, i) => ({ kind: 'approve', ...base, toolCallId: `c${i}` })) }, why: /101 decisions in one signal; at most 100/ },
-    { name: 'unknown kind', raw: { decisions: [{ kind: 'approve', ...base }, { kind: 'execute', ...base }] }, why: /item 2 has kind "execute"/ },
+    {
+      name: 'too many',
+      raw: { decisions: Array.from({ length: 101 }, (_, i) => ({ kind: 'approve', ...base, toolCallId: `c${i}` })) },
+      why: /101 decisions in one signal; at most 100/,
+    },
+    {
+      name: 'unknown kind',
+      raw: {
+        decisions: [
+          { kind: 'approve', ...base },
+          { kind: 'execute', ...base },
+        ],
+      },
+      why: /item 2 has kind "execute"/,
+    },
     { name: 'missing kind', raw: { decisions: [{ ...base }] }, why: /item 1 has kind undefined/ },
     { name: 'item not an object', raw: { decisions: ['approve'] }, why: /item 1 has kind undefined/ },
-    { name: 'prototype key as kind', raw: { decisions: [{ kind: '__proto__', ...base }] }, why: /item 1 has kind "__proto__"/ },
+    {
+      name: 'prototype key as kind',
+      raw: { decisions: [{ kind: '__proto__', ...base }] },
+      why: /item 1 has kind "__proto__"/,
+    },
   ];
   for (const c of cases) {
     it(c.name, () => {
@@ -213,7 +464,10 @@ describe('decisions: the intake once the turn is cancelled', () => {
   it('a decision that arrives after the cancel is audited as not applied and changes nothing', () => {
     const { ledger, decisions, recoveries, intake } = setup(true);
     intake.decide('recover', { toolCallId: 'call_1', by: 'ann', decision: 'retry' });
-    assert.deepEqual(decisions.map((d) => [d.outcome, d.why]), [['ignored', NOT_APPLIED_CANCELLED]]);
+    assert.deepEqual(
+      decisions.map((d) => [d.outcome, d.why]),
+      [['ignored', NOT_APPLIED_CANCELLED]],
+    );
     assert.equal(recoveries.size, 0);
     assert.equal(ledger.get('call_1')!.events.length, entryIn('recovery_required').events.length);
   });
@@ -224,7 +478,10 @@ describe('decisions: the intake once the turn is cancelled', () => {
     assert.equal(decisions[0]!.outcome, 'applied');
     assert.equal(recoveries.get('call_1')?.skipFence, true);
     intake.notApplied('call_1', 'not applied: the turn is cancelled before the retry ran');
-    assert.deepEqual([decisions[0]!.outcome, decisions[0]!.why], ['ignored', 'not applied: the turn is cancelled before the retry ran']);
+    assert.deepEqual(
+      [decisions[0]!.outcome, decisions[0]!.why],
+      ['ignored', 'not applied: the turn is cancelled before the retry ran'],
+    );
     assert.equal(recoveries.size, 0);
   });
 });

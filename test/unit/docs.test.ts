@@ -9,7 +9,12 @@ import { matrixTable } from '../matrix/table';
 
 const ROOT = join(__dirname, '..', '..', '..');
 const read = (rel: string) => readFileSync(join(ROOT, rel), 'utf8');
-const PAGES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const PAGES = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 /** Markdown outside fenced code blocks, line by line (code may show `[x](y)` or `# comments`). */
 function proseLines(markdown: string): string[] {
@@ -76,7 +81,8 @@ function brokenLinks(page: string, markdown: string, readPage: (rel: string) => 
       broken.push(`${page}: ${target} → ${file} does not exist`);
       continue;
     }
-    if (anchor !== undefined && !anchors(text).has(anchor)) broken.push(`${page}: ${target} → no heading '#${anchor}' in ${file}`);
+    if (anchor !== undefined && !anchors(text).has(anchor))
+      broken.push(`${page}: ${target} → no heading '#${anchor}' in ${file}`);
   }
   return broken;
 }
@@ -88,15 +94,18 @@ function readFromDisk(rel: string): string | undefined {
 }
 
 describe('docs', () => {
-  it("the guarantees page shows the fault matrix exactly as the tests run it (regenerate: node dist/test/matrix/table.js)", () => {
+  it('the guarantees page shows the fault matrix exactly as the tests run it (regenerate: node dist/test/matrix/table.js)', () => {
     const page = read('docs/guarantees.md');
     const m = /<!-- matrix:start -->\n([\s\S]*?)\n<!-- matrix:end -->/.exec(page);
     assert.ok(m, 'docs/guarantees.md has no <!-- matrix:start --> … <!-- matrix:end --> block');
     assert.equal(m[1], matrixTable());
-    assert.ok(PAGES.every((p) => p === 'docs/guarantees.md' || !read(p).includes('<!-- matrix:start -->')), 'the matrix is shown once, in docs/guarantees.md');
+    assert.ok(
+      PAGES.every((p) => p === 'docs/guarantees.md' || !read(p).includes('<!-- matrix:start -->')),
+      'the matrix is shown once, in docs/guarantees.md',
+    );
   });
 
-  it("slugs headings as GitHub does", () => {
+  it('slugs headings as GitHub does', () => {
     const cases: [string, string][] = [
       ['The protocol (for `temporal` and any Temporal SDK)', 'the-protocol-for-temporal-and-any-temporal-sdk'],
       ['Benchmark: the cost of durability per tool call', 'benchmark-the-cost-of-durability-per-tool-call'],
@@ -120,11 +129,14 @@ describe('docs', () => {
       '```',
       '# Here',
     ].join('\n');
-    assert.deepEqual(brokenLinks('docs/c.md', md, (rel) => (rel === 'docs/c.md' ? md : pages[rel])), [
-      'docs/c.md: b.md → docs/b.md does not exist',
-      "docs/c.md: a.md#nope → no heading '#nope' in docs/a.md",
-      'docs/c.md: ../../x.md leaves the repository',
-    ]);
+    assert.deepEqual(
+      brokenLinks('docs/c.md', md, (rel) => (rel === 'docs/c.md' ? md : pages[rel])),
+      [
+        'docs/c.md: b.md → docs/b.md does not exist',
+        "docs/c.md: a.md#nope → no heading '#nope' in docs/a.md",
+        'docs/c.md: ../../x.md leaves the repository',
+      ],
+    );
   });
 
   it('every relative link in README.md and docs/*.md resolves, anchors included', () => {
@@ -137,7 +149,11 @@ describe('docs', () => {
     const where = new Map<string, string>();
     const twice: string[] = [];
     for (const page of PAGES) {
-      for (const line of new Set(read(page).split('\n').map((l) => l.trim()))) {
+      for (const line of new Set(
+        read(page)
+          .split('\n')
+          .map((l) => l.trim()),
+      )) {
         if (line.length < 50) continue;
         const first = where.get(line);
         if (first) twice.push(`${first} and ${page}: ${line.slice(0, 80)}`);
@@ -155,7 +171,10 @@ describe('docs', () => {
 
   it('the README stays a front page (at most 200 lines) and shows the test command CI runs', () => {
     const readme = read('README.md');
-    assert.ok(readme.split('\n').length <= 201, `README.md has ${readme.split('\n').length} lines; move detail to docs/`);
+    assert.ok(
+      readme.split('\n').length <= 201,
+      `README.md has ${readme.split('\n').length} lines; move detail to docs/`,
+    );
     assert.match(readme, /^npm test {2,}# /m);
   });
 });

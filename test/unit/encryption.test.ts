@@ -4,7 +4,17 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, w
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { ENCRYPTED_ENCODING, combinedCodec, defaultKeyFile, defaultPayloadCodecs, encryptionCodec, ensureLocalKeyFile, keyringFromEnv, keyringFromFile, keyringFromList } from '../../runtime/encryption';
+import {
+  ENCRYPTED_ENCODING,
+  combinedCodec,
+  defaultKeyFile,
+  defaultPayloadCodecs,
+  encryptionCodec,
+  ensureLocalKeyFile,
+  keyringFromEnv,
+  keyringFromFile,
+  keyringFromList,
+} from '../../runtime/encryption';
 import { claimCheckCodec, directoryStore } from '../../runtime/largePayloads';
 
 const b64 = () => randomBytes(32).toString('base64');
@@ -38,14 +48,40 @@ describe('encryption: AES-256-GCM payload codec', () => {
     const rotated = encryptionCodec(keyringFromList(`k2=${k2},k1=${k1}`));
     const [fresh] = await rotated.encode([payload()]);
     assert.equal(Buffer.from(fresh!.metadata!['encryption-key-id']!).toString(), 'k2');
-    for (const p of [old!, fresh!]) assert.deepEqual(defaultPayloadConverter.fromPayload((await rotated.decode([p]))[0]!), { body: SECRET });
+    for (const p of [old!, fresh!])
+      assert.deepEqual(defaultPayloadConverter.fromPayload((await rotated.decode([p]))[0]!), { body: SECRET });
   });
 
-  const failures: { name: string; alter: (p: { data?: Uint8Array | null; metadata?: Record<string, Uint8Array> | null }) => void; ring: () => string; why: RegExp }[] = [
-    { name: 'an unknown key id', alter: () => undefined, ring: () => `k2=${k2}`, why: /encrypted with key 'k1', which this process does not have \(it has k2 from OPENWORKER_ENCRYPTION_KEYS\); add that key/ },
-    { name: 'a flipped byte', alter: (p) => (p.data![p.data!.length - 1]! ^= 1), ring: () => `k1=${k1}`, why: /does not authenticate/ },
-    { name: 'another key under the same id', alter: () => undefined, ring: () => `k1=${k2}`, why: /does not authenticate/ },
-    { name: 'a truncated payload', alter: (p) => (p.data = p.data!.subarray(0, 10)), ring: () => `k1=${k1}`, why: /truncated \(10 bytes\)/ },
+  const failures: {
+    name: string;
+    alter: (p: { data?: Uint8Array | null; metadata?: Record<string, Uint8Array> | null }) => void;
+    ring: () => string;
+    why: RegExp;
+  }[] = [
+    {
+      name: 'an unknown key id',
+      alter: () => undefined,
+      ring: () => `k2=${k2}`,
+      why: /encrypted with key 'k1', which this process does not have \(it has k2 from OPENWORKER_ENCRYPTION_KEYS\); add that key/,
+    },
+    {
+      name: 'a flipped byte',
+      alter: (p) => (p.data![p.data!.length - 1]! ^= 1),
+      ring: () => `k1=${k1}`,
+      why: /does not authenticate/,
+    },
+    {
+      name: 'another key under the same id',
+      alter: () => undefined,
+      ring: () => `k1=${k2}`,
+      why: /does not authenticate/,
+    },
+    {
+      name: 'a truncated payload',
+      alter: (p) => (p.data = p.data!.subarray(0, 10)),
+      ring: () => `k1=${k1}`,
+      why: /truncated \(10 bytes\)/,
+    },
   ];
   for (const f of failures) {
     it(`refuses ${f.name} with a clear error`, async () => {
@@ -64,14 +100,21 @@ describe('encryption: AES-256-GCM payload codec', () => {
   it('with the claim-check store: what is stored outside history is ciphertext too', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ow-enc-'));
     try {
-      const codec = combinedCodec([encryptionCodec(keyringFromList(`k1=${k1}`)), claimCheckCodec(directoryStore(dir), 64)]);
+      const codec = combinedCodec([
+        encryptionCodec(keyringFromList(`k1=${k1}`)),
+        claimCheckCodec(directoryStore(dir), 64),
+      ]);
       const big = defaultPayloadConverter.toPayload({ body: SECRET.repeat(20) })!;
       const [ref] = await codec.encode([big]);
       assert.match(text(ref!), /sha256/);
-      const stored = readdirSync(dir).flatMap((d) => readdirSync(join(dir, d)).map((f) => readFileSync(join(dir, d, f)).toString('latin1')));
+      const stored = readdirSync(dir).flatMap((d) =>
+        readdirSync(join(dir, d)).map((f) => readFileSync(join(dir, d, f)).toString('latin1')),
+      );
       assert.equal(stored.length, 1);
       assert.ok(!stored[0]!.includes('launch'));
-      assert.deepEqual(defaultPayloadConverter.fromPayload((await codec.decode([ref!]))[0]!), { body: SECRET.repeat(20) });
+      assert.deepEqual(defaultPayloadConverter.fromPayload((await codec.decode([ref!]))[0]!), {
+        body: SECRET.repeat(20),
+      });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -93,12 +136,15 @@ describe('encryption: where the keys come from', () => {
     [`new=${k}, old=${b64()}`, 'new'],
     ['', /no keys/],
     ['justakey', /expected id=base64key entries/],
-    [`a=${Buffer.alloc(16).toString('base64')}`, /key 'a' must be 32 bytes in base64 \(openssl rand -base64 32\), got 16 bytes/],
+    [
+      `a=${Buffer.alloc(16).toString('base64')}`,
+      /key 'a' must be 32 bytes in base64 \(openssl rand -base64 32\), got 16 bytes/,
+    ],
     [`a=${k},a=${k}`, /key id 'a' appears twice/],
     [`bad id=${k}`, /key id 'bad id' must be 1-64 letters/],
   ];
   for (const [list, want] of lists) {
-    it(`OPENWORKER_ENCRYPTION_KEYS=${JSON.stringify(list.replace(/=[^,]*/g, "=<key>"))} → ${want}`, () => {
+    it(`OPENWORKER_ENCRYPTION_KEYS=${JSON.stringify(list.replace(/=[^,]*/g, '=<key>'))} → ${want}`, () => {
       if (typeof want === 'string') assert.equal(keyringFromList(list).active, want);
       else assert.throws(() => keyringFromList(list), want);
     });
@@ -112,17 +158,31 @@ describe('encryption: where the keys come from', () => {
   const badFiles: [string, string, RegExp][] = [
     ['not json', '{', /encryption key file .*not-json.json: /],
     ['no keys', '{"active":"k1"}', /expected \{ "active"/],
-    ['active not a key', JSON.stringify({ active: 'k9', keys: { k1: k } }), /"active" must name one of its keys \(k1\)/],
+    [
+      'active not a key',
+      JSON.stringify({ active: 'k9', keys: { k1: k } }),
+      /"active" must name one of its keys \(k1\)/,
+    ],
   ];
-  for (const [name, body, why] of badFiles) it(`a key file with ${name} is refused`, () => assert.throws(() => keyringFromFile(file(`${name.replace(/ /g, '-')}.json`, body)), why));
+  for (const [name, body, why] of badFiles)
+    it(`a key file with ${name} is refused`, () =>
+      assert.throws(() => keyringFromFile(file(`${name.replace(/ /g, '-')}.json`, body)), why));
 
   const envs: [string, NodeJS.ProcessEnv, 'none' | string | RegExp][] = [
     ['nothing set', {}, 'none'],
     ['off wins over keys', { OPENWORKER_ENCRYPTION: 'off', OPENWORKER_ENCRYPTION_KEYS: `a=${k}` }, 'none'],
     ['keys', { OPENWORKER_ENCRYPTION_KEYS: `a=${k}` }, 'a'],
-    ['on without keys', { OPENWORKER_ENCRYPTION: 'on', OPENWORKER_ENCRYPTION_KEY_FILE: '' }, /OPENWORKER_ENCRYPTION=on but no keys/],
+    [
+      'on without keys',
+      { OPENWORKER_ENCRYPTION: 'on', OPENWORKER_ENCRYPTION_KEY_FILE: '' },
+      /OPENWORKER_ENCRYPTION=on but no keys/,
+    ],
     ['a typo in the switch', { OPENWORKER_ENCRYPTION: 'of' }, /must be 'on' or 'off', got 'of'/],
-    ['a key file that does not exist', { OPENWORKER_ENCRYPTION_KEY_FILE: join(dir, 'missing.json') }, /encryption key file .*missing\.json: ENOENT/],
+    [
+      'a key file that does not exist',
+      { OPENWORKER_ENCRYPTION_KEY_FILE: join(dir, 'missing.json') },
+      /encryption key file .*missing\.json: ENOENT/,
+    ],
   ];
   for (const [name, env, want] of envs) {
     it(`environment: ${name}`, () => {
@@ -176,7 +236,10 @@ describe('encryption: the local key `dev` generates', () => {
     const [sealed] = await encryptionCodec(keyringFromList(`k7=${b64()}`)).encode([payload()]);
     const [, claim] = defaultPayloadCodecs({});
     assert.ok(claim, 'claim-check stays');
-    await assert.rejects(defaultPayloadCodecs({})[0]!.decode([sealed!]), /^Error: payload encrypted with key 'k7', and this process has no keys: run where `dev` ran \(it reads .*encryption-keys\.json\) or set OPENWORKER_ENCRYPTION_KEY_FILE or OPENWORKER_ENCRYPTION_KEYS$/);
+    await assert.rejects(
+      defaultPayloadCodecs({})[0]!.decode([sealed!]),
+      /^Error: payload encrypted with key 'k7', and this process has no keys: run where `dev` ran \(it reads .*encryption-keys\.json\) or set OPENWORKER_ENCRYPTION_KEY_FILE or OPENWORKER_ENCRYPTION_KEYS$/,
+    );
     const plain = payload();
     assert.deepEqual(await defaultPayloadCodecs({})[0]!.decode([plain]), [plain], 'plain payloads pass');
   });

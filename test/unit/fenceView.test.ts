@@ -34,7 +34,8 @@ const session = (e: LedgerEntry): SessionView => ({
   transcript: [],
   pending: [],
 });
-const item = (e: LedgerEntry) => inboxItemOf({ sessionId: 's1', turn: 1 }, 'wf-1', { ...e, state: 'recovery_required' });
+const item = (e: LedgerEntry) =>
+  inboxItemOf({ sessionId: 's1', turn: 1 }, 'wf-1', { ...e, state: 'recovery_required' });
 
 describe('the fence of a decided retry in show, inbox and a turn', () => {
   it('show names the attempt it waits out, until when, and who decided', () => {
@@ -53,13 +54,22 @@ describe('the fence of a decided retry in show, inbox and a turn', () => {
   });
 
   it("a turn's status shows it under the parked call", () => {
-    const turn = { workflowId: 'wf-1', sessionId: 's1', state: 'recovery_required', ledger: [fenced()] } as unknown as WaitedTurn;
+    const turn = {
+      workflowId: 'wf-1',
+      sessionId: 's1',
+      state: 'recovery_required',
+      ledger: [fenced()],
+    } as unknown as WaitedTurn;
     assert.ok(formatTurn(turn).includes(FENCE), formatTurn(turn));
   });
 
   it('a decision refused while the retry waits leaves the fence standing, and visible', () => {
     // A refusal changes nothing (the turn keeps waiting on the same timer), so the fence must still show.
-    const refused = applyLedger(fenced(), { type: 'decision_refused', kind: 'recover', by: 'mallory', why: 'the approval policy needs a signed decision' }, AT);
+    const refused = applyLedger(
+      fenced(),
+      { type: 'decision_refused', kind: 'recover', by: 'mallory', why: 'the approval policy needs a signed decision' },
+      AT,
+    );
     assert.deepEqual(pendingFence(refused), { until: UNTIL, attempt: 1, by: 'carol' });
     assert.ok(formatInbox([item(refused)]).includes(FENCE));
     const again = applyLedger(fenced(), { type: 'recovery_decided', decision: 'failed', by: 'dave' }, AT);

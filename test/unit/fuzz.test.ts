@@ -31,11 +31,15 @@ const KINDS: DecisionKind[] = ['approve', 'reject', 'recover'];
 const keys = mkdtempSync(path.join(tmpdir(), 'openworker-fuzz-'));
 after(() => rmSync(keys, { recursive: true, force: true }));
 const alice = createApproverKey('alice', keys);
-const config = parseApprovers({ approvers: { alice: alice.publicKey }, policy: [{ tool: '*', approvers: ['alice'] }] }, 'fuzz');
+const config = parseApprovers(
+  { approvers: { alice: alice.publicKey }, policy: [{ tool: '*', approvers: ['alice'] }] },
+  'fuzz',
+);
 
 function assertNoPollution(): void {
   const probe: Record<string, unknown> = {};
-  for (const k of ['polluted', 'toolCallId', 'by', 'isAdmin', 'approvedBy']) assert.equal(probe[k], undefined, `Object.prototype.${k} was set`);
+  for (const k of ['polluted', 'toolCallId', 'by', 'isAdmin', 'approvedBy'])
+    assert.equal(probe[k], undefined, `Object.prototype.${k} was set`);
   assert.equal(typeof Object.prototype.toString, 'function');
 }
 
@@ -44,25 +48,35 @@ describe(`fuzz: signal payloads (fast-check, ${RUNS} runs each, seed ${SEED})`, 
 
   it('parseDecision never throws, and what it accepts is well-formed', () => {
     fc.assert(
-      fc.property(fc.constantFrom(...KINDS), fc.oneof(hostileDecision('approve'), hostileDecision('recover')), (kind, raw) => {
-        const r = parseDecision(kind, raw);
-        if (!r.ok) return assert.match(r.why, new RegExp(`^malformed ${kind}: `));
-        const p = r.decision.payload;
-        assert.ok(typeof p.toolCallId === 'string' && p.toolCallId.length > 0 && p.toolCallId.length <= 256);
-        assert.ok(typeof p.by === 'string' && p.by.length > 0 && p.by.length <= 200);
-        assert.ok(Object.getPrototypeOf(p) === Object.prototype, 'a plain object');
-      }),
+      fc.property(
+        fc.constantFrom(...KINDS),
+        fc.oneof(hostileDecision('approve'), hostileDecision('recover')),
+        (kind, raw) => {
+          const r = parseDecision(kind, raw);
+          if (!r.ok) return assert.match(r.why, new RegExp(`^malformed ${kind}: `));
+          const p = r.decision.payload;
+          assert.ok(typeof p.toolCallId === 'string' && p.toolCallId.length > 0 && p.toolCallId.length <= 256);
+          assert.ok(typeof p.by === 'string' && p.by.length > 0 && p.by.length <= 200);
+          assert.ok(Object.getPrototypeOf(p) === Object.prototype, 'a plain object');
+        },
+      ),
       opts,
     );
   });
 
   it('splitDecisions never throws; a batch is all judged or recorded once', () => {
     fc.assert(
-      fc.property(fc.oneof(hostileValue(), fc.record({ decisions: fc.oneof(hostileValue(), fc.array(hostileDecision('approve'), { maxLength: 120 })) })), (raw) => {
-        const r = splitDecisions(raw);
-        if (r.ok) assert.ok(r.items.length >= 1 && r.items.length <= 100);
-        else assert.match(r.why, /^malformed decisions: /);
-      }),
+      fc.property(
+        fc.oneof(
+          hostileValue(),
+          fc.record({ decisions: fc.oneof(hostileValue(), fc.array(hostileDecision('approve'), { maxLength: 120 })) }),
+        ),
+        (raw) => {
+          const r = splitDecisions(raw);
+          if (r.ok) assert.ok(r.items.length >= 1 && r.items.length <= 100);
+          else assert.match(r.why, /^malformed decisions: /);
+        },
+      ),
       opts,
     );
   });
@@ -74,7 +88,8 @@ describe(`fuzz: signal payloads (fast-check, ${RUNS} runs each, seed ${SEED})`, 
         if (added.ok) assert.ok(typeof added.grant.tool === 'string' && typeof added.grant.by === 'string');
         revokeGrant(added.ok ? added.grants : [], b, '2026-01-01T00:00:00.000Z');
         const u = grantsUpdate(b);
-        for (const g of [...(u?.grants ?? []), ...activeGrants(a)]) assert.ok(typeof g.id === 'string' && typeof g.tool === 'string' && !g.revokedAt);
+        for (const g of [...(u?.grants ?? []), ...activeGrants(a)])
+          assert.ok(typeof g.id === 'string' && typeof g.tool === 'string' && !g.revokedAt);
       }),
       opts,
     );
@@ -84,44 +99,65 @@ describe(`fuzz: signal payloads (fast-check, ${RUNS} runs each, seed ${SEED})`, 
     const req = approvalFor(config, 'send_email', 'bob@example.com');
     const reasons = new Map<string, number>();
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.constantFrom<DecisionKind | 'decisions'>('approve', 'recover', 'decisions', 'reject'), fc.oneof(hostileDecision('approve'), hostileDecision('recover'))), { maxLength: 30 }), (signals) => {
-        let at = Date.parse('2026-12-03T10:00:00.000Z');
-        const now = () => new Date((at += 1000)).toISOString();
-        const waiting = { ...newEntry(planned({ toolCallId: 'c1', approval: req }), 'owx-fuzz', 1, now()) };
-        const parked: LedgerEntry = { ...newEntry(planned({ toolCallId: 'c2', approval: req }), 'owx-fuzz-2', 1, now()), state: 'recovery_required', runs: 1, dispatched: true };
-        const ledger = new Map<string, LedgerEntry>([
-          ['c1', waiting],
-          ['c2', parked],
-        ]);
-        const { intake, decisions, recoveries } = intakeOver(ledger, { now });
-        intake.modelPending(false);
-        let expected = 0;
-        for (const [kind, raw] of signals) {
-          if (kind === 'decisions') {
-            const batch = splitDecisions(raw);
-            expected += batch.ok ? batch.items.length : 1;
-            intake.decideMany(raw);
-          } else {
-            expected += 1;
-            intake.decide(kind, raw);
+      fc.property(
+        fc.array(
+          fc.tuple(
+            fc.constantFrom<DecisionKind | 'decisions'>('approve', 'recover', 'decisions', 'reject'),
+            fc.oneof(hostileDecision('approve'), hostileDecision('recover')),
+          ),
+          { maxLength: 30 },
+        ),
+        (signals) => {
+          let at = Date.parse('2026-12-03T10:00:00.000Z');
+          const now = () => new Date((at += 1000)).toISOString();
+          const waiting = { ...newEntry(planned({ toolCallId: 'c1', approval: req }), 'owx-fuzz', 1, now()) };
+          const parked: LedgerEntry = {
+            ...newEntry(planned({ toolCallId: 'c2', approval: req }), 'owx-fuzz-2', 1, now()),
+            state: 'recovery_required',
+            runs: 1,
+            dispatched: true,
+          };
+          const ledger = new Map<string, LedgerEntry>([
+            ['c1', waiting],
+            ['c2', parked],
+          ]);
+          const { intake, decisions, recoveries } = intakeOver(ledger, { now });
+          intake.modelPending(false);
+          let expected = 0;
+          for (const [kind, raw] of signals) {
+            if (kind === 'decisions') {
+              const batch = splitDecisions(raw);
+              expected += batch.ok ? batch.items.length : 1;
+              intake.decideMany(raw);
+            } else {
+              expected += 1;
+              intake.decide(kind, raw);
+            }
           }
-        }
-        intake.flush();
-        assert.equal(decisions.length, expected, 'every decision is in the audit');
-        assert.ok(['awaiting_approval', 'rejected'].includes(ledger.get('c1')!.state), `c1 is ${ledger.get('c1')!.state}`);
-        assert.equal(ledger.get('c1')!.approvedBy, undefined);
-        assert.equal(recoveries.size, 0, 'no recovery decision was accepted');
-        for (const d of decisions) {
-          if (d.outcome !== 'ignored') continue;
-          assert.ok(d.why && d.why.length < 3000, 'a short reason');
-          const head = /^(malformed|unsigned|wrongly signed|unknown tool call|late|stale|duplicate|conflicting|expired|replayed|unauthorised)/.exec(d.why)?.[1] ?? d.why.slice(0, 30);
-          reasons.set(head, (reasons.get(head) ?? 0) + 1);
-        }
-      }),
+          intake.flush();
+          assert.equal(decisions.length, expected, 'every decision is in the audit');
+          assert.ok(
+            ['awaiting_approval', 'rejected'].includes(ledger.get('c1')!.state),
+            `c1 is ${ledger.get('c1')!.state}`,
+          );
+          assert.equal(ledger.get('c1')!.approvedBy, undefined);
+          assert.equal(recoveries.size, 0, 'no recovery decision was accepted');
+          for (const d of decisions) {
+            if (d.outcome !== 'ignored') continue;
+            assert.ok(d.why && d.why.length < 3000, 'a short reason');
+            const head =
+              /^(malformed|unsigned|wrongly signed|unknown tool call|late|stale|duplicate|conflicting|expired|replayed|unauthorised)/.exec(
+                d.why,
+              )?.[1] ?? d.why.slice(0, 30);
+            reasons.set(head, (reasons.get(head) ?? 0) + 1);
+          }
+        },
+      ),
       { ...opts, numRuns: Math.ceil(RUNS / 5) },
     );
     // The flood reached the signature checks, not only the parser.
-    for (const head of ['malformed', 'unsigned', 'wrongly signed', 'unknown tool call']) assert.ok(reasons.get(head), `no decision was refused as ${head}: ${JSON.stringify([...reasons])}`);
+    for (const head of ['malformed', 'unsigned', 'wrongly signed', 'unknown tool call'])
+      assert.ok(reasons.get(head), `no decision was refused as ${head}: ${JSON.stringify([...reasons])}`);
   });
 
   it('authorizeDecision never throws on a hostile signature', () => {
@@ -129,7 +165,9 @@ describe(`fuzz: signal payloads (fast-check, ${RUNS} runs each, seed ${SEED})`, 
     const entry = { executionId: 'owx-1', argsDigest: 'sha256:1', tool: 'send_email' };
     fc.assert(
       fc.property(fc.constantFrom(...KINDS), hostileDecision('approve'), (kind, raw) => {
-        const d = { ...(raw && typeof raw === 'object' ? raw : {}), kind, by: 'alice' } as Parameters<typeof authorizeDecision>[2];
+        const d = { ...(raw && typeof raw === 'object' ? raw : {}), kind, by: 'alice' } as Parameters<
+          typeof authorizeDecision
+        >[2];
         const r = authorizeDecision(req, entry, d, Date.now(), new Set());
         if (kind !== 'reject') assert.equal(r.ok, false, 'a hostile signature never authorises');
       }),
@@ -140,7 +178,13 @@ describe(`fuzz: signal payloads (fast-check, ${RUNS} runs each, seed ${SEED})`, 
 
 describe(`fuzz: model output (fast-check, ${RUNS} runs, seed ${SEED})`, () => {
   afterEach(assertNoPollution);
-  const lookup = defineTool({ name: 'lookup_contact', description: 'Find a contact.', input: z.object({ name: z.string() }), effect: 'read', execute: ({ name }) => ({ name }) });
+  const lookup = defineTool({
+    name: 'lookup_contact',
+    description: 'Find a contact.',
+    input: z.object({ name: z.string() }),
+    effect: 'read',
+    execute: ({ name }) => ({ name }),
+  });
   const registry = createRegistry([...builtinTools(), lookup]);
   const names = registry.names();
 

@@ -15,10 +15,25 @@ describe('grants: which new call a standing approval covers', () => {
     ['target grant, same target', [toAnn], { tool: 'create_payment', target: 'cus_ann' }, 'g-2'],
     ['target grant, another target', [toAnn], { tool: 'create_payment', target: 'cus_bob' }, undefined],
     ['target grant, call without target', [toAnn], { tool: 'create_payment' }, undefined],
-    ['target grant, a target that only starts the same', [toAnn], { tool: 'create_payment', target: 'cus_ann2' }, undefined],
-    ['revoked grant', [{ ...toolWide, revokedAt: LATER, revokedBy: 'bob' }], { tool: 'send_email', target: 'x' }, undefined],
+    [
+      'target grant, a target that only starts the same',
+      [toAnn],
+      { tool: 'create_payment', target: 'cus_ann2' },
+      undefined,
+    ],
+    [
+      'revoked grant',
+      [{ ...toolWide, revokedAt: LATER, revokedBy: 'bob' }],
+      { tool: 'send_email', target: 'x' },
+      undefined,
+    ],
     ['no grants', [], { tool: 'send_email' }, undefined],
-    ['target grant, a target cut at 200 characters', [{ ...toAnn, target: 'x'.repeat(200) }], { tool: 'create_payment', target: 'x'.repeat(200) }, undefined],
+    [
+      'target grant, a target cut at 200 characters',
+      [{ ...toAnn, target: 'x'.repeat(200) }],
+      { tool: 'create_payment', target: 'x'.repeat(200) },
+      undefined,
+    ],
   ];
   for (const [name, grants, call, expected] of cases) {
     it(`${name} → ${expected ?? 'asks'}`, () => assert.equal(grantFor(grants, call)?.id, expected));
@@ -44,7 +59,11 @@ describe('grants: the grant and revoke signals (any client may send them)', () =
   }
 
   it('adds a grant with who and when; a resent grant id adds nothing', () => {
-    const r = addGrant([], { grantId: 'g-9', tool: 'send_email', target: 'ann@example.com', by: 'alice', extra: 'ignored' }, AT);
+    const r = addGrant(
+      [],
+      { grantId: 'g-9', tool: 'send_email', target: 'ann@example.com', by: 'alice', extra: 'ignored' },
+      AT,
+    );
     assert.ok(r.ok);
     assert.deepEqual(r.grants, [{ id: 'g-9', tool: 'send_email', target: 'ann@example.com', by: 'alice', at: AT }]);
     const again = addGrant(r.grants, { grantId: 'g-9', tool: 'other', by: 'mallory' }, LATER);
@@ -63,12 +82,22 @@ describe('grants: the grant and revoke signals (any client may send them)', () =
   });
 
   it('revoking an unknown grant, or without by, is refused', () => {
-    assert.match((revokeGrant([toolWide], { grantId: 'g-x', by: 'bob' }, LATER) as { why: string }).why, /no grant g-x/);
+    assert.match(
+      (revokeGrant([toolWide], { grantId: 'g-x', by: 'bob' }, LATER) as { why: string }).why,
+      /no grant g-x/,
+    );
     assert.equal(revokeGrant([toolWide], { grantId: 'g-1' }, LATER).ok, false);
   });
 
   it('the turn keeps only well-formed, active grants', () => {
-    const raw = [toolWide, { ...toAnn, revokedAt: LATER }, { id: 'g-3', tool: 5, by: 'x' }, null, 'junk', { id: 'g-4', tool: 't', by: 'b', target: '' }];
+    const raw = [
+      toolWide,
+      { ...toAnn, revokedAt: LATER },
+      { id: 'g-3', tool: 5, by: 'x' },
+      null,
+      'junk',
+      { id: 'g-4', tool: 't', by: 'b', target: '' },
+    ];
     assert.deepEqual(activeGrants(raw), [toolWide]);
     assert.deepEqual(activeGrants({ not: 'an array' }), []);
   });

@@ -1,6 +1,13 @@
 import { createDecisionIntake } from '../../workflows/intake';
 import { applyLedger } from '../../workflows/ledger';
-import type { CallState, DecisionRecord, LedgerEntry, PlannedCall, RecoverSignal, ToolSpec } from '../../workflows/types';
+import type {
+  CallState,
+  DecisionRecord,
+  LedgerEntry,
+  PlannedCall,
+  RecoverSignal,
+  ToolSpec,
+} from '../../workflows/types';
 
 export const ALL_STATES: readonly CallState[] = [
   'invalid',
@@ -62,7 +69,10 @@ export function entryIn(state: CallState, over: Partial<LedgerEntry> = {}): Ledg
 }
 
 /** A decision intake over an in-memory ledger, as the turn wires it (every write applied with applyLedger). */
-export function intakeOver(ledger: Map<string, LedgerEntry>, opts: { now?: () => string; cancelled?: () => boolean } = {}) {
+export function intakeOver(
+  ledger: Map<string, LedgerEntry>,
+  opts: { now?: () => string; cancelled?: () => boolean } = {},
+) {
   const now = opts.now ?? (() => AT);
   const decisions: DecisionRecord[] = [];
   const recoveries = new Map<string, RecoverSignal>();

@@ -62,9 +62,20 @@ describe('identity: executionIdFor', () => {
 describe('identity: canonicalJson', () => {
   const cases: { name: string; value: unknown; want: string }[] = [
     { name: 'sorts top-level keys', value: { b: 1, a: 2 }, want: '{"a":2,"b":1}' },
-    { name: 'sorts nested keys', value: { z: { y: 1, x: { d: 1, c: 2 } }, a: null }, want: '{"a":null,"z":{"x":{"c":2,"d":1},"y":1}}' },
+    {
+      name: 'sorts nested keys',
+      value: { z: { y: 1, x: { d: 1, c: 2 } }, a: null },
+      want: '{"a":null,"z":{"x":{"c":2,"d":1},"y":1}}',
+    },
     { name: 'keeps array order', value: [3, 1, 2], want: '[3,1,2]' },
-    { name: 'sorts keys of objects inside arrays', value: [{ b: 1, a: 2 }, { d: [{ f: 1, e: 2 }], c: 0 }], want: '[{"a":2,"b":1},{"c":0,"d":[{"e":2,"f":1}]}]' },
+    {
+      name: 'sorts keys of objects inside arrays',
+      value: [
+        { b: 1, a: 2 },
+        { d: [{ f: 1, e: 2 }], c: 0 },
+      ],
+      want: '[{"a":2,"b":1},{"c":0,"d":[{"e":2,"f":1}]}]',
+    },
     { name: 'string', value: 'hi', want: '"hi"' },
     { name: 'number', value: 1.5, want: '1.5' },
     { name: 'boolean', value: false, want: 'false' },

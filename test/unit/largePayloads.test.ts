@@ -14,7 +14,8 @@ describe('large payloads: claim-check codec', () => {
 
   const small = defaultPayloadConverter.toPayload({ hello: 'world' });
   const large = defaultPayloadConverter.toPayload({ transcript: 'x'.repeat(64 * 1024) });
-  const encoding = (p: { metadata?: { encoding?: Uint8Array | null } | null }) => new TextDecoder().decode(p.metadata!.encoding!);
+  const encoding = (p: { metadata?: { encoding?: Uint8Array | null } | null }) =>
+    new TextDecoder().decode(p.metadata!.encoding!);
 
   it('keeps small payloads inline and stores large ones by hash, restoring them byte for byte', async () => {
     const codec = claimCheckCodec(directoryStore(dir), 16 * 1024);
@@ -40,7 +41,10 @@ describe('large payloads: claim-check codec', () => {
     const codec = claimCheckCodec(directoryStore(dir), 1024);
     const [ref] = await codec.encode([large]);
     const other = claimCheckCodec(directoryStore(join(dir, 'elsewhere')), 1024);
-    await assert.rejects(other.decode([ref!]), /is not in the payload store .*elsewhere: every client and worker must share it \(OPENWORKER_PAYLOAD_STORE\)/);
+    await assert.rejects(
+      other.decode([ref!]),
+      /is not in the payload store .*elsewhere: every client and worker must share it \(OPENWORKER_PAYLOAD_STORE\)/,
+    );
     const key = (JSON.parse(new TextDecoder().decode(ref!.data!)) as { sha256: string }).sha256;
     writeFileSync(join(dir, key.slice(0, 2), key), 'garbage');
     await assert.rejects(codec.decode([ref!]), /is corrupt/);

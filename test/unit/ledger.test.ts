@@ -1,6 +1,16 @@
 import { strict as assert } from 'node:assert';
 import type { LedgerInput } from '../../workflows/ledger';
-import { LedgerTransitionError, TRANSITIONS, activityIdFor, applyLedger, applyLedgerSafely, invariantViolations, isTerminal, liveTurnState, newEntry } from '../../workflows/ledger';
+import {
+  LedgerTransitionError,
+  TRANSITIONS,
+  activityIdFor,
+  applyLedger,
+  applyLedgerSafely,
+  invariantViolations,
+  isTerminal,
+  liveTurnState,
+  newEntry,
+} from '../../workflows/ledger';
 import type { CallState } from '../../workflows/types';
 import { ALL_STATES, AT, entryIn, planned, spec } from './helpers';
 
@@ -78,7 +88,11 @@ describe('ledger: field effects', () => {
   ];
   for (const c of rejectCases) {
     it(`rejected sets rejectedBy and error (reason ${c.reason ?? 'absent'})`, () => {
-      const next = applyLedger(entryIn('awaiting_approval'), { type: 'rejected', by: 'bob', ...(c.reason ? { reason: c.reason } : {}) }, LATER);
+      const next = applyLedger(
+        entryIn('awaiting_approval'),
+        { type: 'rejected', by: 'bob', ...(c.reason ? { reason: c.reason } : {}) },
+        LATER,
+      );
       assert.equal(next.rejectedBy, 'bob');
       assert.equal(next.error, c.error);
       assert.match(next.error!, /rejected by/);
@@ -86,7 +100,11 @@ describe('ledger: field effects', () => {
   }
 
   it('scheduled increments runs and resets dispatched', () => {
-    const next = applyLedger(entryIn('recovery_required', { runs: 2, dispatched: true }), { type: 'scheduled', activityId: 'x-3' }, LATER);
+    const next = applyLedger(
+      entryIn('recovery_required', { runs: 2, dispatched: true }),
+      { type: 'scheduled', activityId: 'x-3' },
+      LATER,
+    );
     assert.equal(next.runs, 3);
     assert.equal(next.dispatched, false);
     assert.equal(next.state, 'running');
@@ -99,35 +117,58 @@ describe('ledger: field effects', () => {
   ];
   for (const c of dispatchCases) {
     it(`dispatched sets dispatched and attempts=max(${c.attempts}, ${c.attempt})`, () => {
-      const next = applyLedger(entryIn('running', { attempts: c.attempts }), { type: 'dispatched', activityId: 'x', attempt: c.attempt }, LATER);
+      const next = applyLedger(
+        entryIn('running', { attempts: c.attempts }),
+        { type: 'dispatched', activityId: 'x', attempt: c.attempt },
+        LATER,
+      );
       assert.equal(next.dispatched, true);
       assert.equal(next.attempts, c.want);
     });
   }
 
   it('succeeded sets result and clears error', () => {
-    const next = applyLedger(entryIn('recovery_required', { error: 'old' }), { type: 'succeeded', result: 42, via: 'recovery' }, LATER);
+    const next = applyLedger(
+      entryIn('recovery_required', { error: 'old' }),
+      { type: 'succeeded', result: 42, via: 'recovery' },
+      LATER,
+    );
     assert.equal(next.result, 42);
     assert.equal('error' in next, false);
   });
 
   it('succeeded with attempt raises attempts', () => {
-    const next = applyLedger(entryIn('dispatched', { attempts: 1 }), { type: 'succeeded', result: null, via: 'execute', attempt: 3 }, LATER);
+    const next = applyLedger(
+      entryIn('dispatched', { attempts: 1 }),
+      { type: 'succeeded', result: null, via: 'execute', attempt: 3 },
+      LATER,
+    );
     assert.equal(next.attempts, 3);
   });
 
   it('failed sets error', () => {
-    assert.equal(applyLedger(entryIn('running'), { type: 'failed', error: 'nope', via: 'execute' }, LATER).error, 'nope');
+    assert.equal(
+      applyLedger(entryIn('running'), { type: 'failed', error: 'nope', via: 'execute' }, LATER).error,
+      'nope',
+    );
   });
 
   it('outcome_unknown with attempt raises attempts, state unchanged', () => {
-    const next = applyLedger(entryIn('dispatched', { attempts: 1 }), { type: 'outcome_unknown', reason: 't', attempt: 2 }, LATER);
+    const next = applyLedger(
+      entryIn('dispatched', { attempts: 1 }),
+      { type: 'outcome_unknown', reason: 't', attempt: 2 },
+      LATER,
+    );
     assert.equal(next.attempts, 2);
     assert.equal(next.state, 'dispatched');
   });
 
   it('recovery_decided sets recoveryDecision and recoveredBy', () => {
-    const next = applyLedger(entryIn('recovery_required'), { type: 'recovery_decided', decision: 'failed', by: 'carol' }, LATER);
+    const next = applyLedger(
+      entryIn('recovery_required'),
+      { type: 'recovery_decided', decision: 'failed', by: 'carol' },
+      LATER,
+    );
     assert.equal(next.recoveryDecision, 'failed');
     assert.equal(next.recoveredBy, 'carol');
     assert.equal(next.state, 'recovery_required');
@@ -136,13 +177,21 @@ describe('ledger: field effects', () => {
 
 describe('ledger: the turn never wedges on a transition', () => {
   it('not_started from dispatched clears the marker and leaves the call running, so the next run may be scheduled', () => {
-    const next = applyLedger(entryIn('dispatched', { runs: 1, dispatched: true, attempts: 1 }), { type: 'not_started', reason: 'cancelled before the tool was called' }, LATER);
+    const next = applyLedger(
+      entryIn('dispatched', { runs: 1, dispatched: true, attempts: 1 }),
+      { type: 'not_started', reason: 'cancelled before the tool was called' },
+      LATER,
+    );
     assert.deepEqual([next.state, next.dispatched, next.attempts], ['running', false, 1]);
     assert.equal(applyLedger(next, { type: 'scheduled', activityId: 'x-2' }, LATER).runs, 2);
   });
 
   it('recovery_required from recovery_required parks anew (a decided retry the turn could not run)', () => {
-    const next = applyLedger(entryIn('recovery_required'), { type: 'recovery_required', reason: 'the turn was cancelled before the retry decided by carol ran' }, LATER);
+    const next = applyLedger(
+      entryIn('recovery_required'),
+      { type: 'recovery_required', reason: 'the turn was cancelled before the retry decided by carol ran' },
+      LATER,
+    );
     assert.equal(next.state, 'recovery_required');
   });
 
@@ -227,7 +276,8 @@ describe('ledger: liveTurnState and helpers', () => {
     [2, 'owx-a-2'],
     [7, 'owx-a-7'],
   ];
-  for (const [run, want] of ids) it(`activityIdFor(owx-a, ${run}) = ${want}`, () => assert.equal(activityIdFor('owx-a', run), want));
+  for (const [run, want] of ids)
+    it(`activityIdFor(owx-a, ${run}) = ${want}`, () => assert.equal(activityIdFor('owx-a', run), want));
 
   it('isTerminal matches invalid/rejected/succeeded/failed', () => {
     assert.deepEqual(ALL_STATES.filter(isTerminal), ['invalid', 'rejected', 'succeeded', 'failed']);

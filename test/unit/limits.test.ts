@@ -1,18 +1,47 @@
 import { strict as assert } from 'node:assert';
 import { z } from 'zod';
-import { DEFAULT_LIMITS, argsProblem, boundedCallFields, capResult, capText, capToolCalls, jsonBytes, limitsFromEnv } from '../../activities/limits';
+import {
+  DEFAULT_LIMITS,
+  argsProblem,
+  boundedCallFields,
+  capResult,
+  capText,
+  capToolCalls,
+  jsonBytes,
+  limitsFromEnv,
+} from '../../activities/limits';
 import { createRegistry } from '../../activities/registry';
 import { defineTool } from '../../activities/tool';
 import { argsDigest } from '../../workflows/identity';
-import { LEGACY_MAX_MESSAGE_CHARS, MAX_MESSAGE_BYTES, cutUtf8, messageProblem, sessionMessageProblem, utf8Bytes } from '../../workflows/limits';
+import {
+  LEGACY_MAX_MESSAGE_CHARS,
+  MAX_MESSAGE_BYTES,
+  cutUtf8,
+  messageProblem,
+  sessionMessageProblem,
+  utf8Bytes,
+} from '../../workflows/limits';
 import type { ToolCall } from '../../workflows/types';
 
 const KiB = 1024;
 
 describe('limits: utf8Bytes and cutUtf8 (pure, sandbox-safe)', () => {
-  const samples = ['', 'abc', 'é', '€', '😀', 'a😀b', '\ud800', '\udc00x', 'x\ud83d', 'ü'.repeat(1000), '日本語テキスト'];
+  const samples = [
+    '',
+    'abc',
+    'é',
+    '€',
+    '😀',
+    'a😀b',
+    '\ud800',
+    '\udc00x',
+    'x\ud83d',
+    'ü'.repeat(1000),
+    '日本語テキスト',
+  ];
   for (const s of samples) {
-    it(`counts ${JSON.stringify(s).slice(0, 20)} as Buffer does`, () => assert.equal(utf8Bytes(s), Buffer.byteLength(s, 'utf8')));
+    it(`counts ${JSON.stringify(s).slice(0, 20)} as Buffer does`, () =>
+      assert.equal(utf8Bytes(s), Buffer.byteLength(s, 'utf8')));
   }
   const cuts: [string, number, string][] = [
     ['abcdef', 3, 'abc'],
@@ -35,7 +64,11 @@ describe('limits: user messages', () => {
   const cases: { name: string; text: unknown; problem?: RegExp }[] = [
     { name: 'ordinary', text: 'email bob' },
     { name: 'exactly the limit', text: 'x'.repeat(MAX_MESSAGE_BYTES) },
-    { name: 'one byte over', text: 'x'.repeat(MAX_MESSAGE_BYTES + 1), problem: /^the message is 32769 bytes; the limit is 32768 bytes: shorten it/ },
+    {
+      name: 'one byte over',
+      text: 'x'.repeat(MAX_MESSAGE_BYTES + 1),
+      problem: /^the message is 32769 bytes; the limit is 32768 bytes: shorten it/,
+    },
     { name: 'multi-byte over in bytes, under in characters', text: '€'.repeat(11_000), problem: /33000 bytes/ },
     { name: 'empty', text: '', problem: /empty/ },
     { name: 'blank', text: ' \n ', problem: /empty/ },
@@ -56,7 +89,13 @@ describe('limits: user messages', () => {
     { name: 'small: taken, no marker', text: 'hi', patched: true, refused: false, asks: false },
     { name: 'between, patched: refused', text: 'x'.repeat(40 * KiB), patched: true, refused: true, asks: true },
     { name: 'between, old history: taken', text: 'x'.repeat(40 * KiB), patched: false, refused: false, asks: true },
-    { name: 'over the old limit: refused either way', text: 'x'.repeat(LEGACY_MAX_MESSAGE_CHARS + 1), patched: false, refused: true, asks: false },
+    {
+      name: 'over the old limit: refused either way',
+      text: 'x'.repeat(LEGACY_MAX_MESSAGE_CHARS + 1),
+      patched: false,
+      refused: true,
+      asks: false,
+    },
     { name: 'blank: refused either way', text: '  ', patched: false, refused: true, asks: false },
     { name: 'not text: refused either way', text: undefined, patched: false, refused: true, asks: false },
   ];
@@ -76,16 +115,29 @@ describe('limits: user messages', () => {
 describe('limits: from the environment', () => {
   const cases: { env: Record<string, string>; want?: Partial<typeof DEFAULT_LIMITS>; error?: RegExp }[] = [
     { env: {}, want: DEFAULT_LIMITS },
-    { env: { OPENWORKER_MAX_ARGS_BYTES: '1000', OPENWORKER_MAX_TOOL_CALLS: ' 8 ' }, want: { maxArgsBytes: 1000, maxToolCalls: 8, maxResultBytes: 256 * KiB } },
+    {
+      env: { OPENWORKER_MAX_ARGS_BYTES: '1000', OPENWORKER_MAX_TOOL_CALLS: ' 8 ' },
+      want: { maxArgsBytes: 1000, maxToolCalls: 8, maxResultBytes: 256 * KiB },
+    },
     { env: { OPENWORKER_MAX_RESULT_BYTES: '' }, want: { maxResultBytes: 256 * KiB } },
-    { env: { OPENWORKER_MAX_RESULT_BYTES: '64k' }, error: /OPENWORKER_MAX_RESULT_BYTES must be a positive whole number, got '64k' \(default 262144\)$/ },
-    { env: { OPENWORKER_MAX_TOOL_CALLS: '0' }, error: /OPENWORKER_MAX_TOOL_CALLS must be a positive whole number, got '0'/ },
+    {
+      env: { OPENWORKER_MAX_RESULT_BYTES: '64k' },
+      error: /OPENWORKER_MAX_RESULT_BYTES must be a positive whole number, got '64k' \(default 262144\)$/,
+    },
+    {
+      env: { OPENWORKER_MAX_TOOL_CALLS: '0' },
+      error: /OPENWORKER_MAX_TOOL_CALLS must be a positive whole number, got '0'/,
+    },
     { env: { OPENWORKER_MAX_MODEL_TEXT_BYTES: '1.5' }, error: /OPENWORKER_MAX_MODEL_TEXT_BYTES/ },
   ];
   for (const c of cases) {
     it(JSON.stringify(c.env), () => {
       if (c.error) assert.throws(() => limitsFromEnv(c.env), c.error);
-      else assert.deepEqual(Object.entries(c.want!).filter(([k, v]) => limitsFromEnv(c.env)[k as keyof typeof DEFAULT_LIMITS] !== v), []);
+      else
+        assert.deepEqual(
+          Object.entries(c.want!).filter(([k, v]) => limitsFromEnv(c.env)[k as keyof typeof DEFAULT_LIMITS] !== v),
+          [],
+        );
     });
   }
 });
@@ -107,12 +159,34 @@ describe('limits: tool results (the effect happened: never a failure)', () => {
         assert.equal(t.bytes, jsonBytes(big));
         assert.equal(utf8Bytes(t.preview), 4096);
         assert.ok(JSON.stringify(big).startsWith(t.preview));
-        assert.match(t.note, /^the tool ran; its result was 307211 bytes, over the limit of 262144: only the first 4096 bytes/);
+        assert.match(
+          t.note,
+          /^the tool ran; its result was 307211 bytes, over the limit of 262144: only the first 4096 bytes/,
+        );
       },
     },
-    { name: 'tiny limit: preview within it', result: 'abcdefgh', max: 4, check: (r) => assert.equal((r as { preview: string }).preview, '"abc') },
-    { name: 'a cycle: succeeded with a note', result: cyclic, max: 100, check: (r) => assert.match((r as { note: string }).note, /^the tool ran, but its result cannot be represented as JSON \(.*circular/i) },
-    { name: 'a BigInt: succeeded with a note', result: { n: 1n }, max: 100, check: (r) => assert.equal((r as { truncated: boolean }).truncated, true) },
+    {
+      name: 'tiny limit: preview within it',
+      result: 'abcdefgh',
+      max: 4,
+      check: (r) => assert.equal((r as { preview: string }).preview, '"abc'),
+    },
+    {
+      name: 'a cycle: succeeded with a note',
+      result: cyclic,
+      max: 100,
+      check: (r) =>
+        assert.match(
+          (r as { note: string }).note,
+          /^the tool ran, but its result cannot be represented as JSON \(.*circular/i,
+        ),
+    },
+    {
+      name: 'a BigInt: succeeded with a note',
+      result: { n: 1n },
+      max: 100,
+      check: (r) => assert.equal((r as { truncated: boolean }).truncated, true),
+    },
   ];
   for (const c of cases) it(c.name, () => c.check(capResult(c.result, c.max)));
 });
@@ -127,8 +201,19 @@ describe('limits: model text and the number of calls', () => {
   const cases: { n: number; max: number; kept: number; reason?: RegExp }[] = [
     { n: 0, max: 64, kept: 0 },
     { n: 64, max: 64, kept: 64 },
-    { n: 65, max: 64, kept: 64, reason: /has 65 tool calls; at most 64 are taken from one response, so this call was not executed/ },
-    { n: 5000, max: 64, kept: 64, reason: /has 5000 tool calls; .* this call and the 4935 after it \(not listed\) were not executed: make at most 64 calls/ },
+    {
+      n: 65,
+      max: 64,
+      kept: 64,
+      reason: /has 65 tool calls; at most 64 are taken from one response, so this call was not executed/,
+    },
+    {
+      n: 5000,
+      max: 64,
+      kept: 64,
+      reason:
+        /has 5000 tool calls; .* this call and the 4935 after it \(not listed\) were not executed: make at most 64 calls/,
+    },
   ];
   for (const c of cases) {
     it(`${c.n} calls, limit ${c.max}`, () => {
@@ -140,24 +225,64 @@ describe('limits: model text and the number of calls', () => {
     });
   }
   it('bounds provider ids and names', () => {
-    assert.deepEqual(boundedCallFields({ id: 'x'.repeat(500), name: 'n'.repeat(500) }, 0), { toolCallId: 'x'.repeat(200), name: `${'n'.repeat(64)}…` });
+    assert.deepEqual(boundedCallFields({ id: 'x'.repeat(500), name: 'n'.repeat(500) }, 0), {
+      toolCallId: 'x'.repeat(200),
+      name: `${'n'.repeat(64)}…`,
+    });
     assert.deepEqual(boundedCallFields(undefined, 3), { toolCallId: 'call_missing_3', name: 'undefined' });
   });
 });
 
 describe('limits: the registry', () => {
-  const lookup = defineTool({ name: 'lookup', description: 'd', effect: 'read', input: z.object({ q: z.string() }), execute: (i) => i.q });
-  const upload = defineTool({ name: 'upload', description: 'd', input: z.object({ data: z.string() }), maxArgsBytes: 200 * KiB, execute: () => 1 });
+  const lookup = defineTool({
+    name: 'lookup',
+    description: 'd',
+    effect: 'read',
+    input: z.object({ q: z.string() }),
+    execute: (i) => i.q,
+  });
+  const upload = defineTool({
+    name: 'upload',
+    description: 'd',
+    input: z.object({ data: z.string() }),
+    maxArgsBytes: 200 * KiB,
+    execute: () => 1,
+  });
   const registry = createRegistry([lookup, upload], { maxArgsBytes: 100 });
   const cases: { name: string; call: ToolCall; invalid?: RegExp; args?: unknown }[] = [
     { name: 'under the default', call: { id: 'a', name: 'lookup', arguments: { q: 'x'.repeat(80) } } },
-    { name: 'over the default', call: { id: 'a', name: 'lookup', arguments: { q: 'x'.repeat(100) } }, invalid: /^arguments for 'lookup' are 108 bytes; the limit is 100 bytes: pass less data/, args: { omitted: '108 bytes of arguments, over the limit' } },
-    { name: 'as a JSON string, over', call: { id: 'a', name: 'lookup', arguments: JSON.stringify({ q: 'x'.repeat(100) }) }, invalid: /108 bytes/ },
-    { name: 'not JSON and over: the size is said', call: { id: 'a', name: 'lookup', arguments: `{${'x'.repeat(200)}` }, invalid: /are 203 bytes/ },
+    {
+      name: 'over the default',
+      call: { id: 'a', name: 'lookup', arguments: { q: 'x'.repeat(100) } },
+      invalid: /^arguments for 'lookup' are 108 bytes; the limit is 100 bytes: pass less data/,
+      args: { omitted: '108 bytes of arguments, over the limit' },
+    },
+    {
+      name: 'as a JSON string, over',
+      call: { id: 'a', name: 'lookup', arguments: JSON.stringify({ q: 'x'.repeat(100) }) },
+      invalid: /108 bytes/,
+    },
+    {
+      name: 'not JSON and over: the size is said',
+      call: { id: 'a', name: 'lookup', arguments: `{${'x'.repeat(200)}` },
+      invalid: /are 203 bytes/,
+    },
     { name: 'a tool that allows more', call: { id: 'a', name: 'upload', arguments: { data: 'x'.repeat(150 * KiB) } } },
-    { name: 'a tool that allows more, over it', call: { id: 'a', name: 'upload', arguments: { data: 'x'.repeat(250 * KiB) } }, invalid: /the limit is 204800 bytes/ },
-    { name: 'unknown tool, over: never kept', call: { id: 'a', name: 'nope', arguments: { q: 'x'.repeat(100) } }, invalid: /the limit is 100 bytes/ },
-    ...['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf'].map((name) => ({ name: `prototype key ${name}`, call: { id: 'a', name, arguments: {} }, invalid: /^unknown tool '.*'; available tools: lookup, upload$/ })),
+    {
+      name: 'a tool that allows more, over it',
+      call: { id: 'a', name: 'upload', arguments: { data: 'x'.repeat(250 * KiB) } },
+      invalid: /the limit is 204800 bytes/,
+    },
+    {
+      name: 'unknown tool, over: never kept',
+      call: { id: 'a', name: 'nope', arguments: { q: 'x'.repeat(100) } },
+      invalid: /the limit is 100 bytes/,
+    },
+    ...['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf'].map((name) => ({
+      name: `prototype key ${name}`,
+      call: { id: 'a', name, arguments: {} },
+      invalid: /^unknown tool '.*'; available tools: lookup, upload$/,
+    })),
   ];
   for (const c of cases) {
     it(c.name, () => {
@@ -166,7 +291,10 @@ describe('limits: the registry', () => {
       assert.match(p!.invalid ?? '', c.invalid);
       if (c.args) assert.deepEqual(p!.arguments, c.args);
       assert.ok(jsonBytes(p!.arguments)! <= 200, 'oversized arguments are not kept');
-      assert.equal(registry.get(c.call.name), c.call.name === 'lookup' || c.call.name === 'upload' ? registry.get(c.call.name) : undefined);
+      assert.equal(
+        registry.get(c.call.name),
+        c.call.name === 'lookup' || c.call.name === 'upload' ? registry.get(c.call.name) : undefined,
+      );
     });
   }
   it('the digest of oversized arguments is of what the model sent', () => {
@@ -174,8 +302,15 @@ describe('limits: the registry', () => {
     assert.equal(registry.plan([{ id: 'a', name: 'lookup', arguments: args }])[0]!.argsDigest, argsDigest(args));
   });
   it('a schema failure over many items stays one short line', () => {
-    const list = defineTool({ name: 'list', description: 'd', input: z.object({ xs: z.array(z.number()) }), execute: () => 1 });
-    const [p] = createRegistry([list]).plan([{ id: 'a', name: 'list', arguments: { xs: Array.from({ length: 1000 }, () => 'no') } }]);
+    const list = defineTool({
+      name: 'list',
+      description: 'd',
+      input: z.object({ xs: z.array(z.number()) }),
+      execute: () => 1,
+    });
+    const [p] = createRegistry([list]).plan([
+      { id: 'a', name: 'list', arguments: { xs: Array.from({ length: 1000 }, () => 'no') } },
+    ]);
     assert.match(p!.invalid!, /; and 990 more$/);
     assert.ok(p!.invalid!.length < 1000);
   });
@@ -185,7 +320,17 @@ describe('limits: the registry', () => {
   });
   it('defineTool refuses a bad limit', () => {
     for (const bad of [0, -1, 1.5, '64k']) {
-      assert.throws(() => defineTool({ name: 't', description: 'd', input: z.object({}), maxResultBytes: bad as number, execute: () => 1 }), /defineTool\("t"\): maxResultBytes must be a positive whole number of bytes/);
+      assert.throws(
+        () =>
+          defineTool({
+            name: 't',
+            description: 'd',
+            input: z.object({}),
+            maxResultBytes: bad as number,
+            execute: () => 1,
+          }),
+        /defineTool\("t"\): maxResultBytes must be a positive whole number of bytes/,
+      );
     }
   });
 });

@@ -16,11 +16,23 @@ const ask = (model: ModelProvider, messages: Message[]): Promise<ModelResponse> 
 
 const user = (content: string): Message => ({ role: 'user', content });
 const assistant = (content = ''): Message => ({ role: 'assistant', content });
-const toolMsg = (content: string, isError = false): Message => ({ role: 'tool', toolCallId: 'call_1', name: 'send_email', content, ...(isError ? { isError } : {}) });
+const toolMsg = (content: string, isError = false): Message => ({
+  role: 'tool',
+  toolCallId: 'call_1',
+  name: 'send_email',
+  content,
+  ...(isError ? { isError } : {}),
+});
 
 const SCRIPT: Script = {
   steps: [
-    { text: 'step zero', toolCalls: [{ id: 'a', name: 'lookup', arguments: { q: 1 } }, { id: 'b', name: 'noargs', arguments: null }] },
+    {
+      text: 'step zero',
+      toolCalls: [
+        { id: 'a', name: 'lookup', arguments: { q: 1 } },
+        { id: 'b', name: 'noargs', arguments: null },
+      ],
+    },
     { text: 'step one' },
     { toolCalls: [] },
   ],
@@ -32,11 +44,29 @@ describe('models: scripted', () => {
     {
       name: 'no assistant messages → step 0 (arguments default to {})',
       messages: [user('hi')],
-      want: { text: 'step zero', toolCalls: [{ id: 'a', name: 'lookup', arguments: { q: 1 } }, { id: 'b', name: 'noargs', arguments: {} }] },
+      want: {
+        text: 'step zero',
+        toolCalls: [
+          { id: 'a', name: 'lookup', arguments: { q: 1 } },
+          { id: 'b', name: 'noargs', arguments: {} },
+        ],
+      },
     },
-    { name: 'one assistant message → step 1', messages: [user('hi'), assistant(), toolMsg('ok')], want: { text: 'step one', toolCalls: [] } },
-    { name: 'tool/user messages do not count', messages: [user('a'), user('b'), toolMsg('x'), assistant(), user('c')], want: { text: 'step one', toolCalls: [] } },
-    { name: 'two assistant messages → step 2 (text defaults to "")', messages: [assistant(), assistant()], want: { text: '', toolCalls: [] } },
+    {
+      name: 'one assistant message → step 1',
+      messages: [user('hi'), assistant(), toolMsg('ok')],
+      want: { text: 'step one', toolCalls: [] },
+    },
+    {
+      name: 'tool/user messages do not count',
+      messages: [user('a'), user('b'), toolMsg('x'), assistant(), user('c')],
+      want: { text: 'step one', toolCalls: [] },
+    },
+    {
+      name: 'two assistant messages → step 2 (text defaults to "")',
+      messages: [assistant(), assistant()],
+      want: { text: '', toolCalls: [] },
+    },
   ];
   for (const c of cases) it(c.name, async () => assert.deepEqual(await ask(model, c.messages), c.want));
 
@@ -75,13 +105,20 @@ describe('models: loadScript', () => {
     { name: 'empty file', content: '', problem: /cannot read the script/ },
     { name: 'no steps', content: '{}', problem: /steps: .*expected \{ "steps"/ },
     { name: 'steps not an array', content: '{"steps": {}}', problem: /steps: / },
-    { name: 'tool call without id', content: '{"steps": [{"toolCalls": [{"name": "x"}]}]}', problem: /steps\.0\.toolCalls\.0\.id: / },
+    {
+      name: 'tool call without id',
+      content: '{"steps": [{"toolCalls": [{"name": "x"}]}]}',
+      problem: /steps\.0\.toolCalls\.0\.id: /,
+    },
     { name: 'text not a string', content: '{"steps": [{"text": 1}]}', problem: /steps\.0\.text: / },
     { name: 'top-level array', content: '[]', problem: /file: / },
   ];
   for (const c of errors) {
     it(`${c.name} → one line naming the file`, () => {
-      const path = c.content === undefined ? join(dir, 'does-not-exist.json') : file(`${c.name.replace(/\W/g, '_')}.json`, c.content);
+      const path =
+        c.content === undefined
+          ? join(dir, 'does-not-exist.json')
+          : file(`${c.name.replace(/\W/g, '_')}.json`, c.content);
       assert.throws(
         () => loadScript(path),
         (err: unknown) => {
@@ -125,8 +162,16 @@ describe('models: demo', () => {
   });
 
   const replies: { name: string; messages: Message[]; text: RegExp }[] = [
-    { name: 'tool result → summary', messages: [user('email bob@example.com'), assistant(), toolMsg('{"id":1}')], text: /^Done: send_email succeeded\.$/ },
-    { name: 'tool error → did not run', messages: [user('x'), assistant(), toolMsg('Error: rejected by bob', true)], text: /^send_email did not run: rejected by bob$/ },
+    {
+      name: 'tool result → summary',
+      messages: [user('email bob@example.com'), assistant(), toolMsg('{"id":1}')],
+      text: /^Done: send_email succeeded\.$/,
+    },
+    {
+      name: 'tool error → did not run',
+      messages: [user('x'), assistant(), toolMsg('Error: rejected by bob', true)],
+      text: /^send_email did not run: rejected by bob$/,
+    },
     { name: 'other text → help', messages: [user('what is the weather?')], text: /demo model.*email bob@example\.com/ },
     { name: 'no messages → help', messages: [], text: /demo model/ },
   ];
@@ -142,13 +187,20 @@ describe('models: demo', () => {
 describe('models: loadModel', () => {
   it("'demo' → the demo model", () => assert.equal(loadModel('demo').name, 'demo'));
   it("'nope' → error listing valid specs", () => {
-    assert.throws(() => loadModel('nope'), (err: unknown) => {
-      assert.ok(err instanceof Error);
-      assert.match(err.message, /unknown --model 'nope'/);
-      for (const spec of MODEL_SPECS) assert.ok(err.message.includes(spec), spec);
-      return true;
-    });
+    assert.throws(
+      () => loadModel('nope'),
+      (err: unknown) => {
+        assert.ok(err instanceof Error);
+        assert.match(err.message, /unknown --model 'nope'/);
+        for (const spec of MODEL_SPECS) assert.ok(err.message.includes(spec), spec);
+        return true;
+      },
+    );
   });
   it("'scripted:' without a file → error", () => assert.throws(() => loadModel('scripted:'), /needs a file path/));
-  it("'scripted:<missing>' → loadScript error", () => assert.throws(() => loadModel('scripted:/nonexistent/x.json'), /--model scripted:\/nonexistent\/x\.json: cannot read/));
+  it("'scripted:<missing>' → loadScript error", () =>
+    assert.throws(
+      () => loadModel('scripted:/nonexistent/x.json'),
+      /--model scripted:\/nonexistent\/x\.json: cannot read/,
+    ));
 });

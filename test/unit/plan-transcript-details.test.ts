@@ -5,7 +5,8 @@ import { toolResultMessage, unpairedToolCalls } from '../../workflows/transcript
 import type { Message, PlannedCall, TurnStatus } from '../../workflows/types';
 import { entryIn, planned } from './helpers';
 
-const call = (id: string, extra: Partial<PlannedCall> = {}): PlannedCall => planned({ toolCallId: id, arguments: { id }, ...extra });
+const call = (id: string, extra: Partial<PlannedCall> = {}): PlannedCall =>
+  planned({ toolCallId: id, arguments: { id }, ...extra });
 const ids = (calls: PlannedCall[]): string[] => calls.map((c) => c.toolCallId);
 
 describe('plan: assignCallIds', () => {
@@ -18,7 +19,13 @@ describe('plan: assignCallIds', () => {
 
   const repeats: { name: string; calls: string[]; repeated: string; count: number; want: string[] }[] = [
     { name: 'pair', calls: ['a', 'a'], repeated: 'a', count: 2, want: ['a'] },
-    { name: 'triple among others', calls: ['x', 'a', 'y', 'a', 'a', 'z'], repeated: 'a', count: 3, want: ['x', 'a', 'y', 'z'] },
+    {
+      name: 'triple among others',
+      calls: ['x', 'a', 'y', 'a', 'a', 'z'],
+      repeated: 'a',
+      count: 3,
+      want: ['x', 'a', 'y', 'z'],
+    },
   ];
   for (const c of repeats) {
     it(`repeat within a response (${c.name}): first kept and marked invalid, repeats dropped`, () => {
@@ -53,7 +60,11 @@ describe('plan: assignCallIds', () => {
   });
 
   it('already-invalid calls keep their reason (also when renamed)', () => {
-    const out = assignCallIds([call('a', { invalid: 'unknown tool' }), call('b', { invalid: 'bad args' })], new Set(['b']), 4);
+    const out = assignCallIds(
+      [call('a', { invalid: 'unknown tool' }), call('b', { invalid: 'bad args' })],
+      new Set(['b']),
+      4,
+    );
     assert.deepEqual(
       out.map((c) => [c.toolCallId, c.invalid]),
       [
@@ -70,15 +81,34 @@ describe('plan: assignCallIds', () => {
 });
 
 describe('transcript: unpairedToolCalls', () => {
-  const assistant = (...callIds: string[]): Message => ({ role: 'assistant', content: '', toolCalls: callIds.map((id) => ({ id, name: 't', arguments: {} })) });
+  const assistant = (...callIds: string[]): Message => ({
+    role: 'assistant',
+    content: '',
+    toolCalls: callIds.map((id) => ({ id, name: 't', arguments: {} })),
+  });
   const result = (id: string): Message => ({ role: 'tool', toolCallId: id, name: 't', content: 'ok' });
   const cases: { name: string; messages: Message[]; want: string[] }[] = [
     { name: 'empty', messages: [], want: [] },
-    { name: 'no tool calls', messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'yo' }], want: [] },
-    { name: 'paired', messages: [{ role: 'user', content: 'hi' }, assistant('a', 'b'), result('b'), result('a')], want: [] },
+    {
+      name: 'no tool calls',
+      messages: [
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: 'yo' },
+      ],
+      want: [],
+    },
+    {
+      name: 'paired',
+      messages: [{ role: 'user', content: 'hi' }, assistant('a', 'b'), result('b'), result('a')],
+      want: [],
+    },
     { name: '0 results', messages: [assistant('a', 'b'), result('a')], want: ['b has 0 results'] },
     { name: '2 results', messages: [assistant('a'), result('a'), result('a')], want: ['a has 2 results'] },
-    { name: 'across iterations', messages: [assistant('a'), result('a'), assistant('b', 'c'), result('c'), result('c')], want: ['b has 0 results', 'c has 2 results'] },
+    {
+      name: 'across iterations',
+      messages: [assistant('a'), result('a'), assistant('b', 'c'), result('c'), result('c')],
+      want: ['b has 0 results', 'c has 2 results'],
+    },
   ];
   for (const c of cases) it(c.name, () => assert.deepEqual(unpairedToolCalls(c.messages), c.want));
 });
@@ -116,7 +146,14 @@ describe('details: renderDetails', () => {
     iteration: 1,
     ledger: [
       entryIn('awaiting_approval', { toolCallId: 'call_a', executionId: 'owx-aaaa', target: 'bob@example.com' }),
-      entryIn('recovery_required', { toolCallId: 'call|b', executionId: 'owx-bbbb', tool: 'pipe|tool', approvedBy: 'x|y', recoveryDecision: 'retry', recoveredBy: 'ann' }),
+      entryIn('recovery_required', {
+        toolCallId: 'call|b',
+        executionId: 'owx-bbbb',
+        tool: 'pipe|tool',
+        approvedBy: 'x|y',
+        recoveryDecision: 'retry',
+        recoveredBy: 'ann',
+      }),
     ],
     decisions: [],
     ...over,
@@ -155,7 +192,13 @@ describe('details: renderDetails', () => {
 
   it('a retry waiting out its fence says until when, and is not "waiting for a decision"', () => {
     const fenced = entryIn('recovery_required', { toolCallId: 'call_f', executionId: 'owx-ffff' });
-    fenced.events.push({ at: '2024-01-01T00:00:01.000Z', type: 'retry_fenced', until: '2024-01-01T10:42:07.000Z', attempt: 1, by: 'ann' });
+    fenced.events.push({
+      at: '2024-01-01T00:00:01.000Z',
+      type: 'retry_fenced',
+      until: '2024-01-01T10:42:07.000Z',
+      attempt: 1,
+      by: 'ann',
+    });
     const md = renderDetails(status({ state: 'recovery_required', ledger: [fenced] }));
     assert.match(md, /`call_f`: retry decided by ann, waiting out attempt 1 until 2024-01-01 10:42:07 UTC/);
     assert.ok(!md.includes('Waiting for a decision'));
@@ -163,8 +206,16 @@ describe('details: renderDetails', () => {
 
   it('an invariant violation is shown loudly', () => {
     const parked = entryIn('recovery_required', { toolCallId: 'call_v' });
-    parked.events.push({ at: '2024-01-01T00:00:01.000Z', type: 'invariant_violated', attempted: 'scheduled', from: 'dispatched' });
-    assert.match(renderDetails(status({ ledger: [parked] })), /\*\*Ledger invariant violated\*\* .*call_v: 'scheduled' in state 'dispatched'/);
+    parked.events.push({
+      at: '2024-01-01T00:00:01.000Z',
+      type: 'invariant_violated',
+      attempted: 'scheduled',
+      from: 'dispatched',
+    });
+    assert.match(
+      renderDetails(status({ ledger: [parked] })),
+      /\*\*Ledger invariant violated\*\* .*call_v: 'scheduled' in state 'dispatched'/,
+    );
   });
 
   it('no waiting hint when nothing waits', () => {

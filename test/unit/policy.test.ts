@@ -1,6 +1,13 @@
 import { strict as assert } from 'node:assert';
 import type { CallFacts, ExecutionOutcome, NextStep } from '../../workflows/policy';
-import { afterExecution, afterReconcile, afterRecoveryDecision, attemptsPerRun, isProtected, whenCancelled } from '../../workflows/policy';
+import {
+  afterExecution,
+  afterReconcile,
+  afterRecoveryDecision,
+  attemptsPerRun,
+  isProtected,
+  whenCancelled,
+} from '../../workflows/policy';
 import type { ReconcileAnswer, RecoveryPolicy, ToolEffect } from '../../workflows/types';
 
 const EFFECTS: ToolEffect[] = ['read', 'external'];
@@ -27,7 +34,9 @@ function expected(f: CallFacts, o: ExecutionOutcome): Expect {
   if (f.recovery === 'idempotent') return { do: 'recovery_required', match: /timed out/ };
   // A proof that the adapter was never called outranks the dispatch marker.
   if (!f.dispatched || o.kind === 'not_started') {
-    return f.runs < f.maxAttempts ? { do: 'run', match: /never dispatched/ } : { do: 'fail', via: 'not_dispatched', match: /never dispatched.*timed out/ };
+    return f.runs < f.maxAttempts
+      ? { do: 'run', match: /never dispatched/ }
+      : { do: 'fail', via: 'not_dispatched', match: /never dispatched.*timed out/ };
   }
   if (f.recovery === 'reconcile') return { do: 'reconcile' };
   return { do: 'recovery_required', match: /after dispatch: timed out/ };
@@ -36,7 +45,8 @@ function expected(f: CallFacts, o: ExecutionOutcome): Expect {
 function check(step: NextStep, want: Expect): void {
   assert.equal(step.do, want.do);
   for (const key of ['result', 'via', 'error'] as const) {
-    if (key in want) assert.deepEqual((step as Record<string, unknown>)[key], (want as Record<string, unknown>)[key], key);
+    if (key in want)
+      assert.deepEqual((step as Record<string, unknown>)[key], (want as Record<string, unknown>)[key], key);
   }
   if (want.match) {
     const text = 'error' in step ? step.error : 'reason' in step ? step.reason : 'why' in step ? step.why : '';
@@ -62,7 +72,11 @@ describe('policy: afterExecution (effect × recovery × dispatched × runs × ou
     {
       facts: { effect: 'external', recovery: 'manual', dispatched: false, runs: 5, maxAttempts: 5 },
       outcome: { kind: 'unknown', reason: 'worker died' },
-      want: { do: 'fail', error: 'tool could not be started after 5 attempts (never dispatched): worker died', via: 'not_dispatched' },
+      want: {
+        do: 'fail',
+        error: 'tool could not be started after 5 attempts (never dispatched): worker died',
+        via: 'not_dispatched',
+      },
     },
     {
       facts: { effect: 'external', recovery: 'manual', dispatched: false, runs: 4, maxAttempts: 5 },
@@ -92,36 +106,87 @@ describe('policy: afterExecution (effect × recovery × dispatched × runs × ou
     },
   ];
   for (const c of explicit) {
-    it(`exact: ${JSON.stringify(c.facts)} → ${JSON.stringify(c.want)}`, () => assert.deepEqual(afterExecution(c.facts, c.outcome), c.want));
+    it(`exact: ${JSON.stringify(c.facts)} → ${JSON.stringify(c.want)}`, () =>
+      assert.deepEqual(afterExecution(c.facts, c.outcome), c.want));
   }
 });
 
 describe('policy: afterReconcile', () => {
   const base: CallFacts = { effect: 'external', recovery: 'reconcile', dispatched: true, runs: 1, maxAttempts: 3 };
   const cases: { name: string; runs: number; answer: ReconcileAnswer; want: NextStep }[] = [
-    { name: 'applied', runs: 1, answer: { status: 'applied', result: 'r' }, want: { do: 'succeed', result: 'r', via: 'reconcile' } },
-    { name: 'applied at the limit', runs: 3, answer: { status: 'applied', result: 0 }, want: { do: 'succeed', result: 0, via: 'reconcile' } },
-    { name: 'not_applied, runs left', runs: 2, answer: { status: 'not_applied' }, want: { do: 'run', why: 'reconcile: not applied' } },
+    {
+      name: 'applied',
+      runs: 1,
+      answer: { status: 'applied', result: 'r' },
+      want: { do: 'succeed', result: 'r', via: 'reconcile' },
+    },
+    {
+      name: 'applied at the limit',
+      runs: 3,
+      answer: { status: 'applied', result: 0 },
+      want: { do: 'succeed', result: 0, via: 'reconcile' },
+    },
+    {
+      name: 'not_applied, runs left',
+      runs: 2,
+      answer: { status: 'not_applied' },
+      want: { do: 'run', why: 'reconcile: not applied' },
+    },
     {
       name: 'not_applied, no runs left',
       runs: 3,
       answer: { status: 'not_applied' },
       want: { do: 'recovery_required', reason: 'reconcile said not applied, but 3 runs were used' },
     },
-    { name: 'unknown with reason', runs: 1, answer: { status: 'unknown', reason: 'api down' }, want: { do: 'recovery_required', reason: 'reconcile could not tell: api down' } },
-    { name: 'unknown without reason', runs: 1, answer: { status: 'unknown' }, want: { do: 'recovery_required', reason: 'reconcile could not tell: unknown' } },
+    {
+      name: 'unknown with reason',
+      runs: 1,
+      answer: { status: 'unknown', reason: 'api down' },
+      want: { do: 'recovery_required', reason: 'reconcile could not tell: api down' },
+    },
+    {
+      name: 'unknown without reason',
+      runs: 1,
+      answer: { status: 'unknown' },
+      want: { do: 'recovery_required', reason: 'reconcile could not tell: unknown' },
+    },
   ];
-  for (const c of cases) it(c.name, () => assert.deepEqual(afterReconcile({ ...base, runs: c.runs }, c.answer), c.want));
+  for (const c of cases)
+    it(c.name, () => assert.deepEqual(afterReconcile({ ...base, runs: c.runs }, c.answer), c.want));
 });
 
 describe('policy: afterRecoveryDecision', () => {
   const cases: { name: string; input: Parameters<typeof afterRecoveryDecision>[0]; want: NextStep }[] = [
     { name: 'retry', input: { decision: 'retry', by: 'ann' }, want: { do: 'run', why: 'retry decided by ann' } },
-    { name: 'succeeded with result', input: { decision: 'succeeded', result: { id: 1 }, by: 'ann' }, want: { do: 'succeed', result: { id: 1 }, via: 'recovery' } },
-    { name: 'succeeded without result → a note naming who decided', input: { decision: 'succeeded', by: 'ann' }, want: { do: 'succeed', result: { status: 'succeeded', note: 'marked succeeded by ann during recovery' }, via: 'recovery' } },
-    { name: 'succeeded with falsy result kept', input: { decision: 'succeeded', result: 0, by: 'ann' }, want: { do: 'succeed', result: 0, via: 'recovery' } },
-    { name: 'failed with reason', input: { decision: 'failed', reason: 'was never sent', by: 'ann' }, want: { do: 'fail', error: 'failed (decided by ann): was never sent', via: 'recovery' } },
-    { name: 'failed without reason', input: { decision: 'failed', by: 'ann' }, want: { do: 'fail', error: 'failed (decided by ann)', via: 'recovery' } },
+    {
+      name: 'succeeded with result',
+      input: { decision: 'succeeded', result: { id: 1 }, by: 'ann' },
+      want: { do: 'succeed', result: { id: 1 }, via: 'recovery' },
+    },
+    {
+      name: 'succeeded without result → a note naming who decided',
+      input: { decision: 'succeeded', by: 'ann' },
+      want: {
+        do: 'succeed',
+        result: { status: 'succeeded', note: 'marked succeeded by ann during recovery' },
+        via: 'recovery',
+      },
+    },
+    {
+      name: 'succeeded with falsy result kept',
+      input: { decision: 'succeeded', result: 0, by: 'ann' },
+      want: { do: 'succeed', result: 0, via: 'recovery' },
+    },
+    {
+      name: 'failed with reason',
+      input: { decision: 'failed', reason: 'was never sent', by: 'ann' },
+      want: { do: 'fail', error: 'failed (decided by ann): was never sent', via: 'recovery' },
+    },
+    {
+      name: 'failed without reason',
+      input: { decision: 'failed', by: 'ann' },
+      want: { do: 'fail', error: 'failed (decided by ann)', via: 'recovery' },
+    },
   ];
   for (const c of cases) it(c.name, () => assert.deepEqual(afterRecoveryDecision(c.input), c.want));
 });
@@ -144,19 +209,61 @@ describe('policy: isProtected / attemptsPerRun', () => {
 });
 
 describe('policy: whenCancelled (nothing new starts once the turn is being cancelled)', () => {
-  const f = (effect: ToolEffect, recovery: RecoveryPolicy, runs: number, dispatched: boolean): CallFacts => ({ effect, recovery, runs, dispatched, maxAttempts: 3 });
+  const f = (effect: ToolEffect, recovery: RecoveryPolicy, runs: number, dispatched: boolean): CallFacts => ({
+    effect,
+    recovery,
+    runs,
+    dispatched,
+    maxAttempts: 3,
+  });
   const parks = { do: 'recovery_required', reason: 'the turn was cancelled before this call’s outcome was known' };
-  const fails = { do: 'fail', error: 'interrupted: the turn was cancelled before this call ran', via: 'not_dispatched' };
+  const fails = {
+    do: 'fail',
+    error: 'interrupted: the turn was cancelled before this call ran',
+    via: 'not_dispatched',
+  };
   const cases: [string, CallFacts, NextStep, unknown][] = [
     ['approved, never scheduled', f('external', 'manual', 0, false), { do: 'run', why: 'approved' }, fails],
-    ['a protected run that never dispatched', f('external', 'manual', 1, false), { do: 'run', why: 'never dispatched' }, fails],
+    [
+      'a protected run that never dispatched',
+      f('external', 'manual', 1, false),
+      { do: 'run', why: 'never dispatched' },
+      fails,
+    ],
     ['a dispatched run, to be reconciled', f('external', 'reconcile', 1, true), { do: 'reconcile' }, parks],
-    ['a dispatched run, retry decided by a human', f('external', 'manual', 1, true), { do: 'run', why: 'retry decided by ops' }, parks],
-    ['an idempotent run that was scheduled', f('external', 'idempotent', 1, false), { do: 'run', why: 'retry decided by ops' }, parks],
+    [
+      'a dispatched run, retry decided by a human',
+      f('external', 'manual', 1, true),
+      { do: 'run', why: 'retry decided by ops' },
+      parks,
+    ],
+    [
+      'an idempotent run that was scheduled',
+      f('external', 'idempotent', 1, false),
+      { do: 'run', why: 'retry decided by ops' },
+      parks,
+    ],
     ['a read', f('read', 'manual', 1, false), { do: 'run', why: 'x' }, fails],
-    ['already parked', f('external', 'manual', 1, true), { do: 'recovery_required', reason: 'r' }, { do: 'recovery_required', reason: 'r' }],
-    ['a result in hand', f('external', 'manual', 1, true), { do: 'succeed', result: 1, via: 'execute' }, { do: 'succeed', result: 1, via: 'execute' }],
-    ['a failure in hand', f('external', 'manual', 1, true), { do: 'fail', error: 'e', via: 'execute' }, { do: 'fail', error: 'e', via: 'execute' }],
+    [
+      'already parked',
+      f('external', 'manual', 1, true),
+      { do: 'recovery_required', reason: 'r' },
+      { do: 'recovery_required', reason: 'r' },
+    ],
+    [
+      'a result in hand',
+      f('external', 'manual', 1, true),
+      { do: 'succeed', result: 1, via: 'execute' },
+      { do: 'succeed', result: 1, via: 'execute' },
+    ],
+    [
+      'a failure in hand',
+      f('external', 'manual', 1, true),
+      { do: 'fail', error: 'e', via: 'execute' },
+      { do: 'fail', error: 'e', via: 'execute' },
+    ],
   ];
-  for (const [name, facts, next, expected] of cases) it(`${name}: ${next.do} → ${(expected as NextStep).do}`, () => assert.deepEqual(whenCancelled(facts, next), expected));
+  for (const [name, facts, next, expected] of cases)
+    it(`${name}: ${next.do} → ${(expected as NextStep).do}`, () =>
+      assert.deepEqual(whenCancelled(facts, next), expected));
 });

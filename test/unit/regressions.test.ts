@@ -15,7 +15,11 @@ import { attemptFence } from '../../workflows/ledger';
 describe('regressions', () => {
   it('a renamed call id never collides with another id of the turn', () => {
     const ids = (calls: { toolCallId: string }[]) => calls.map((c) => c.toolCallId);
-    const sameResponse = assignCallIds([planned({ toolCallId: 'a' }), planned({ toolCallId: 'a#2' })], new Set(['a']), 2);
+    const sameResponse = assignCallIds(
+      [planned({ toolCallId: 'a' }), planned({ toolCallId: 'a#2' })],
+      new Set(['a']),
+      2,
+    );
     assert.deepEqual(ids(sameResponse), ['a#2.2', 'a#2']);
     const earlier = assignCallIds([planned({ toolCallId: 'a' })], new Set(['a', 'a#2']), 2);
     assert.deepEqual(ids(earlier), ['a#2.2']);
@@ -24,7 +28,13 @@ describe('regressions', () => {
 
   it('the demo model reads "regarding" as a whole word', async () => {
     const r = await demoModel().generate(
-      { sessionId: 's', turn: 1, iteration: 1, tools: [], messages: [{ role: 'user', content: 'email ann@corp.io regarding the budget' }] },
+      {
+        sessionId: 's',
+        turn: 1,
+        iteration: 1,
+        tools: [],
+        messages: [{ role: 'user', content: 'email ann@corp.io regarding the budget' }],
+      },
       { signal: new AbortController().signal },
     );
     assert.equal((r.toolCalls[0]!.arguments as { subject: string }).subject, 'The budget');
@@ -33,7 +43,10 @@ describe('regressions', () => {
   it('a multi-line JSON error in a script is reported on one line', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'ow-script-')), 'bad.json');
     writeFileSync(file, '{\n  "steps": [\n    oops\n  ]\n}');
-    assert.throws(() => loadScript(file), (err: Error) => !err.message.includes('\n') && err.message.includes(file));
+    assert.throws(
+      () => loadScript(file),
+      (err: Error) => !err.message.includes('\n') && err.message.includes(file),
+    );
   });
 
   it('a __proto__ key is part of the digest, not dropped', () => {
@@ -51,20 +64,35 @@ describe('regressions', () => {
 describe('review findings (second round)', () => {
   it('a decision bound to another execution ID is stale', () => {
     const e = entryIn('awaiting_approval');
-    const v = judgeDecision(e, { kind: 'approve', payload: { toolCallId: e.toolCallId, by: 'alice', executionId: 'owx-other' } });
+    const v = judgeDecision(e, {
+      kind: 'approve',
+      payload: { toolCallId: e.toolCallId, by: 'alice', executionId: 'owx-other' },
+    });
     assert.equal(v.apply, false);
     assert.match((v as { why: string }).why, /^stale: decided for execution owx-other/);
   });
 
   it('a recover decided for an earlier run is late', async () => {
     const e = { ...entryIn('recovery_required'), runs: 2 };
-    const v = judgeDecision(e, { kind: 'recover', payload: { toolCallId: e.toolCallId, by: 'a', decision: 'retry', run: 1 } });
+    const v = judgeDecision(e, {
+      kind: 'recover',
+      payload: { toolCallId: e.toolCallId, by: 'a', decision: 'retry', run: 1 },
+    });
     assert.match((v as { why: string }).why, /late: decided for run 1/);
-    assert.deepEqual(judgeDecision(e, { kind: 'recover', payload: { toolCallId: e.toolCallId, by: 'a', decision: 'retry', run: 2 } }), { apply: true });
+    assert.deepEqual(
+      judgeDecision(e, { kind: 'recover', payload: { toolCallId: e.toolCallId, by: 'a', decision: 'retry', run: 2 } }),
+      { apply: true },
+    );
   });
 
   it('the fence is the last dispatch plus start-to-close plus a margin', async () => {
-    const e = { ...entryIn('reconciling'), events: [{ at: '2026-01-01T00:00:00.000Z', type: 'dispatched' }, { at: '2026-01-01T00:01:00.000Z', type: 'dispatched' }] };
+    const e = {
+      ...entryIn('reconciling'),
+      events: [
+        { at: '2026-01-01T00:00:00.000Z', type: 'dispatched' },
+        { at: '2026-01-01T00:01:00.000Z', type: 'dispatched' },
+      ],
+    };
     assert.equal(attemptFence(e, 10_000), Date.parse('2026-01-01T00:01:00.000Z') + 12_000);
     assert.equal(attemptFence({ ...e, events: [] }, 10_000), 0);
   });

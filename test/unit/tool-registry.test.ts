@@ -37,18 +37,38 @@ const charge = defineTool({
 
 describe('tool: defineTool defaults', () => {
   const cases: { name: string; tool: ReturnType<typeof defineTool>; want: Record<string, unknown> }[] = [
-    { name: 'external', tool: sendEmail, want: { effect: 'external', requiresApproval: true, recovery: 'manual', maxAttempts: 5 } },
-    { name: 'read', tool: lookup, want: { effect: 'read', requiresApproval: false, recovery: 'manual', maxAttempts: 3 } },
-    { name: 'explicit', tool: charge, want: { effect: 'external', requiresApproval: true, recovery: 'reconcile', maxAttempts: 2 } },
+    {
+      name: 'external',
+      tool: sendEmail,
+      want: { effect: 'external', requiresApproval: true, recovery: 'manual', maxAttempts: 5 },
+    },
+    {
+      name: 'read',
+      tool: lookup,
+      want: { effect: 'read', requiresApproval: false, recovery: 'manual', maxAttempts: 3 },
+    },
+    {
+      name: 'explicit',
+      tool: charge,
+      want: { effect: 'external', requiresApproval: true, recovery: 'reconcile', maxAttempts: 2 },
+    },
     {
       name: 'external without approval',
-      tool: defineTool({ name: 'n', description: 'd', input: z.object({}), requiresApproval: false, recovery: 'idempotent', execute: () => 1 }),
+      tool: defineTool({
+        name: 'n',
+        description: 'd',
+        input: z.object({}),
+        requiresApproval: false,
+        recovery: 'idempotent',
+        execute: () => 1,
+      }),
       want: { requiresApproval: false, recovery: 'idempotent', maxAttempts: 5 },
     },
   ];
   for (const c of cases) {
     it(c.name, () => {
-      for (const [k, v] of Object.entries(c.want)) assert.equal((c.tool as unknown as Record<string, unknown>)[k], v, k);
+      for (const [k, v] of Object.entries(c.want))
+        assert.equal((c.tool as unknown as Record<string, unknown>)[k], v, k);
       assert.equal(c.tool.kind, 'openworker-tool');
       assert.ok(isTool(c.tool));
       assert.ok(Object.isFrozen(c.tool));
@@ -74,11 +94,23 @@ describe('tool: defineTool validation', () => {
     { name: 'missing execute', config: { ...ok, execute: undefined }, problem: /execute\(input, ctx\) is required/ },
     { name: 'execute not a function', config: { ...ok, execute: 'run' }, problem: /execute\(input, ctx\) is required/ },
     { name: 'bad effect', config: { ...ok, effect: 'write' }, problem: /effect must be 'read' or 'external'/ },
-    { name: 'bad recovery', config: { ...ok, recovery: 'retry' }, problem: /recovery must be 'manual', 'idempotent' or 'reconcile'/ },
-    { name: 'reconcile without fn', config: { ...ok, recovery: 'reconcile' }, problem: /recovery 'reconcile' needs a reconcile/ },
+    {
+      name: 'bad recovery',
+      config: { ...ok, recovery: 'retry' },
+      problem: /recovery must be 'manual', 'idempotent' or 'reconcile'/,
+    },
+    {
+      name: 'reconcile without fn',
+      config: { ...ok, recovery: 'reconcile' },
+      problem: /recovery 'reconcile' needs a reconcile/,
+    },
     { name: 'maxAttempts 0', config: { ...ok, maxAttempts: 0 }, problem: /maxAttempts must be a positive integer/ },
     { name: 'maxAttempts 1.5', config: { ...ok, maxAttempts: 1.5 }, problem: /maxAttempts must be a positive integer/ },
-    { name: 'maxAttempts string', config: { ...ok, maxAttempts: '3' }, problem: /maxAttempts must be a positive integer/ },
+    {
+      name: 'maxAttempts string',
+      config: { ...ok, maxAttempts: '3' },
+      problem: /maxAttempts must be a positive integer/,
+    },
     { name: 'maxAttempts NaN', config: { ...ok, maxAttempts: NaN }, problem: /maxAttempts must be a positive integer/ },
   ];
   for (const c of cases) {
@@ -108,7 +140,14 @@ describe('registry: createRegistry', () => {
     assert.throws(() => createRegistry([{ name: 'x' } as never]), /not a tool.*defineTool/);
   });
   it('rejects a bad duration at startup', () => {
-    const bad = defineTool({ name: 'slow', description: 'd', input: z.object({}), effect: 'read', timeouts: { startToClose: 'forever' }, execute: () => 1 });
+    const bad = defineTool({
+      name: 'slow',
+      description: 'd',
+      input: z.object({}),
+      effect: 'read',
+      timeouts: { startToClose: 'forever' },
+      execute: () => 1,
+    });
     assert.throws(() => createRegistry([bad]));
   });
   it('names() and get()', () => {
@@ -124,13 +163,34 @@ describe('registry: plan', () => {
   const plan1 = (c: Partial<ToolCall> | Record<string, unknown>) => registry.plan([c as ToolCall])[0]!;
   const good = { id: 'c1', name: 'send_email', arguments: { to: 'bob@example.com', subject: 'Hi' } };
 
-  const cases: { name: string; call: Record<string, unknown>; invalid?: RegExp; check?: (p: ReturnType<typeof plan1>) => void }[] = [
-    { name: 'unknown tool lists available tools', call: { id: 'c', name: 'rm_rf', arguments: {} }, invalid: /unknown tool 'rm_rf'; available tools: send_email, lookup, charge/ },
+  const cases: {
+    name: string;
+    call: Record<string, unknown>;
+    invalid?: RegExp;
+    check?: (p: ReturnType<typeof plan1>) => void;
+  }[] = [
+    {
+      name: 'unknown tool lists available tools',
+      call: { id: 'c', name: 'rm_rf', arguments: {} },
+      invalid: /unknown tool 'rm_rf'; available tools: send_email, lookup, charge/,
+    },
     { name: 'missing name', call: { id: 'c', arguments: {} }, invalid: /unknown tool 'undefined'/ },
-    { name: 'invalid args name the field', call: { ...good, arguments: { to: 'not-an-email', subject: 'Hi' } }, invalid: /invalid arguments for 'send_email': to: / },
+    {
+      name: 'invalid args name the field',
+      call: { ...good, arguments: { to: 'not-an-email', subject: 'Hi' } },
+      invalid: /invalid arguments for 'send_email': to: /,
+    },
     { name: 'missing field named', call: { ...good, arguments: { to: 'bob@example.com' } }, invalid: /subject: / },
-    { name: 'non-object args', call: { ...good, arguments: 7 }, invalid: /invalid arguments for 'send_email': \(input\): / },
-    { name: 'malformed JSON string', call: { ...good, arguments: '{"to": ' }, invalid: /arguments for 'send_email' are not valid JSON/ },
+    {
+      name: 'non-object args',
+      call: { ...good, arguments: 7 },
+      invalid: /invalid arguments for 'send_email': \(input\): /,
+    },
+    {
+      name: 'malformed JSON string',
+      call: { ...good, arguments: '{"to": ' },
+      invalid: /arguments for 'send_email' are not valid JSON/,
+    },
     {
       name: 'JSON-string arguments parsed',
       call: { ...good, arguments: '{"subject":"Hi","to":"bob@example.com"}' },
@@ -140,11 +200,28 @@ describe('registry: plan', () => {
       },
     },
     { name: 'blank JSON string → {}', call: { id: 'c', name: 'lookup', arguments: '  ' }, invalid: /q: / },
-    { name: 'missing arguments → {}', call: { id: 'c', name: 'charge' }, check: (p) => assert.deepEqual(p.arguments, {}), invalid: /cents/ },
-    { name: 'missing id → call_missing_<i>', call: { name: 'lookup', arguments: { q: 'x' } }, check: (p) => assert.equal(p.toolCallId, 'call_missing_0') },
-    { name: 'empty id → call_missing_<i>', call: { id: '', name: 'lookup', arguments: { q: 'x' } }, check: (p) => assert.equal(p.toolCallId, 'call_missing_0') },
+    {
+      name: 'missing arguments → {}',
+      call: { id: 'c', name: 'charge' },
+      check: (p) => assert.deepEqual(p.arguments, {}),
+      invalid: /cents/,
+    },
+    {
+      name: 'missing id → call_missing_<i>',
+      call: { name: 'lookup', arguments: { q: 'x' } },
+      check: (p) => assert.equal(p.toolCallId, 'call_missing_0'),
+    },
+    {
+      name: 'empty id → call_missing_<i>',
+      call: { id: '', name: 'lookup', arguments: { q: 'x' } },
+      check: (p) => assert.equal(p.toolCallId, 'call_missing_0'),
+    },
     { name: 'target computed', call: good, check: (p) => assert.equal(p.target, 'bob@example.com') },
-    { name: 'throwing target ignored', call: { id: 'c', name: 'lookup', arguments: { q: 'x' } }, check: (p) => assert.equal('target' in p, false) },
+    {
+      name: 'throwing target ignored',
+      call: { id: 'c', name: 'lookup', arguments: { q: 'x' } },
+      check: (p) => assert.equal('target' in p, false),
+    },
     {
       name: 'default spec fields',
       call: good,
@@ -163,7 +240,11 @@ describe('registry: plan', () => {
     {
       name: 'custom timeouts and reconcile',
       call: { id: 'c', name: 'charge', arguments: { cents: 100 } },
-      check: (p) => assert.deepEqual([p.spec?.startToCloseMs, p.spec?.heartbeatMs, p.spec?.hasReconcile, p.spec?.maxAttempts], [2000, 750, true, 2]),
+      check: (p) =>
+        assert.deepEqual(
+          [p.spec?.startToCloseMs, p.spec?.heartbeatMs, p.spec?.hasReconcile, p.spec?.maxAttempts],
+          [2000, 750, true, 2],
+        ),
     },
   ];
   for (const c of cases) {
@@ -177,7 +258,13 @@ describe('registry: plan', () => {
   }
 
   it('numbers missing ids by position and never throws on junk', () => {
-    const out = registry.plan([good, { name: 'lookup', arguments: { q: 'a' } }, null, undefined, 'junk'] as unknown as ToolCall[]);
+    const out = registry.plan([
+      good,
+      { name: 'lookup', arguments: { q: 'a' } },
+      null,
+      undefined,
+      'junk',
+    ] as unknown as ToolCall[]);
     assert.deepEqual(
       out.map((p) => p.toolCallId),
       ['c1', 'call_missing_1', 'call_missing_2', 'call_missing_3', 'call_missing_4'],
@@ -206,7 +293,9 @@ describe('registry: descriptors', () => {
   });
   it('never mentions an execution ID or runtime policy', () => {
     const text = JSON.stringify(registry.descriptors());
-    for (const word of [/execution/i, /owx-/, /recovery/i, /maxAttempts/, /requiresApproval/]) assert.doesNotMatch(text, word);
-    for (const d of registry.descriptors()) assert.deepEqual(Object.keys(d).sort(), ['description', 'inputSchema', 'name']);
+    for (const word of [/execution/i, /owx-/, /recovery/i, /maxAttempts/, /requiresApproval/])
+      assert.doesNotMatch(text, word);
+    for (const d of registry.descriptors())
+      assert.deepEqual(Object.keys(d).sort(), ['description', 'inputSchema', 'name']);
   });
 });

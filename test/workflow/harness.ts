@@ -61,7 +61,11 @@ export function useWorkflowTier(): Tier {
     await server?.stop();
   });
   tier.start = (steps, id = `wt-${process.pid}-${++seq}`) =>
-    tier.client.workflow.start('agentTurn', { taskQueue, workflowId: id, args: [{ sessionId: id, turn: 1, message: 'go', history: [] }] });
+    tier.client.workflow.start('agentTurn', {
+      taskQueue,
+      workflowId: id,
+      args: [{ sessionId: id, turn: 1, message: 'go', history: [] }],
+    });
   tier.record = (h, name) => recordHistory(h.workflowId, name, server!.address);
   tier.withWorker = async (tools, steps, fn) => {
     const worker = await Worker.create({
@@ -78,12 +82,20 @@ export function useWorkflowTier(): Tier {
 }
 
 /** Polls the turn's status until `pred` holds; bounded. */
-export async function until(h: WorkflowHandle, pred: (s: TurnStatus) => boolean, what: string, timeoutMs = 20_000): Promise<TurnStatus> {
+export async function until(
+  h: WorkflowHandle,
+  pred: (s: TurnStatus) => boolean,
+  what: string,
+  timeoutMs = 20_000,
+): Promise<TurnStatus> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const s = await h.query(turnStatusQuery);
     if (pred(s)) return s;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms; state ${s.state}, ledger ${JSON.stringify(s.ledger.map((e) => [e.toolCallId, e.state]))}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `${what}: not within ${timeoutMs} ms; state ${s.state}, ledger ${JSON.stringify(s.ledger.map((e) => [e.toolCallId, e.state]))}`,
+      );
     await new Promise((r) => setTimeout(r, 50));
   }
 }

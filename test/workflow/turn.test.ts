@@ -27,7 +27,8 @@ const send = defineTool({
 
 const steps = [{ toolCalls: [{ id: 'c1', name: 'send', arguments: { to: 'ann' } }] }, { text: 'done' }];
 const types = (e: LedgerEntry): string[] => e.events.map((ev) => ev.type);
-const at = (e: LedgerEntry, type: string, nth = 1): number => Date.parse(String(e.events.filter((ev) => ev.type === type)[nth - 1]?.at));
+const at = (e: LedgerEntry, type: string, nth = 1): number =>
+  Date.parse(String(e.events.filter((ev) => ev.type === type)[nth - 1]?.at));
 
 describe('workflow tier: the call lifecycle in process', function () {
   this.timeout(60_000);
@@ -57,7 +58,10 @@ describe('workflow tier: the call lifecycle in process', function () {
     await until(h, (s) => s.state === 'awaiting_approval', 'the call waits');
     await h.signal(approveSignal, { toolCallId: 'c1', by: 'alice' });
     const parked = await until(h, (s) => s.state === 'recovery_required', 'the call parks');
-    assert.match(String(parked.ledger[0]!.events.at(-1)!.reason), /outcome unknown after dispatch: .*connection to ann reset/);
+    assert.match(
+      String(parked.ledger[0]!.events.at(-1)!.reason),
+      /outcome unknown after dispatch: .*connection to ann reset/,
+    );
     mode = 'ok';
     return h;
   };
@@ -66,7 +70,11 @@ describe('workflow tier: the call lifecycle in process', function () {
     const r = await tier.withWorker([send], steps, async () => {
       const h = await parkUnknown();
       await h.signal(recoverSignal, { toolCallId: 'c1', by: 'bob', decision: 'retry', park: 1 });
-      const fenced = await until(h, (s) => s.ledger[0]!.events.some((e) => e.type === 'retry_fenced'), 'the retry is fenced');
+      const fenced = await until(
+        h,
+        (s) => s.ledger[0]!.events.some((e) => e.type === 'retry_fenced'),
+        'the retry is fenced',
+      );
       const e = fenced.ledger[0]!;
       assert.equal(Date.parse(String(e.events.at(-1)!.until)), at(e, 'dispatched') + 1000 + 2000);
       assert.equal(e.state, 'recovery_required');
@@ -77,7 +85,10 @@ describe('workflow tier: the call lifecycle in process', function () {
     const e = r.ledger[0]!;
     assert.equal(e.state, 'succeeded');
     assert.ok(at(e, 'scheduled', 2) >= at(e, 'dispatched') + 3000, 'the second run starts after the fence');
-    assert.deepEqual(effects.map((x) => x.split('#')[1]), ['1', '2']);
+    assert.deepEqual(
+      effects.map((x) => x.split('#')[1]),
+      ['1', '2'],
+    );
   });
 
   it('a newer decision during the fence replaces the retry: nothing runs again', async () => {
@@ -85,7 +96,13 @@ describe('workflow tier: the call lifecycle in process', function () {
       const h = await parkUnknown();
       await h.signal(recoverSignal, { toolCallId: 'c1', by: 'bob', decision: 'retry', park: 1 });
       await until(h, (s) => s.ledger[0]!.events.some((e) => e.type === 'retry_fenced'), 'the retry is fenced');
-      await h.signal(recoverSignal, { toolCallId: 'c1', by: 'bob', decision: 'succeeded', reason: 'it arrived after all', park: 1 });
+      await h.signal(recoverSignal, {
+        toolCallId: 'c1',
+        by: 'bob',
+        decision: 'succeeded',
+        reason: 'it arrived after all',
+        park: 1,
+      });
       const result = (await h.result()) as TurnResult;
       await tier.record(h, 'turn-retry-fence-replaced');
       return result;
@@ -93,7 +110,10 @@ describe('workflow tier: the call lifecycle in process', function () {
     assert.equal(r.ledger[0]!.state, 'succeeded');
     assert.equal(r.ledger[0]!.runs, 1);
     assert.equal(effects.length, 1);
-    assert.deepEqual(r.decisions.map((d) => d.outcome), ['applied', 'applied', 'applied']);
+    assert.deepEqual(
+      r.decisions.map((d) => d.outcome),
+      ['applied', 'applied', 'applied'],
+    );
   });
 
   it('skipFence runs the retry at once, and the audit says so', async () => {
@@ -114,7 +134,11 @@ describe('workflow tier: the call lifecycle in process', function () {
       const h = await parkUnknown();
       await h.cancel();
       await h.signal(recoverSignal, { toolCallId: 'c1', by: 'bob', decision: 'retry', park: 1 });
-      return until(h, (s) => s.state === 'cancelled' && s.decisions.length === 2, 'the turn is cancelled and the late decision audited');
+      return until(
+        h,
+        (s) => s.state === 'cancelled' && s.decisions.length === 2,
+        'the turn is cancelled and the late decision audited',
+      );
     });
     assert.equal(r.ledger[0]!.state, 'recovery_required');
     assert.deepEqual(r.decisions.at(-1)!.outcome, 'ignored');
@@ -127,7 +151,9 @@ describe('workflow tier: the call lifecycle in process', function () {
     await tier.withWorker([send], steps, () => until(h, (s) => s.state === 'awaiting_approval', 'the call waits'));
     await h.signal(approveSignal, { toolCallId: 'c1', by: 'alice' });
     await h.cancel();
-    const s = await tier.withWorker([send], steps, () => until(h, (x) => x.state === 'cancelled', 'the turn ends cancelled'));
+    const s = await tier.withWorker([send], steps, () =>
+      until(h, (x) => x.state === 'cancelled', 'the turn ends cancelled'),
+    );
     assert.equal(effects.length, 0);
     assert.deepEqual(
       s.decisions.map((d) => [d.kind, d.outcome, d.why]),
@@ -140,16 +166,25 @@ describe('workflow tier: the call lifecycle in process', function () {
     it(`a retry${skipFence ? ' (skipping the fence)' : ''} and a cancel in one workflow task: cancelled, re-parked, audited, never wedged`, async () => {
       const h = await tier.withWorker([send], steps, parkUnknown);
       // No worker runs now: both land in the next workflow task, the signal first.
-      await h.signal(recoverSignal, { toolCallId: 'c1', by: 'bob', decision: 'retry', park: 1, ...(skipFence ? { skipFence } : {}) });
+      await h.signal(recoverSignal, {
+        toolCallId: 'c1',
+        by: 'bob',
+        decision: 'retry',
+        park: 1,
+        ...(skipFence ? { skipFence } : {}),
+      });
       await h.cancel();
-      const s = await tier.withWorker([send], steps, () => until(h, (x) => x.state === 'cancelled', 'the turn ends cancelled'));
+      const s = await tier.withWorker([send], steps, () =>
+        until(h, (x) => x.state === 'cancelled', 'the turn ends cancelled'),
+      );
       const e = s.ledger[0]!;
       assert.equal(e.state, 'recovery_required');
       assert.equal(effects.length, 1, 'the retry never ran');
       const recover = s.decisions.find((d) => d.kind === 'recover')!;
       assert.equal(recover.outcome, 'ignored');
       assert.match(recover.why!, /not applied: the turn is cancelled/);
-      if (skipFence) assert.match(String(e.events.at(-1)!.reason), /the turn was cancelled before the retry decided by bob ran/);
+      if (skipFence)
+        assert.match(String(e.events.at(-1)!.reason), /the turn was cancelled before the retry decided by bob ran/);
       await assertLive(h, s);
       await tier.record(h, skipFence ? 'turn-retry-cancel-same-task' : 'turn-fenced-retry-cancel-same-task');
     });

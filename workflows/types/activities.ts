@@ -43,9 +43,7 @@ export interface ModelActivityInput {
 
 /** A tool's `reconcile()` answer: was this execution ID applied by the external system? */
 export type ReconcileAnswer<R = unknown> =
-  | { status: 'applied'; result: R }
-  | { status: 'not_applied' }
-  | { status: 'unknown'; reason?: string };
+  { status: 'applied'; result: R } | { status: 'not_applied' } | { status: 'unknown'; reason?: string };
 
 /** The activities a turn schedules; implemented by `activities/` and registered by the worker. */
 export interface TurnActivities {

@@ -46,7 +46,8 @@ export interface RecoverSignal extends DecisionBinding {
 
 export type DecisionKind = 'approve' | 'reject' | 'recover';
 
-export type BatchedDecision = ({ kind: 'approve' } & ApproveSignal) | ({ kind: 'reject' } & RejectSignal) | ({ kind: 'recover' } & RecoverSignal);
+export type BatchedDecision =
+  ({ kind: 'approve' } & ApproveSignal) | ({ kind: 'reject' } & RejectSignal) | ({ kind: 'recover' } & RecoverSignal);
 
 export interface DecisionsSignal {
   decisions: BatchedDecision[];
