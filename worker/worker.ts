@@ -106,9 +106,7 @@ export function workflowSource(): { workflowBundle: { codePath: string } } | { w
 }
 
 /** Creates (but does not run) a worker for the turn and session workflows and their activities. */
-export async function createWorker(
-  config: WorkerConfig = {},
-): Promise<{
+export async function createWorker(config: WorkerConfig = {}): Promise<{
   worker: Worker;
   connection: NativeConnection;
   taskQueue: string;

@@ -1,5 +1,5 @@
 import type { CallState, LedgerEntry, PlannedCall, RecoveryDecision, TurnState } from './types';
-import { TERMINAL_CALL_STATES } from './types';
+import { CALL_STATES, TERMINAL_CALL_STATES } from './types';
 
 // The ledger state machine, pure: the turn workflow feeds it events and stores what it returns.
 
@@ -43,17 +43,7 @@ export const TRANSITIONS: Record<LedgerInput['type'], { from: From; to: CallStat
   not_started: { from: ['running', 'dispatched'], to: 'running' },
   // A refusal changes nothing and may meet the call in any state.
   dispatch_refused: {
-    from: [
-      'invalid',
-      'awaiting_approval',
-      'rejected',
-      'running',
-      'dispatched',
-      'reconciling',
-      'succeeded',
-      'failed',
-      'recovery_required',
-    ],
+    from: CALL_STATES,
     to: 'same',
   },
   succeeded: { from: ['running', 'dispatched', 'reconciling', 'recovery_required'], to: 'succeeded' },
@@ -66,17 +56,7 @@ export const TRANSITIONS: Record<LedgerInput['type'], { from: From; to: CallStat
   recovery_decided: { from: ['recovery_required'], to: 'same' },
   retry_fenced: { from: ['recovery_required'], to: 'same' },
   decision_refused: {
-    from: [
-      'invalid',
-      'awaiting_approval',
-      'rejected',
-      'running',
-      'dispatched',
-      'reconciling',
-      'succeeded',
-      'failed',
-      'recovery_required',
-    ],
+    from: CALL_STATES,
     to: 'same',
   },
 };

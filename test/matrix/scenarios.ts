@@ -160,15 +160,13 @@ const workflowRetry: Scenario = async (ctx) => {
   const sessionId = uniq('mx-retry');
   const workflowId = turnWorkflowId(sessionId, 1);
   const input: TurnInput = { sessionId, turn: 1, history: [], message: 'pay twice' };
-  await ctx
-    .c()
-    .client.workflow.start('agentTurn', {
-      workflowId,
-      taskQueue: ctx.taskQueue,
-      args: [input],
-      retry: { maximumAttempts: 2, initialInterval: '1s' },
-      workflowRunTimeout: '15s',
-    });
+  await ctx.c().client.workflow.start('agentTurn', {
+    workflowId,
+    taskQueue: ctx.taskQueue,
+    args: [input],
+    retry: { maximumAttempts: 2, initialInterval: '1s' },
+    workflowRunTimeout: '15s',
+  });
   const digest = argsDigest(args);
   const target = { sessionId, turn: 1, toolCallId: 'c1', argsDigest: digest, workerUp: true };
   await until(ctx, workflowId, 'c1', (e) => e.state === 'awaiting_approval', 'c1 waits for approval');

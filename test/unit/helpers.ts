@@ -1,5 +1,6 @@
 import { createDecisionIntake } from '../../workflows/intake';
 import { applyLedger } from '../../workflows/ledger';
+import { CALL_STATES } from '../../workflows/types';
 import type {
   CallState,
   DecisionRecord,
@@ -9,17 +10,8 @@ import type {
   ToolSpec,
 } from '../../workflows/types';
 
-export const ALL_STATES: readonly CallState[] = [
-  'invalid',
-  'awaiting_approval',
-  'rejected',
-  'running',
-  'dispatched',
-  'reconciling',
-  'succeeded',
-  'failed',
-  'recovery_required',
-];
+/** Every call state, in the order the ledger's types declare them. */
+export const ALL_STATES: readonly CallState[] = CALL_STATES;
 
 export const AT = '2024-01-01T00:00:00.000Z';
 

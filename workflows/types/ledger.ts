@@ -7,16 +7,18 @@ import type { ApprovalRequirement, RecoveryPolicy, ToolEffect } from './tool';
  * awaiting_approval → running → dispatched → succeeded | failed | recovery_required (→ running …),
  * with reconciling between an unknown outcome and the reconcile answer.
  */
-export type CallState =
-  | 'invalid'
-  | 'awaiting_approval'
-  | 'rejected'
-  | 'running'
-  | 'dispatched'
-  | 'reconciling'
-  | 'succeeded'
-  | 'failed'
-  | 'recovery_required';
+export const CALL_STATES = [
+  'invalid',
+  'awaiting_approval',
+  'rejected',
+  'running',
+  'dispatched',
+  'reconciling',
+  'succeeded',
+  'failed',
+  'recovery_required',
+] as const;
+export type CallState = (typeof CALL_STATES)[number];
 
 export const TERMINAL_CALL_STATES: readonly CallState[] = ['invalid', 'rejected', 'succeeded', 'failed'];
 
