@@ -4,6 +4,7 @@ import { recover } from '../../client/decisions';
 import { turnStatus } from '../../client/session';
 import { activityIdFor, pendingFence } from '../../workflows/ledger';
 import type { LedgerEntry } from '../../workflows/types';
+import { taskFailuresIn } from '../support/eventCounts';
 import { startPartitionProxy } from '../support/partition';
 import { eventually } from '../support/scenario';
 import type { CellContext, CellReport } from './runner';
@@ -177,7 +178,7 @@ export async function partitionedRetry(ctx: CellContext, { now }: { now: boolean
       firstOutcome: first.outcome,
       deliveries: (await peer.observe(executionId)).effects.length,
       entry: closed.ledger.find((e) => e.toolCallId === 'c1')!,
-      workflowTaskFailures: history.filter((ev) => ev.workflowTaskFailedEventAttributes).length,
+      workflowTaskFailures: taskFailuresIn(history).length,
       workflowTaskTimeouts: history.filter((ev) => ev.workflowTaskTimedOutEventAttributes).length,
       proxy: proxy.stats(),
       w1Output: w1.output(),

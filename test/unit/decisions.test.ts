@@ -3,7 +3,7 @@ import type { Decision } from '../../workflows/decisions';
 import { judgeDecision, parseDecision, splitDecisions } from '../../workflows/decisions';
 import { NOT_APPLIED_CANCELLED } from '../../workflows/intake';
 import type { DecisionKind, LedgerEntry } from '../../workflows/types';
-import { entryIn, intakeOver } from './helpers';
+import { ALL_STATES, entryIn, intakeOver } from './helpers';
 
 const DIGEST = 'sha256:' + 'a'.repeat(64);
 const OTHER = 'sha256:' + 'b'.repeat(64);
@@ -357,15 +357,8 @@ describe('decisions: judgeDecision', () => {
       why: /^stale: decided for park 3/,
     },
   ];
-  for (const state of [
-    'awaiting_approval',
-    'rejected',
-    'running',
-    'dispatched',
-    'reconciling',
-    'succeeded',
-    'failed',
-  ] as const) {
+  // invalid has its own refusal; recovery_required is where a recover applies.
+  for (const state of ALL_STATES.filter((st) => st !== 'invalid' && st !== 'recovery_required')) {
     cases.push({
       name: `recover on ${state}`,
       entry: entryIn(state),
