@@ -40,6 +40,22 @@ async function startUiCodec(): Promise<{ codec: CodecServer; token: string }> {
   return { codec: await startCodecServer({ token }), token };
 }
 
+/**
+ * The dev server and, unless headless, the codec endpoint its Web UI decrypts payloads and shows long
+ * transcripts (stored outside history) through.
+ */
+async function startServerWithUi(opts: { db?: string; port: number; uiPort?: number; headless?: boolean }) {
+  const ui = opts.headless ? undefined : await startUiCodec();
+  const server = await startDevServer({
+    dbFile: opts.db,
+    port: opts.port,
+    uiPort: opts.uiPort,
+    headless: opts.headless,
+    ...(ui ? { codecEndpoint: ui.codec.uiEndpoint } : {}),
+  });
+  return { server, ui, codec: ui?.codec };
+}
+
 const codecHelp = (c: { codec: CodecServer; token: string }) =>
   `Codec endpoint ${c.codec.url} (decrypts payloads for the Web UI, which is given ${c.codec.uiEndpoint}); other clients send 'Authorization: Bearer ${c.token}'. Set OPENWORKER_CODEC_TOKEN to keep the token across restarts.`;
 
@@ -50,15 +66,7 @@ export async function runServer(opts: {
   headless?: boolean;
   json?: boolean;
 }): Promise<void> {
-  const ui = opts.headless ? undefined : await startUiCodec();
-  const codec = ui?.codec;
-  const server = await startDevServer({
-    dbFile: opts.db,
-    port: opts.port,
-    uiPort: opts.uiPort,
-    headless: opts.headless,
-    ...(codec ? { codecEndpoint: codec.uiEndpoint } : {}),
-  });
+  const { server, ui, codec } = await startServerWithUi(opts);
   const info = {
     address: server.address,
     uiUrl: server.uiUrl,
@@ -142,15 +150,7 @@ export async function runDev(opts: DevOptions): Promise<void> {
       `Generated a payload encryption key in ${generated} (mode 0600): every client, worker and CLI run from here uses it; copy it to share, or set OPENWORKER_ENCRYPTION=off.`,
     );
   console.log('Starting the Temporal dev server…');
-  // The Web UI decrypts payloads and shows long transcripts (stored outside history) through this codec endpoint.
-  const ui = opts.headless ? undefined : await startUiCodec();
-  const codec = ui?.codec;
-  const server = await startDevServer({
-    dbFile: opts.db,
-    port: opts.port,
-    headless: opts.headless,
-    ...(codec ? { codecEndpoint: codec.uiEndpoint } : {}),
-  });
+  const { server, ui, codec } = await startServerWithUi(opts);
   const sink = await startMailSink({ file: path.join(dir, 'mail.json') });
   // send_email reads its settings from the environment: point it at the local sink unless the
   // user configured a real SMTP server.

@@ -6,7 +6,7 @@ import { startFakeModelServer } from './support/fakeModelServer';
 import { unpairedToolCalls } from '../workflows/transcript';
 import { recordHistory } from './support/histories';
 import { runCli } from './support/processes';
-import { eventually, scripted, sessionAfterCancel, startTurn, uniq } from './support/scenario';
+import { emailCall, eventually, scripted, sessionAfterCancel, startTurn, uniq } from './support/scenario';
 import { useWorld } from './support/world';
 
 // Cancelling a turn (CLI and library): nothing new runs, every call of the response gets a result,
@@ -15,11 +15,18 @@ import { useWorld } from './support/world';
 describe('cancel a turn', function () {
   this.timeout(120_000);
   const w = useWorld();
-  const email = (id: string, to: string) => ({
-    id,
-    name: 'send_email',
-    arguments: { to, subject: 'Hi', body: 'Hello.' },
-  });
+  const email = emailCall;
+  /** The model is told the call's outcome is unknown, with its execution ID, so it does not retry blindly. */
+  const resultSaysUnknown = async (sessionId: string, executionId: string) => {
+    const s = await sessionAfterCancel(w.c, sessionId);
+    const result = s.transcript.find((m) => m.role === 'tool');
+    assert.match(
+      result?.role === 'tool' ? result.content : '',
+      new RegExp(
+        `outcome unknown: the turn was cancelled while this call \\(execution ${executionId}\\) was in flight; check before doing it again`,
+      ),
+    );
+  };
 
   it('while calls wait for approval: both get "interrupted", nothing is sent, the next message runs', async () => {
     await w.worker(
@@ -65,14 +72,7 @@ describe('cancel a turn', function () {
     assert.equal(t.settled, true);
     assert.equal(t.state, 'cancelled');
     assert.equal(t.ledger[0]!.state, 'recovery_required', 'the ledger keeps the unknown outcome');
-    const s = await sessionAfterCancel(w.c, sessionId);
-    const result = s.transcript.find((m) => m.role === 'tool');
-    assert.match(
-      result?.role === 'tool' ? result.content : '',
-      new RegExp(
-        `outcome unknown: the turn was cancelled while this call \\(execution ${executionId}\\) was in flight; check before doing it again`,
-      ),
-    );
+    await resultSaysUnknown(sessionId, executionId);
     assert.equal(w.sink.deliveries(`<${executionId}@openworker-temporal>`), 1, 'sent once, never again');
   });
 
@@ -156,14 +156,7 @@ describe('cancel a turn', function () {
       const t = await cancelling;
       assert.equal(t.state, 'cancelled');
       assert.equal(t.ledger[0]!.state, 'recovery_required', 'an unknown outcome is never dropped');
-      const s = await sessionAfterCancel(w.c, sessionId);
-      const result = s.transcript.find((m) => m.role === 'tool');
-      assert.match(
-        result?.role === 'tool' ? result.content : '',
-        new RegExp(
-          `outcome unknown: the turn was cancelled while this call \\(execution ${executionId}\\) was in flight`,
-        ),
-      );
+      await resultSaysUnknown(sessionId, executionId);
       assert.equal(w.sink.deliveries(mid), 1, 'stored once, never sent again');
     } finally {
       w.sink.disarm();

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { sessionStatus, turnStatus } from '../client/session';
 import { turnWorkflowId } from '../workflows/definitions';
 import { CLI } from './support/processes';
-import { eventually, scripted, uniq } from './support/scenario';
+import { emailCall, eventually, scripted, uniq } from './support/scenario';
 import type { Terminal } from './support/tmux';
 import { startTerminal } from './support/tmux';
 import { useWorld } from './support/world';
@@ -27,11 +27,7 @@ describe('chat (in a pseudo-terminal)', function () {
     }
   });
 
-  const email = (id: string, to: string) => ({
-    id,
-    name: 'send_email',
-    arguments: { to, subject: 'Launch', body: 'We launch on Monday.' },
-  });
+  const email = (id: string, to?: string) => emailCall(id, to, { subject: 'Launch', body: 'We launch on Monday.' });
   const dispatchedAt = async (sessionId: string, turn: number, toolCallId: string): Promise<number> => {
     const t = await turnStatus(w.c, turnWorkflowId(sessionId, turn));
     const at = t.ledger.find((e) => e.toolCallId === toolCallId)?.events.find((e) => e.type === 'dispatched')?.at;

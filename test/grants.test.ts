@@ -6,7 +6,7 @@ import type { WaitedTurn } from '../client/session';
 import { sessionWorkflowId } from '../workflows/definitions';
 import { recordHistory } from './support/histories';
 import { runCli } from './support/processes';
-import { scripted, startTurn, turnClosed, uniq } from './support/scenario';
+import { emailCall, scripted, startTurn, turnClosed, uniq } from './support/scenario';
 import { useWorld } from './support/world';
 
 // Standing approvals end to end: granted from an approval, applied to new calls only (in the same
@@ -16,11 +16,7 @@ import { useWorld } from './support/world';
 describe('standing approvals (grants)', function () {
   this.timeout(120_000);
   const w = useWorld();
-  const email = (id: string, to: string) => ({
-    id,
-    name: 'send_email',
-    arguments: { to, subject: 'Hi', body: 'Hello.' },
-  });
+  const email = emailCall;
   const closed = (t: { workflowId: string }) => turnClosed(w.c, t);
   const entry = (t: WaitedTurn, id: string) => t.ledger.find((e) => e.toolCallId === id)!;
   const sent = (t: WaitedTurn, id: string) => w.sink.deliveries(`<${entry(t, id).executionId}@openworker-temporal>`);

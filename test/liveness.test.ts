@@ -11,7 +11,7 @@ import { workflowTaskFailures } from './support/eventCounts';
 import { recordHistory } from './support/histories';
 import { startFakeModelServer } from './support/fakeModelServer';
 import { exited } from './support/processes';
-import { eventually, scripted, startTurn, turnClosed, uniq } from './support/scenario';
+import { emailCall, eventually, scripted, startTurn, turnClosed, uniq } from './support/scenario';
 import { useWorld } from './support/world';
 
 // Liveness (#14): the holes that wedged a turn (a workflow task failing forever on an impossible
@@ -21,11 +21,7 @@ import { useWorld } from './support/world';
 describe('liveness: no wedged turn, no stale grant', function () {
   this.timeout(180_000);
   const w = useWorld();
-  const email = (id: string, to: string) => ({
-    id,
-    name: 'send_email',
-    arguments: { to, subject: 'Hi', body: 'Hello.' },
-  });
+  const email = emailCall;
   const mid = (executionId: string) => `<${executionId}@openworker-temporal>`;
   const types = (s: TurnStatus) => s.ledger[0]!.events.map((e) => e.type);
 

@@ -10,7 +10,7 @@ import { sessionWorkflowId } from '../workflows/definitions';
 import { startFakeModelServer } from './support/fakeModelServer';
 import { testServer } from './support/hooks';
 import { spawnWorker } from './support/processes';
-import { client, startTurn, turnClosed, uniq } from './support/scenario';
+import { client, emailCall, startTurn, turnClosed, uniq } from './support/scenario';
 
 // Secrets hygiene: the SMTP password and the model API key are used (the SMTP server checks the
 // login, the model server sees the key in its Authorization header) and appear nowhere else: not
@@ -89,11 +89,8 @@ describe('secrets hygiene', function () {
           OPENWORKER_LOG_LEVEL: 'DEBUG',
         },
       });
-      const email = (id: string, to: string) => ({
-        id,
-        name: 'send_email',
-        arguments: { to, subject: 'Quarterly numbers', body: 'See attached.' },
-      });
+      const email = (id: string, to?: string) =>
+        emailCall(id, to, { subject: 'Quarterly numbers', body: 'See attached.' });
       fake.enqueue(
         { toolCalls: [email('c1', 'ann@example.com'), email('c2', 'nobody@example.com')] },
         { text: 'one sent, one refused' },

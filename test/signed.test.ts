@@ -10,7 +10,7 @@ import { approveSignal } from '../workflows/definitions';
 import type { LedgerEntry } from '../workflows/types';
 import { recordHistory } from './support/histories';
 import { runCli } from './support/processes';
-import { eventually, scripted, startTurn, turnClosed, uniq } from './support/scenario';
+import { emailCall, eventually, scripted, startTurn, turnClosed, uniq } from './support/scenario';
 import { useWorld } from './support/world';
 
 // Signed approvals end to end: keys made by the CLI, a worker with an approvers file and a policy,
@@ -21,11 +21,7 @@ import { useWorld } from './support/world';
 describe('signed approvals', function () {
   this.timeout(120_000);
   const w = useWorld();
-  const email = (id: string, to: string) => ({
-    id,
-    name: 'send_email',
-    arguments: { to, subject: 'Hi', body: 'Hello.' },
-  });
+  const email = emailCall;
   const entry = (t: { ledger: LedgerEntry[] }, id: string) => t.ledger.find((e) => e.toolCallId === id)!;
   const sent = (e: LedgerEntry) => w.sink.deliveries(`<${e.executionId}@openworker-temporal>`);
   let dir: string;

@@ -11,17 +11,13 @@ import {
 } from '../workflows/definitions';
 import { runCli } from './support/processes';
 import { useWorld } from './support/world';
-import { eventually, scripted, startTurn, uniq } from './support/scenario';
+import { emailCall, eventually, scripted, startTurn, uniq } from './support/scenario';
 import { recordHistory } from './support/histories';
 import { eventsForCall } from './support/eventCounts';
 
 // End to end: a real dev server, a real worker process, real SMTP and HTTP.
 
-const email = (id: string, to = 'bob@example.com') => ({
-  id,
-  name: 'send_email',
-  arguments: { to, subject: 'Launch', body: 'We launch on Monday.' },
-});
+const email = (id: string, to?: string) => emailCall(id, to, { subject: 'Launch', body: 'We launch on Monday.' });
 
 describe('turns end to end', function () {
   this.timeout(90_000);

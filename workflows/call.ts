@@ -207,7 +207,7 @@ export function callLifecycle(ctx: CallContext) {
         const decision = recoveries.get(id)!;
         recoveries.delete(id);
         const next = afterRecoveryDecision(decision);
-        if (next.do !== 'run') return { next };
+        if (next.kind !== 'run') return { next };
         const until = attemptFence(current(id), call.spec!.startToCloseMs);
         const wait = until - Date.now();
         if (decision.skipFence || wait <= 0 || !patched(PATCHES.retryFence)) return { next, decided: decision.by };
@@ -248,7 +248,7 @@ export function callLifecycle(ctx: CallContext) {
           next = whenCancelled(facts(call), next);
           if (decided !== undefined && next !== planned) {
             intake.notApplied(id, `${NOT_APPLIED_CANCELLED} before the retry ran`);
-            if (next.do === 'recovery_required')
+            if (next.kind === 'recovery_required')
               next = { ...next, reason: `the turn was cancelled before the retry decided by ${decided} ran` };
           }
           if (approvedBy !== undefined && next !== planned)
@@ -256,7 +256,7 @@ export function callLifecycle(ctx: CallContext) {
         }
         decided = undefined;
         approvedBy = undefined;
-        switch (next.do) {
+        switch (next.kind) {
           case 'run':
             next = await execute(call);
             break;
@@ -323,10 +323,10 @@ export function callLifecycle(ctx: CallContext) {
     const first: NextStep =
       ctx.rerun && isProtected(call.spec!.effect, call.spec!.recovery)
         ? {
-            do: 'recovery_required',
+            kind: 'recovery_required',
             reason: `this turn was ${ctx.rerun}: an earlier run may already have executed this call with the same execution ID`,
           }
-        : (start ?? { do: 'run', why: 'approved' });
+        : (start ?? { kind: 'run', why: 'approved' });
     const person = current(id).approvedBy;
     const approvedNow =
       !start && person !== undefined && person !== 'auto' && current(id).grantId === undefined && current(id).runs === 0

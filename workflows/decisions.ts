@@ -154,15 +154,15 @@ export function splitDecisions(raw: unknown): Batch {
   return { ok: true, items };
 }
 
-export type Verdict = { apply: true } | { apply: false; why: string };
+export type Verdict = { ok: true } | { ok: false; why: string };
 
 /**
  * @param recoveryPending a recovery decision for this call was accepted and is being applied
  */
 export function judgeDecision(entry: LedgerEntry | undefined, decision: Decision, recoveryPending = false): Verdict {
   const id = decision.payload.toolCallId;
-  if (!entry) return { apply: false, why: `unknown tool call '${id}': no such call in this turn` };
-  const no = (why: string): Verdict => ({ apply: false, why });
+  if (!entry) return { ok: false, why: `unknown tool call '${id}': no such call in this turn` };
+  const no = (why: string): Verdict => ({ ok: false, why });
   if (entry.state === 'invalid') return no(`call '${id}' is invalid and will not run: ${entry.error ?? ''}`.trim());
   const bound = decision.payload.executionId;
   if (bound && bound !== entry.executionId) {
@@ -175,14 +175,14 @@ export function judgeDecision(entry: LedgerEntry | undefined, decision: Decision
         if (digest && digest !== entry.argsDigest) {
           return no(`argsDigest does not match the arguments awaiting approval (${entry.argsDigest})`);
         }
-        return { apply: true };
+        return { ok: true };
       }
       if (entry.state === 'rejected')
         return no(`conflicting: call '${id}' was already rejected by ${entry.rejectedBy}`);
       if (entry.approvedBy === 'auto') return no(`late: call '${id}' needs no approval (state ${entry.state})`);
       return no(`duplicate: call '${id}' was already approved by ${entry.approvedBy} (state ${entry.state})`);
     case 'reject':
-      if (entry.state === 'awaiting_approval') return { apply: true };
+      if (entry.state === 'awaiting_approval') return { ok: true };
       if (entry.state === 'rejected') return no(`duplicate: call '${id}' was already rejected by ${entry.rejectedBy}`);
       if (entry.approvedBy === 'auto') return no(`late: call '${id}' needs no approval (state ${entry.state})`);
       return no(`conflicting: call '${id}' was already approved by ${entry.approvedBy} (state ${entry.state})`);
@@ -202,6 +202,6 @@ export function judgeDecision(entry: LedgerEntry | undefined, decision: Decision
             `stale: decided for park ${decision.payload.park}, but '${id}' is at park ${parks}; look again and decide anew`,
           );
       }
-      return { apply: true };
+      return { ok: true };
   }
 }

@@ -47,13 +47,13 @@ export function createDecisionIntake(deps: IntakeDeps) {
     const entry = ledger.get(toolCallId);
     const verdict: ReturnType<typeof judgeDecision> =
       deps.cancelled?.() && entry
-        ? { apply: false, why: NOT_APPLIED_CANCELLED }
+        ? { ok: false, why: NOT_APPLIED_CANCELLED }
         : judgeDecision(entry, d, recoveries.has(toolCallId));
     const auth =
-      verdict.apply && entry
+      verdict.ok && entry
         ? authorizeDecision(entry.approval, entry, { kind: d.kind, ...d.payload }, Date.parse(at), usedSignatures)
         : undefined;
-    const why = !verdict.apply ? verdict.why : auth && !auth.ok ? auth.why : undefined;
+    const why = !verdict.ok ? verdict.why : auth && !auth.ok ? auth.why : undefined;
     const signer = auth?.ok ? auth.signer : undefined;
     decisions.push({
       at,

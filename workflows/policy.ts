@@ -12,11 +12,11 @@ export type ExecutionOutcome =
   | { kind: 'unknown'; reason: string; attempt?: number; phase?: string };
 
 export type NextStep =
-  | { do: 'succeed'; result: unknown; via: 'execute' | 'reconcile' | 'recovery'; attempt?: number }
-  | { do: 'fail'; error: string; via: 'execute' | 'recovery' | 'not_dispatched' }
-  | { do: 'run'; why: string }
-  | { do: 'reconcile' }
-  | { do: 'recovery_required'; reason: string };
+  | { kind: 'succeed'; result: unknown; via: 'execute' | 'reconcile' | 'recovery'; attempt?: number }
+  | { kind: 'fail'; error: string; via: 'execute' | 'recovery' | 'not_dispatched' }
+  | { kind: 'run'; why: string }
+  | { kind: 'reconcile' }
+  | { kind: 'recovery_required'; reason: string };
 
 export interface CallFacts {
   effect: ToolEffect;
@@ -39,37 +39,37 @@ export const attemptsPerRun = (effect: ToolEffect, recovery: RecoveryPolicy, max
 export function afterExecution(facts: CallFacts, outcome: ExecutionOutcome): NextStep {
   if (outcome.kind === 'succeeded')
     return {
-      do: 'succeed',
+      kind: 'succeed',
       result: outcome.result,
       via: 'execute',
       ...(outcome.attempt ? { attempt: outcome.attempt } : {}),
     };
-  if (outcome.kind === 'not_applied') return { do: 'fail', error: outcome.error, via: 'execute' };
-  if (facts.effect === 'read') return { do: 'fail', error: `tool failed: ${outcome.reason}`, via: 'execute' };
+  if (outcome.kind === 'not_applied') return { kind: 'fail', error: outcome.error, via: 'execute' };
+  if (facts.effect === 'read') return { kind: 'fail', error: `tool failed: ${outcome.reason}`, via: 'execute' };
   if (facts.recovery === 'idempotent') {
-    return { do: 'recovery_required', reason: `outcome unknown, automatic retries stopped: ${outcome.reason}` };
+    return { kind: 'recovery_required', reason: `outcome unknown, automatic retries stopped: ${outcome.reason}` };
   }
   if (!facts.dispatched || outcome.kind === 'not_started') {
     // No marker, or the activity itself proved it never called the adapter: running again cannot
     // duplicate anything.
-    if (facts.runs < facts.maxAttempts) return { do: 'run', why: `never dispatched (${outcome.reason})` };
+    if (facts.runs < facts.maxAttempts) return { kind: 'run', why: `never dispatched (${outcome.reason})` };
     return {
-      do: 'fail',
+      kind: 'fail',
       error: `tool could not be started after ${facts.runs} attempts (never dispatched): ${outcome.reason}`,
       via: 'not_dispatched',
     };
   }
-  if (facts.recovery === 'reconcile') return { do: 'reconcile' };
-  return { do: 'recovery_required', reason: `outcome unknown after dispatch: ${outcome.reason}` };
+  if (facts.recovery === 'reconcile') return { kind: 'reconcile' };
+  return { kind: 'recovery_required', reason: `outcome unknown after dispatch: ${outcome.reason}` };
 }
 
 export function afterReconcile(facts: CallFacts, answer: ReconcileAnswer): NextStep {
-  if (answer.status === 'applied') return { do: 'succeed', result: answer.result, via: 'reconcile' };
+  if (answer.status === 'applied') return { kind: 'succeed', result: answer.result, via: 'reconcile' };
   if (answer.status === 'not_applied') {
-    if (facts.runs < facts.maxAttempts) return { do: 'run', why: 'reconcile: not applied' };
-    return { do: 'recovery_required', reason: `reconcile said not applied, but ${facts.runs} runs were used` };
+    if (facts.runs < facts.maxAttempts) return { kind: 'run', why: 'reconcile: not applied' };
+    return { kind: 'recovery_required', reason: `reconcile said not applied, but ${facts.runs} runs were used` };
   }
-  return { do: 'recovery_required', reason: `reconcile could not tell: ${answer.reason ?? 'unknown'}` };
+  return { kind: 'recovery_required', reason: `reconcile could not tell: ${answer.reason ?? 'unknown'}` };
 }
 
 export function afterRecoveryDecision(decision: {
@@ -80,11 +80,11 @@ export function afterRecoveryDecision(decision: {
 }): NextStep {
   switch (decision.decision) {
     case 'retry':
-      return { do: 'run', why: `retry decided by ${decision.by}` };
+      return { kind: 'run', why: `retry decided by ${decision.by}` };
     case 'succeeded':
       // Without a result from the human, the model still learns what happened and from whom.
       return {
-        do: 'succeed',
+        kind: 'succeed',
         result: decision.result ?? {
           status: 'succeeded',
           note: `marked succeeded by ${decision.by} during recovery${decision.reason ? `: ${decision.reason}` : ''}`,
@@ -93,7 +93,7 @@ export function afterRecoveryDecision(decision: {
       };
     case 'failed':
       return {
-        do: 'fail',
+        kind: 'fail',
         error: `failed (decided by ${decision.by})${decision.reason ? `: ${decision.reason}` : ''}`,
         via: 'recovery',
       };
@@ -106,10 +106,10 @@ export function afterRecoveryDecision(decision: {
  * external run was scheduled) waits for a human in recovery_required, never silently dropped.
  */
 export function whenCancelled(facts: CallFacts, next: NextStep): NextStep {
-  if (next.do !== 'run' && next.do !== 'reconcile') return next;
+  if (next.kind !== 'run' && next.kind !== 'reconcile') return next;
   const mayHaveRun =
     facts.effect === 'external' && facts.runs > 0 && (facts.dispatched || !isProtected(facts.effect, facts.recovery));
   return mayHaveRun
-    ? { do: 'recovery_required', reason: 'the turn was cancelled before this call’s outcome was known' }
-    : { do: 'fail', error: 'interrupted: the turn was cancelled before this call ran', via: 'not_dispatched' };
+    ? { kind: 'recovery_required', reason: 'the turn was cancelled before this call’s outcome was known' }
+    : { kind: 'fail', error: 'interrupted: the turn was cancelled before this call ran', via: 'not_dispatched' };
 }

@@ -151,7 +151,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
         at,
       );
       ledger.set(call.toolCallId, entry);
-      if (park) starts.set(call.toolCallId, { do: 'recovery_required', reason: park });
+      if (park) starts.set(call.toolCallId, { kind: 'recovery_required', reason: park });
     });
     return runCalls(planned, starts);
   };

@@ -92,17 +92,7 @@ export async function partitionedRetry(ctx: CellContext, { now }: { now: boolean
 
     const run: Partial<PartitionRun> = { executionId, workflowId: t.workflowId };
     if (!now) {
-      const cli = await ctx.cli([
-        'recover',
-        t.sessionId,
-        'c1',
-        '--decision',
-        'retry',
-        '--by',
-        'alice',
-        '--task-queue',
-        ctx.taskQueue,
-      ]);
+      const cli = await ctx.cliRetry(t.sessionId, 'alice');
       assert.equal(cli.code, 0, `recover: ${cli.stdout}${cli.stderr}`);
       run.stdout = cli.stdout;
       const said = /the retry waits out attempt (\d+) until (\S+) /.exec(cli.stdout);

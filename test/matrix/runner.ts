@@ -60,6 +60,8 @@ export interface CellContext {
   kill(w: WorkerProcess): Promise<void>;
   /** The CLI as a user runs it, against this cell's server. */
   cli(args: string[]): Promise<CliResult>;
+  /** `recover <session> c1 --decision retry --by <by>` through the CLI, on this cell's task queue. */
+  cliRetry(sessionId: string, by: string): Promise<CliResult>;
   restartServer(): Promise<void>;
   /** Starts a turn and returns it parked at the approval of its one call. */
   startParked(sessionId?: string): Promise<{ sessionId: string; turn: number; workflowId: string; entry: LedgerEntry }>;
@@ -165,6 +167,8 @@ export async function runWith(
       },
       cli: (cliArgs) =>
         runCli(cliArgs, { scope: scope.procs, ...(server ? { env: { TEMPORAL_ADDRESS: server.address } } : {}) }),
+      cliRetry: (sessionId, by) =>
+        ctx.cli(['recover', sessionId, 'c1', '--decision', 'retry', '--by', by, '--task-queue', taskQueue]),
       restartServer: async () => {
         if (!server) throw new Error('this cell has no server of its own to restart');
         // Closed only at the end: closing a connection with a call still retrying throws from a timer.

@@ -307,17 +307,7 @@ const earlyRecover: Scenario = async (ctx) => {
   await ctx.peer.arm('slow', executionId, ctx.args);
   await approveC1(ctx, t);
   await ctx.peer.barrier('slow', executionId);
-  const cli = await ctx.cli([
-    'recover',
-    t.sessionId,
-    'c1',
-    '--decision',
-    'retry',
-    '--by',
-    'eve',
-    '--task-queue',
-    ctx.taskQueue,
-  ]);
+  const cli = await ctx.cliRetry(t.sessionId, 'eve');
   assert.equal(cli.code, 2, cli.stderr);
   assert.match(cli.stderr, /call 'c1' is (running|dispatched), not recovery_required/);
   // Now the call does become unknown (its worker dies mid-request), and parks.

@@ -13,6 +13,13 @@ export const TOOLS = join(ROOT, 'test', 'fixtures', 'tools.mjs');
 
 export const uniq = (prefix: string): string => `${prefix}-${randomUUID().slice(0, 8)}`;
 
+/** A send_email tool call as the model would write it; the tests' mail sink receives the message. */
+export const emailCall = (
+  id: string,
+  to = 'bob@example.com',
+  message: { subject: string; body: string } = { subject: 'Hi', body: 'Hello.' },
+): ToolCall => ({ id, name: 'send_email', arguments: { to, ...message } });
+
 const scriptDir = mkdtempSync(join(tmpdir(), 'openworker-scripts-'));
 
 /** Writes a scripted-model file and returns the `--model` spec for it. */

@@ -253,107 +253,107 @@ describe('decisions: judgeDecision', () => {
     entry: LedgerEntry | undefined;
     decision: Decision;
     pending?: boolean;
-    apply: boolean;
+    ok: boolean;
     why?: RegExp;
   }[] = [
     {
       name: 'approve unknown call',
       entry: undefined,
       decision: approve(),
-      apply: false,
+      ok: false,
       why: /^unknown tool call 'call_1'/,
     },
-    { name: 'reject unknown call', entry: undefined, decision: reject, apply: false, why: /^unknown tool call/ },
-    { name: 'recover unknown call', entry: undefined, decision: recover, apply: false, why: /^unknown tool call/ },
+    { name: 'reject unknown call', entry: undefined, decision: reject, ok: false, why: /^unknown tool call/ },
+    { name: 'recover unknown call', entry: undefined, decision: recover, ok: false, why: /^unknown tool call/ },
     {
       name: 'approve invalid entry',
       entry: invalid,
       decision: approve(),
-      apply: false,
+      ok: false,
       why: /invalid and will not run: unknown tool/,
     },
-    { name: 'reject invalid entry', entry: invalid, decision: reject, apply: false, why: /invalid/ },
-    { name: 'recover invalid entry', entry: invalid, decision: recover, apply: false, why: /invalid/ },
-    { name: 'approve awaiting, no digest', entry: awaiting, decision: approve(), apply: true },
-    { name: 'approve awaiting, matching digest', entry: awaiting, decision: approve(DIGEST), apply: true },
+    { name: 'reject invalid entry', entry: invalid, decision: reject, ok: false, why: /invalid/ },
+    { name: 'recover invalid entry', entry: invalid, decision: recover, ok: false, why: /invalid/ },
+    { name: 'approve awaiting, no digest', entry: awaiting, decision: approve(), ok: true },
+    { name: 'approve awaiting, matching digest', entry: awaiting, decision: approve(DIGEST), ok: true },
     {
       name: 'approve awaiting, mismatching digest',
       entry: awaiting,
       decision: approve(OTHER),
-      apply: false,
+      ok: false,
       why: /argsDigest does not match/,
     },
     {
       name: 'approve after rejected',
       entry: rejected,
       decision: approve(),
-      apply: false,
+      ok: false,
       why: /^conflicting: .*rejected by bob/,
     },
     {
       name: 'approve after approved',
       entry: approved,
       decision: approve(),
-      apply: false,
+      ok: false,
       why: /^duplicate: .*approved by carol/,
     },
     {
       name: 'approve after approved, now succeeded',
       entry: approvedLater,
       decision: approve(),
-      apply: false,
+      ok: false,
       why: /^duplicate:/,
     },
     {
       name: 'approve auto-approved',
       entry: auto,
       decision: approve(),
-      apply: false,
+      ok: false,
       why: /^late: .*needs no approval/,
     },
-    { name: 'reject awaiting', entry: awaiting, decision: reject, apply: true },
+    { name: 'reject awaiting', entry: awaiting, decision: reject, ok: true },
     {
       name: 'reject after rejected',
       entry: rejected,
       decision: reject,
-      apply: false,
+      ok: false,
       why: /^duplicate: .*rejected by bob/,
     },
     {
       name: 'reject after approved',
       entry: approved,
       decision: reject,
-      apply: false,
+      ok: false,
       why: /^conflicting: .*approved by carol/,
     },
-    { name: 'reject auto-approved', entry: auto, decision: reject, apply: false, why: /^late:/ },
+    { name: 'reject auto-approved', entry: auto, decision: reject, ok: false, why: /^late:/ },
     {
       name: 'recover on recovery_required',
       entry: entryIn('recovery_required', { approvedBy: 'carol' }),
       decision: recover,
-      apply: true,
+      ok: true,
     },
     {
       name: 'recover with recoveryPending',
       entry: entryIn('recovery_required'),
       decision: recover,
       pending: true,
-      apply: false,
+      ok: false,
       why: /^duplicate:/,
     },
-    { name: 'recover bound to the current park', entry: parkedTwice, decision: recoverFor(2), apply: true },
+    { name: 'recover bound to the current park', entry: parkedTwice, decision: recoverFor(2), ok: true },
     {
       name: 'recover bound to an earlier park',
       entry: parkedTwice,
       decision: recoverFor(1),
-      apply: false,
+      ok: false,
       why: /^stale: decided for park 1, but .* is at park 2/,
     },
     {
       name: 'recover sent before the call parked',
       entry: parkedTwice,
       decision: recoverFor(3),
-      apply: false,
+      ok: false,
       why: /^stale: decided for park 3/,
     },
   ];
@@ -363,16 +363,16 @@ describe('decisions: judgeDecision', () => {
       name: `recover on ${state}`,
       entry: entryIn(state),
       decision: recover,
-      apply: false,
+      ok: false,
       why: new RegExp(`^late: .*is ${state}, not recovery_required`),
     });
   }
 
   for (const c of cases) {
-    it(`${c.name} → ${c.apply ? 'apply' : 'ignore'}`, () => {
+    it(`${c.name} → ${c.ok ? 'apply' : 'ignore'}`, () => {
       const verdict = judgeDecision(c.entry, c.decision, c.pending);
-      assert.equal(verdict.apply, c.apply, JSON.stringify(verdict));
-      if (!verdict.apply && c.why) assert.match(verdict.why, c.why);
+      assert.equal(verdict.ok, c.ok, JSON.stringify(verdict));
+      if (!verdict.ok && c.why) assert.match(verdict.why, c.why);
     });
   }
 });

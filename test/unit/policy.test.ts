@@ -24,26 +24,26 @@ const RUN_COUNTS: [number, number][] = [
   [3, 3],
 ];
 
-type Expect = Partial<NextStep> & { do: NextStep['do']; match?: RegExp };
+type Expect = Partial<NextStep> & { kind: NextStep['kind']; match?: RegExp };
 
 /** The oracle, written from the policy's documented rules. */
 function expected(f: CallFacts, o: ExecutionOutcome): Expect {
-  if (o.kind === 'succeeded') return { do: 'succeed', result: o.result, via: 'execute' };
-  if (o.kind === 'not_applied') return { do: 'fail', error: o.error, via: 'execute' };
-  if (f.effect === 'read') return { do: 'fail', via: 'execute', match: /timed out/ };
-  if (f.recovery === 'idempotent') return { do: 'recovery_required', match: /timed out/ };
+  if (o.kind === 'succeeded') return { kind: 'succeed', result: o.result, via: 'execute' };
+  if (o.kind === 'not_applied') return { kind: 'fail', error: o.error, via: 'execute' };
+  if (f.effect === 'read') return { kind: 'fail', via: 'execute', match: /timed out/ };
+  if (f.recovery === 'idempotent') return { kind: 'recovery_required', match: /timed out/ };
   // A proof that the adapter was never called outranks the dispatch marker.
   if (!f.dispatched || o.kind === 'not_started') {
     return f.runs < f.maxAttempts
-      ? { do: 'run', match: /never dispatched/ }
-      : { do: 'fail', via: 'not_dispatched', match: /never dispatched.*timed out/ };
+      ? { kind: 'run', match: /never dispatched/ }
+      : { kind: 'fail', via: 'not_dispatched', match: /never dispatched.*timed out/ };
   }
-  if (f.recovery === 'reconcile') return { do: 'reconcile' };
-  return { do: 'recovery_required', match: /after dispatch: timed out/ };
+  if (f.recovery === 'reconcile') return { kind: 'reconcile' };
+  return { kind: 'recovery_required', match: /after dispatch: timed out/ };
 }
 
 function check(step: NextStep, want: Expect): void {
-  assert.equal(step.do, want.do);
+  assert.equal(step.kind, want.kind);
   for (const key of ['result', 'via', 'error'] as const) {
     if (key in want)
       assert.deepEqual((step as Record<string, unknown>)[key], (want as Record<string, unknown>)[key], key);
@@ -62,7 +62,7 @@ describe('policy: afterExecution (effect × recovery × dispatched × runs × ou
           for (const outcome of OUTCOMES) {
             const facts: CallFacts = { effect, recovery, dispatched, runs, maxAttempts };
             const want = expected(facts, outcome);
-            it(`${effect}/${recovery} dispatched=${dispatched} runs=${runs}/${maxAttempts} ${outcome.kind} → ${want.do}`, () => {
+            it(`${effect}/${recovery} dispatched=${dispatched} runs=${runs}/${maxAttempts} ${outcome.kind} → ${want.kind}`, () => {
               check(afterExecution(facts, outcome), want);
             });
           }
@@ -73,7 +73,7 @@ describe('policy: afterExecution (effect × recovery × dispatched × runs × ou
       facts: { effect: 'external', recovery: 'manual', dispatched: false, runs: 5, maxAttempts: 5 },
       outcome: { kind: 'unknown', reason: 'worker died' },
       want: {
-        do: 'fail',
+        kind: 'fail',
         error: 'tool could not be started after 5 attempts (never dispatched): worker died',
         via: 'not_dispatched',
       },
@@ -81,28 +81,28 @@ describe('policy: afterExecution (effect × recovery × dispatched × runs × ou
     {
       facts: { effect: 'external', recovery: 'manual', dispatched: false, runs: 4, maxAttempts: 5 },
       outcome: { kind: 'unknown', reason: 'worker died' },
-      want: { do: 'run', why: 'never dispatched (worker died)' },
+      want: { kind: 'run', why: 'never dispatched (worker died)' },
     },
     {
       facts: { effect: 'external', recovery: 'idempotent', dispatched: true, runs: 1, maxAttempts: 4 },
       outcome: { kind: 'unknown', reason: 'x' },
-      want: { do: 'recovery_required', reason: 'outcome unknown, automatic retries stopped: x' },
+      want: { kind: 'recovery_required', reason: 'outcome unknown, automatic retries stopped: x' },
     },
     {
       facts: { effect: 'read', recovery: 'manual', dispatched: false, runs: 1, maxAttempts: 3 },
       outcome: { kind: 'unknown', reason: 'x' },
-      want: { do: 'fail', error: 'tool failed: x', via: 'execute' },
+      want: { kind: 'fail', error: 'tool failed: x', via: 'execute' },
     },
     {
       facts: { effect: 'external', recovery: 'manual', dispatched: true, runs: 1, maxAttempts: 5 },
       outcome: { kind: 'unknown', reason: 'x' },
-      want: { do: 'recovery_required', reason: 'outcome unknown after dispatch: x' },
+      want: { kind: 'recovery_required', reason: 'outcome unknown after dispatch: x' },
     },
     {
       // Dispatch granted, then the attempt was aborted before it called the adapter (issue: hole 2).
       facts: { effect: 'external', recovery: 'manual', dispatched: true, runs: 1, maxAttempts: 5 },
       outcome: { kind: 'not_started', reason: 'cancelled before the tool was called' },
-      want: { do: 'run', why: 'never dispatched (cancelled before the tool was called)' },
+      want: { kind: 'run', why: 'never dispatched (cancelled before the tool was called)' },
     },
   ];
   for (const c of explicit) {
@@ -118,37 +118,37 @@ describe('policy: afterReconcile', () => {
       name: 'applied',
       runs: 1,
       answer: { status: 'applied', result: 'r' },
-      want: { do: 'succeed', result: 'r', via: 'reconcile' },
+      want: { kind: 'succeed', result: 'r', via: 'reconcile' },
     },
     {
       name: 'applied at the limit',
       runs: 3,
       answer: { status: 'applied', result: 0 },
-      want: { do: 'succeed', result: 0, via: 'reconcile' },
+      want: { kind: 'succeed', result: 0, via: 'reconcile' },
     },
     {
       name: 'not_applied, runs left',
       runs: 2,
       answer: { status: 'not_applied' },
-      want: { do: 'run', why: 'reconcile: not applied' },
+      want: { kind: 'run', why: 'reconcile: not applied' },
     },
     {
       name: 'not_applied, no runs left',
       runs: 3,
       answer: { status: 'not_applied' },
-      want: { do: 'recovery_required', reason: 'reconcile said not applied, but 3 runs were used' },
+      want: { kind: 'recovery_required', reason: 'reconcile said not applied, but 3 runs were used' },
     },
     {
       name: 'unknown with reason',
       runs: 1,
       answer: { status: 'unknown', reason: 'api down' },
-      want: { do: 'recovery_required', reason: 'reconcile could not tell: api down' },
+      want: { kind: 'recovery_required', reason: 'reconcile could not tell: api down' },
     },
     {
       name: 'unknown without reason',
       runs: 1,
       answer: { status: 'unknown' },
-      want: { do: 'recovery_required', reason: 'reconcile could not tell: unknown' },
+      want: { kind: 'recovery_required', reason: 'reconcile could not tell: unknown' },
     },
   ];
   for (const c of cases)
@@ -157,17 +157,17 @@ describe('policy: afterReconcile', () => {
 
 describe('policy: afterRecoveryDecision', () => {
   const cases: { name: string; input: Parameters<typeof afterRecoveryDecision>[0]; want: NextStep }[] = [
-    { name: 'retry', input: { decision: 'retry', by: 'ann' }, want: { do: 'run', why: 'retry decided by ann' } },
+    { name: 'retry', input: { decision: 'retry', by: 'ann' }, want: { kind: 'run', why: 'retry decided by ann' } },
     {
       name: 'succeeded with result',
       input: { decision: 'succeeded', result: { id: 1 }, by: 'ann' },
-      want: { do: 'succeed', result: { id: 1 }, via: 'recovery' },
+      want: { kind: 'succeed', result: { id: 1 }, via: 'recovery' },
     },
     {
       name: 'succeeded without result → a note naming who decided',
       input: { decision: 'succeeded', by: 'ann' },
       want: {
-        do: 'succeed',
+        kind: 'succeed',
         result: { status: 'succeeded', note: 'marked succeeded by ann during recovery' },
         via: 'recovery',
       },
@@ -175,17 +175,17 @@ describe('policy: afterRecoveryDecision', () => {
     {
       name: 'succeeded with falsy result kept',
       input: { decision: 'succeeded', result: 0, by: 'ann' },
-      want: { do: 'succeed', result: 0, via: 'recovery' },
+      want: { kind: 'succeed', result: 0, via: 'recovery' },
     },
     {
       name: 'failed with reason',
       input: { decision: 'failed', reason: 'was never sent', by: 'ann' },
-      want: { do: 'fail', error: 'failed (decided by ann): was never sent', via: 'recovery' },
+      want: { kind: 'fail', error: 'failed (decided by ann): was never sent', via: 'recovery' },
     },
     {
       name: 'failed without reason',
       input: { decision: 'failed', by: 'ann' },
-      want: { do: 'fail', error: 'failed (decided by ann)', via: 'recovery' },
+      want: { kind: 'fail', error: 'failed (decided by ann)', via: 'recovery' },
     },
   ];
   for (const c of cases) it(c.name, () => assert.deepEqual(afterRecoveryDecision(c.input), c.want));
@@ -216,54 +216,54 @@ describe('policy: whenCancelled (nothing new starts once the turn is being cance
     dispatched,
     maxAttempts: 3,
   });
-  const parks = { do: 'recovery_required', reason: 'the turn was cancelled before this call’s outcome was known' };
+  const parks = { kind: 'recovery_required', reason: 'the turn was cancelled before this call’s outcome was known' };
   const fails = {
-    do: 'fail',
+    kind: 'fail',
     error: 'interrupted: the turn was cancelled before this call ran',
     via: 'not_dispatched',
   };
   const cases: [string, CallFacts, NextStep, unknown][] = [
-    ['approved, never scheduled', f('external', 'manual', 0, false), { do: 'run', why: 'approved' }, fails],
+    ['approved, never scheduled', f('external', 'manual', 0, false), { kind: 'run', why: 'approved' }, fails],
     [
       'a protected run that never dispatched',
       f('external', 'manual', 1, false),
-      { do: 'run', why: 'never dispatched' },
+      { kind: 'run', why: 'never dispatched' },
       fails,
     ],
-    ['a dispatched run, to be reconciled', f('external', 'reconcile', 1, true), { do: 'reconcile' }, parks],
+    ['a dispatched run, to be reconciled', f('external', 'reconcile', 1, true), { kind: 'reconcile' }, parks],
     [
       'a dispatched run, retry decided by a human',
       f('external', 'manual', 1, true),
-      { do: 'run', why: 'retry decided by ops' },
+      { kind: 'run', why: 'retry decided by ops' },
       parks,
     ],
     [
       'an idempotent run that was scheduled',
       f('external', 'idempotent', 1, false),
-      { do: 'run', why: 'retry decided by ops' },
+      { kind: 'run', why: 'retry decided by ops' },
       parks,
     ],
-    ['a read', f('read', 'manual', 1, false), { do: 'run', why: 'x' }, fails],
+    ['a read', f('read', 'manual', 1, false), { kind: 'run', why: 'x' }, fails],
     [
       'already parked',
       f('external', 'manual', 1, true),
-      { do: 'recovery_required', reason: 'r' },
-      { do: 'recovery_required', reason: 'r' },
+      { kind: 'recovery_required', reason: 'r' },
+      { kind: 'recovery_required', reason: 'r' },
     ],
     [
       'a result in hand',
       f('external', 'manual', 1, true),
-      { do: 'succeed', result: 1, via: 'execute' },
-      { do: 'succeed', result: 1, via: 'execute' },
+      { kind: 'succeed', result: 1, via: 'execute' },
+      { kind: 'succeed', result: 1, via: 'execute' },
     ],
     [
       'a failure in hand',
       f('external', 'manual', 1, true),
-      { do: 'fail', error: 'e', via: 'execute' },
-      { do: 'fail', error: 'e', via: 'execute' },
+      { kind: 'fail', error: 'e', via: 'execute' },
+      { kind: 'fail', error: 'e', via: 'execute' },
     ],
   ];
   for (const [name, facts, next, expected] of cases)
-    it(`${name}: ${next.do} → ${(expected as NextStep).do}`, () =>
+    it(`${name}: ${next.kind} → ${(expected as NextStep).kind}`, () =>
       assert.deepEqual(whenCancelled(facts, next), expected));
 });

@@ -68,7 +68,7 @@ describe('review findings (second round)', () => {
       kind: 'approve',
       payload: { toolCallId: e.toolCallId, by: 'alice', executionId: 'owx-other' },
     });
-    assert.equal(v.apply, false);
+    assert.equal(v.ok, false);
     assert.match((v as { why: string }).why, /^stale: decided for execution owx-other/);
   });
 
@@ -81,7 +81,7 @@ describe('review findings (second round)', () => {
     assert.match((v as { why: string }).why, /late: decided for run 1/);
     assert.deepEqual(
       judgeDecision(e, { kind: 'recover', payload: { toolCallId: e.toolCallId, by: 'a', decision: 'retry', run: 2 } }),
-      { apply: true },
+      { ok: true },
     );
   });
 

@@ -4,6 +4,7 @@ import { createRegistry } from '../../activities/registry';
 import type { ToolConfig } from '../../activities/tool';
 import { defineTool, isTool } from '../../activities/tool';
 import type { ToolCall } from '../../workflows/types';
+import { spec } from './helpers';
 
 const Email = z.object({ to: z.string().email(), subject: z.string().min(1), body: z.string().optional() });
 
@@ -225,17 +226,8 @@ describe('registry: plan', () => {
     {
       name: 'default spec fields',
       call: good,
-      check: (p) =>
-        assert.deepEqual(p.spec, {
-          name: 'send_email',
-          effect: 'external',
-          requiresApproval: true,
-          recovery: 'manual',
-          maxAttempts: 5,
-          hasReconcile: false,
-          startToCloseMs: 120000,
-          heartbeatMs: 5000,
-        }),
+      // The unit tests' spec() is the documented default for an external tool.
+      check: (p) => assert.deepEqual(p.spec, spec()),
     },
     {
       name: 'custom timeouts and reconcile',
