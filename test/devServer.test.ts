@@ -9,6 +9,8 @@ import { resolveTemporalCli } from '../dev/temporalCli';
 import { packageRoot } from '../runtime/stateDir';
 import { startCodecServer } from '../client/codecServer';
 
+const logTail = (file: string): string => fs.readFileSync(file, 'utf8').slice(-3000);
+
 // Independent of test/support/hooks.js: own temp db, own ports (port 0).
 const stateKey = defineSearchAttributeKey('OpenWorkerState', SearchAttributeType.KEYWORD);
 
@@ -121,7 +123,9 @@ describe('dev/server startDevServer', function () {
     await second.stop();
     await second.stop(); // idempotent
     assert.equal(isAlive(second.pid), false, 'second server process is gone');
-    assert.equal(await second.exited, 0);
+    // A non-zero exit after SIGTERM was seen once in CI (code 2): keep the server's own words if it recurs.
+    const code = await second.exited;
+    assert.equal(code, 0, `the server exits cleanly on SIGTERM; its log ends:\n${logTail(second.logFile)}`);
   });
 
   it('serves the Web UI when not headless, with the codec endpoint for stored payloads', async function () {
