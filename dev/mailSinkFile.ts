@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import type { StoredMessage } from './mailSink';
+import type { StoredMessage } from './mailSinkState';
 
 /** The mail sink's JSON file: the messages survive a restart of the sink. */
 export function messageFile(file: string): {

@@ -15,6 +15,12 @@ export const ALL_STATES: readonly CallState[] = CALL_STATES;
 
 export const AT = '2024-01-01T00:00:00.000Z';
 
+/** The arguments digest of planned() and entryIn(). */
+export const DIGEST = 'sha256:' + 'a'.repeat(64);
+
+/** The ids a decision payload carries in the decision tests. */
+export const DECISION_IDS = { toolCallId: 'call_1', by: 'alice' };
+
 export function spec(over: Partial<ToolSpec> = {}): ToolSpec {
   return {
     name: 'send_email',
@@ -34,7 +40,7 @@ export function planned(over: Partial<PlannedCall> = {}): PlannedCall {
     toolCallId: 'call_1',
     name: 'send_email',
     arguments: { to: 'bob@example.com' },
-    argsDigest: 'sha256:' + 'a'.repeat(64),
+    argsDigest: DIGEST,
     spec: spec(),
     ...over,
   };
@@ -46,7 +52,7 @@ export function entryIn(state: CallState, over: Partial<LedgerEntry> = {}): Ledg
     toolCallId: 'call_1',
     executionId: 'owx-0123456789abcdef0123456789abcdef',
     tool: 'send_email',
-    argsDigest: 'sha256:' + 'a'.repeat(64),
+    argsDigest: DIGEST,
     arguments: { to: 'bob@example.com' },
     effect: 'external',
     recovery: 'manual',

@@ -1,0 +1,51 @@
+import type { Command } from 'commander';
+import { InvalidArgumentError } from 'commander';
+import type { OpenWorkerClient } from './connection';
+import { connectClient } from './connection';
+
+/** What every command module of the CLI shares: the global options, option parsers, the client and the output. */
+
+interface Globals {
+  json?: boolean;
+  address?: string;
+  namespace?: string;
+  taskQueue?: string;
+}
+
+export const positiveInt =
+  (flag: string) =>
+  (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${flag} must be a positive integer`);
+    return n;
+  };
+export const port = (value: string): number => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number 0-65535');
+  return n;
+};
+export const json = (value: string): unknown => {
+  try {
+    return JSON.parse(value);
+  } catch {
+    throw new InvalidArgumentError(`not valid JSON: ${value.slice(0, 60)}; quote it, e.g. --result '{"id": 1}'`);
+  }
+};
+
+export function globals(cmd: Command): Globals {
+  return cmd.optsWithGlobals() as Globals;
+}
+
+export async function withClient<T>(cmd: Command, fn: (c: OpenWorkerClient) => Promise<T>): Promise<T> {
+  const g = globals(cmd);
+  const c = await connectClient({ address: g.address, namespace: g.namespace, taskQueue: g.taskQueue });
+  try {
+    return await fn(c);
+  } finally {
+    await c.close();
+  }
+}
+
+export function print(cmd: Command, value: unknown, human: string): void {
+  console.log(globals(cmd).json ? JSON.stringify(value, null, 2) : human);
+}

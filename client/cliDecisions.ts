@@ -1,0 +1,216 @@
+import type { Command } from 'commander';
+import { Option } from 'commander';
+import type { RecoveryDecision } from '../workflows/types';
+import { globals, json, positiveInt, print, withClient } from './cliCommon';
+import { approve, approveAll, recover, reject } from './decisions';
+import type { DecisionOutcome } from './decisions';
+import { formatDecision, formatGrantChange, formatGrants } from './format';
+import { approveAlways, grant, listGrants, revoke } from './grants';
+import type { GrantOutcome } from './grants';
+import type { ApproverKeyPair } from './keys';
+import { createApproverKey, keysDir, listApproverKeys, signingKey } from './keys';
+import { OpenWorkerError } from './session';
+
+/** The CLI commands that decide on tool calls (approve, reject, recover), the standing approvals, and the approver keys. */
+
+/** approve, grant, grants, revoke, reject and recover, in the order the help lists them. */
+export function decisionCommands(program: Command): void {
+  approveCommand(program);
+  grantCommands(program);
+  rejectCommand(program);
+  recoverCommand(program);
+}
+
+const decisionOptions = (c: Command): Command =>
+  c
+    .option('--by <name>', "who decides (default: the signing key's name, else $OPENWORKER_USER or $USER)")
+    .option('--turn <n>', 'the turn (default: the running one)', positiveInt('--turn'))
+    .option(
+      '--key <name>',
+      'sign with this approver key (default: $OPENWORKER_APPROVER_KEY, else the only key in the keys directory)',
+    )
+    .option('--no-sign', 'send the decision unsigned');
+// The key a decision is signed with, or none.
+const keyOf = (opts: { key?: string; sign?: boolean }): ApproverKeyPair | undefined =>
+  opts.sign === false ? undefined : signingKey(opts.key);
+
+function approveCommand(program: Command): void {
+  decisionOptions(
+    program
+      .command('approve <sessionId> <toolCallIds...>')
+      .description('approve tool calls; several calls go in one signal (one workflow task)'),
+  )
+    .option('--digest <argsDigest>', 'only approve if the arguments still have this digest (one call)')
+    .addOption(
+      new Option(
+        '--always <scope>',
+        'also approve later calls of this tool in the session (session), or of this tool to this exact target (target); one call',
+      ).choices(['session', 'target']),
+    )
+    .action(async (sessionId: string, toolCallIds: string[], opts, cmd: Command) => {
+      if (toolCallIds.length > 1) {
+        if (opts.digest || opts.always)
+          throw new OpenWorkerError(
+            '--digest and --always take a single tool call; approve the others separately',
+            'bad_input',
+          );
+        const all = await withClient(cmd, (c) =>
+          approveAll(c, { sessionId, toolCallIds, by: opts.by, turn: opts.turn, key: keyOf(opts) }),
+        );
+        print(cmd, all, all.map((d) => formatDecision('approve', d)).join('\n'));
+        if (all.some((d) => d.outcome === 'ignored')) process.exitCode = 3;
+        return;
+      }
+      const t = {
+        sessionId,
+        toolCallId: toolCallIds[0]!,
+        by: opts.by,
+        turn: opts.turn,
+        argsDigest: opts.digest,
+        key: keyOf(opts),
+      };
+      const d: DecisionOutcome & { grant?: GrantOutcome } = await withClient(cmd, (c) =>
+        opts.always ? approveAlways(c, { ...t, always: opts.always as 'session' | 'target' }) : approve(c, t),
+      );
+      decided(cmd, 'approve', d);
+      if (d.grant && !globals(cmd).json) console.log(formatGrantChange('granted', d.grant));
+    });
+}
+
+/** grant, grants and revoke. */
+function grantCommands(program: Command): void {
+  program
+    .command('grant <sessionId> <tool>')
+    .description(
+      'a standing approval: later calls of <tool> in the session (to --target only, if given) need no approval',
+    )
+    .option('--target <target>', 'only calls to this exact target (e.g. bob@example.com)')
+    .option('--by <name>', 'who grants (default: $OPENWORKER_USER or $USER)')
+    .action(async (sessionId: string, tool: string, opts: { target?: string; by?: string }, cmd: Command) =>
+      withClient(cmd, async (c) => {
+        const g = await grant(c, {
+          sessionId,
+          tool,
+          ...(opts.target ? { target: opts.target } : {}),
+          ...(opts.by ? { by: opts.by } : {}),
+        });
+        print(cmd, g, formatGrantChange('granted', g));
+      }),
+    );
+
+  program
+    .command('grants <sessionId>')
+    .description("the session's standing approvals, active and revoked, with the calls each approved")
+    .action(async (sessionId: string, _opts, cmd: Command) =>
+      withClient(cmd, async (c) => {
+        const gs = await listGrants(c, sessionId);
+        print(cmd, gs, formatGrants(sessionId, gs));
+      }),
+    );
+
+  program
+    .command('revoke <sessionId> <grantId>')
+    .description('revoke a standing approval (calls it already approved stay approved)')
+    .option('--by <name>', 'who revokes (default: $OPENWORKER_USER or $USER)')
+    .action(async (sessionId: string, grantId: string, opts: { by?: string }, cmd: Command) =>
+      withClient(cmd, async (c) => {
+        const g = await revoke(c, { sessionId, grantId, ...(opts.by ? { by: opts.by } : {}) });
+        print(cmd, g, formatGrantChange('revoked', g));
+      }),
+    );
+}
+
+function rejectCommand(program: Command): void {
+  decisionOptions(
+    program
+      .command('reject <sessionId> <toolCallId>')
+      .description('reject a tool call; the model is told it was not executed'),
+  )
+    .option('--reason <text>', 'why (the model sees it)')
+    .action(async (sessionId: string, toolCallId: string, opts, cmd: Command) =>
+      decided(
+        cmd,
+        'reject',
+        await withClient(cmd, (c) =>
+          reject(c, { sessionId, toolCallId, by: opts.by, turn: opts.turn, reason: opts.reason, key: keyOf(opts) }),
+        ),
+      ),
+    );
+}
+
+function recoverCommand(program: Command): void {
+  decisionOptions(
+    program.command('recover <sessionId> <toolCallId>').description('resolve a call in recovery_required'),
+  )
+    .addOption(
+      new Option(
+        '--decision <decision>',
+        'retry: run again with the same execution ID; succeeded: use --result; failed: tell the model',
+      )
+        .choices(['retry', 'succeeded', 'failed'])
+        .makeOptionMandatory(),
+    )
+    .option('--result <json>', 'the tool result, with --decision succeeded', json)
+    .option('--reason <text>', 'why')
+    .option(
+      '--now',
+      "with retry: run at once instead of waiting out the last attempt's start-to-close window (audited)",
+    )
+    .action(async (sessionId: string, toolCallId: string, opts, cmd: Command) =>
+      decided(
+        cmd,
+        'recover',
+        await withClient(cmd, (c) =>
+          recover(c, {
+            sessionId,
+            toolCallId,
+            by: opts.by,
+            turn: opts.turn,
+            decision: opts.decision as RecoveryDecision,
+            result: opts.result,
+            reason: opts.reason,
+            key: keyOf(opts),
+            ...(opts.now ? { skipFence: true } : {}),
+          }),
+        ),
+      ),
+    );
+}
+
+export function keyCommands(program: Command): void {
+  const keys = program
+    .command('keys')
+    .description(
+      'approver keys (Ed25519) for signed decisions; the private halves stay in $OPENWORKER_KEYS_DIR (default ~/.openworker/keys)',
+    );
+  keys
+    .command('create <name>')
+    .description("make a key pair for approver <name>; add the printed public key to the worker's approvers file")
+    .action((name: string, _opts, cmd: Command) => {
+      const k = createApproverKey(name);
+      const { privateKey: _secret, ...shown } = k;
+      print(
+        cmd,
+        shown,
+        `created approver key ${k.name} (${k.keyId}) in ${keysDir()}\nfor the worker's approvers file:  "${k.name}": "${k.publicKey}"`,
+      );
+    });
+  keys
+    .command('list')
+    .description('the approver keys in the keys directory (public halves)')
+    .action((_opts, cmd: Command) => {
+      const list = listApproverKeys().map(({ privateKey: _secret, ...k }) => k);
+      print(
+        cmd,
+        list,
+        list.length
+          ? list.map((k) => `${k.name.padEnd(16)} ${k.keyId}  ${k.publicKey}`).join('\n')
+          : `no approver keys in ${keysDir()} (openworker-temporal keys create <name>)`,
+      );
+    });
+}
+
+function decided(cmd: Command, kind: string, d: Awaited<ReturnType<typeof approve>>): void {
+  print(cmd, d, formatDecision(kind, d));
+  if (d.outcome === 'ignored') process.exitCode = 3;
+}

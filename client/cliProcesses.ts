@@ -1,0 +1,75 @@
+import type { Command } from 'commander';
+import { Option } from 'commander';
+import { MODEL_SPECS, defaultModelSpec } from '../activities/models';
+import { globals, port } from './cliCommon';
+import { runDev, runServer, runWorker } from './processes';
+
+/** The CLI commands that run processes: the Temporal dev server, a worker, and all of them together for the demo. */
+export function processCommands(program: Command): void {
+  serverCommand(program);
+  workerCommand(program);
+  devCommand(program);
+}
+
+function serverCommand(program: Command): void {
+  program
+    .command('server')
+    .description('run the Temporal dev server with a persistent SQLite file and the Web UI')
+    .option('--db <file>', 'SQLite file (default .openworker/temporal.db)')
+    .option('--port <port>', 'gRPC port', port, 7233)
+    .option('--ui-port <port>', 'Web UI port (default port + 1000)', port)
+    .option('--headless', 'no Web UI')
+    .action(async (opts, cmd) => runServer({ ...opts, json: globals(cmd).json }));
+}
+
+function workerCommand(program: Command): void {
+  program
+    .command('worker')
+    .description('run a worker: the session and turn workflows, the model and the tools')
+    .option(
+      '--tools <module>',
+      'a .js/.mjs module whose default export is an array of tools (repeatable)',
+      (v: string, prev: string[]) => [...prev, v],
+      [],
+    )
+    .option(
+      '--model <spec>',
+      `${MODEL_SPECS.join(' | ')} (default: $OPENWORKER_MODEL, else a provider with a key set, else demo)`,
+      defaultModelSpec(),
+    )
+    .option('--no-builtins', 'do not register the built-in tools (send_email)')
+    .option('--shutdown-grace <duration>', 'how long SIGINT/SIGTERM waits for running tool calls', '60s')
+    .option(
+      '--approvers <file>',
+      "approvers' public keys and policy (default: $OPENWORKER_APPROVERS); see docs/security.md, Signed approvals",
+    )
+    .addOption(
+      new Option('--only <tasks>', 'poll only workflow tasks or only activity (model and tool) tasks').choices([
+        'workflows',
+        'activities',
+      ]),
+    )
+    .action(async (opts, cmd) => runWorker({ ...globals(cmd), ...opts }));
+}
+
+function devCommand(program: Command): void {
+  program
+    .command('dev')
+    .description('server + Web UI + mail sink + worker + a demo turn (what `npm start` runs)')
+    .option('--db <file>', 'SQLite file (default .openworker/temporal.db)')
+    .option('--port <port>', 'gRPC port', port, 7233)
+    .option('--headless', 'no Web UI')
+    .option(
+      '--model <spec>',
+      `${MODEL_SPECS.join(' | ')} (default: $OPENWORKER_MODEL, else a provider with a key set, else demo)`,
+      defaultModelSpec(),
+    )
+    .option('--tools <module>', 'extra tools module (repeatable)', (v: string, prev: string[]) => [...prev, v], [])
+    .option('--no-demo', 'do not start the demo turn')
+    .addOption(
+      new Option('--recovery <policy>', "send_email's recovery policy: reconcile (ask the mail sink) or manual")
+        .choices(['reconcile', 'manual'])
+        .default('reconcile'),
+    )
+    .action(async (opts) => runDev(opts));
+}
