@@ -1,4 +1,10 @@
 import { Context } from '@temporalio/activity';
+import {
+  ActivityCancelledError,
+  ActivityNotFoundError,
+  ActivityPausedError,
+  ActivityResetError,
+} from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { FAILURE, dispatchUpdate } from '../workflows/definitions';
 import { msToNumber } from '@temporalio/common/lib/time';
@@ -74,6 +80,41 @@ async function recordDispatch(ctx: Context, executionId: string, attempt: number
   );
 }
 
+const FINAL_ANSWERS = [ActivityCancelledError, ActivityNotFoundError, ActivityPausedError, ActivityResetError];
+
+/**
+ * Records "dispatched" as an awaited heartbeat: the server keeps it with this attempt before it
+ * answers, refuses it once the attempt timed out or was replaced, and answers a cancel request
+ * (test/heartbeatMarker.test.ts checks each). Retries a failed RPC; any failure here means the
+ * adapter was not called.
+ */
+async function recordDispatchHeartbeat(ctx: Context, details: ToolHeartbeat): Promise<void> {
+  let last: unknown;
+  for (let i = 0; i < 3; i++) {
+    try {
+      return await ctx.client.activity.heartbeat(ctx.info.taskToken, details);
+    } catch (err) {
+      last = err;
+      // The server's answer is final: the attempt is cancelled, timed out, replaced, paused or reset.
+      if (FINAL_ANSWERS.some((E) => err instanceof E)) break;
+      await new Promise((r) => setTimeout(r, 200 * (i + 1)));
+    }
+  }
+  const why = last instanceof ActivityCancelledError ? 'the turn is being cancelled' : (last as Error)?.message;
+  throw ApplicationFailure.nonRetryable(`could not record dispatch, tool not called: ${why}`, FAILURE.notStarted);
+}
+
+/** Aborts on what must stop the tool (its timeout, the worker shutting down), not on a cancel request. */
+function stopsTheTool(ctx: Context): AbortSignal {
+  const stop = new AbortController();
+  const onAbort = (): void => {
+    if (!ctx.cancellationDetails?.cancelRequested) stop.abort(ctx.cancellationSignal.reason);
+  };
+  if (ctx.cancellationSignal.aborted) onAbort();
+  else ctx.cancellationSignal.addEventListener('abort', onAbort, { once: true });
+  return stop.signal;
+}
+
 /** `p`, or a rejection as soon as `signal` aborts (`p` is left to settle unobserved). */
 function abandonOnAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
   p.catch(() => undefined);
@@ -90,10 +131,15 @@ export interface ActivityDeps {
   model: ModelProvider;
   /** Default: DEFAULT_LIMITS (the worker passes limitsFromEnv). Arguments are checked by the registry. */
   limits?: Partial<Limits>;
+  /**
+   * Where a turn that accepts either records the dispatch marker (default `heartbeat`); `update` keeps
+   * the turn's dispatch update, for comparison (OPENWORKER_DISPATCH_MARKER).
+   */
+  dispatchMarker?: 'heartbeat' | 'update';
 }
 
 /** The activities a worker registers; the turn workflow schedules them by these names. */
-export function createActivities({ registry, model, limits: given }: ActivityDeps): TurnActivities {
+export function createActivities({ registry, model, limits: given, dispatchMarker }: ActivityDeps): TurnActivities {
   const limits: Limits = { ...DEFAULT_LIMITS, ...given };
   const resultLimit = (tool: Tool | undefined): number => tool?.maxResultBytes ?? limits.maxResultBytes;
   return {
@@ -158,26 +204,43 @@ export function createActivities({ registry, model, limits: given }: ActivityDep
       }
       // Heartbeats carry the phase, so a lost attempt still tells the turn how far it got.
       let phase: ToolHeartbeat['phase'] = 'starting';
-      const beat = (): void => ctx.heartbeat({ attempt, phase } satisfies ToolHeartbeat);
-      beat();
-      const timer = setInterval(beat, Math.max(250, Math.floor((info.heartbeatTimeoutMs ?? 20_000) / 4)));
+      const byHeartbeat = input.protect && input.marker === 'heartbeat' && dispatchMarker !== 'update';
+      let markerRecorded = false;
+      const marked = (): ToolHeartbeat => ({ attempt, phase, ...(markerRecorded ? { dispatched: true } : {}) });
+      const beat = (): void => ctx.heartbeat(marked());
+      // With the heartbeat marker, nothing beats before it: a throttled beat sent after it would erase it.
+      let timer: NodeJS.Timeout | undefined;
+      const beatOn = (): void => {
+        beat();
+        timer ??= setInterval(beat, Math.max(250, Math.floor((info.heartbeatTimeoutMs ?? 20_000) / 4)));
+      };
+      if (!byHeartbeat) beatOn();
       // The tool stops at its own start-to-close even if this worker cannot hear the server: the
-      // turn's reconcile fence relies on no attempt outliving that window.
+      // turn's reconcile fence relies on no attempt outliving that window. A turn that records the
+      // marker by heartbeat lets a dispatched tool finish when the turn is cancelled.
       const deadline = Date.now() + info.startToCloseTimeoutMs;
-      const signal = AbortSignal.any([ctx.cancellationSignal, AbortSignal.timeout(info.startToCloseTimeoutMs)]);
+      const signal = AbortSignal.any([
+        input.marker === 'heartbeat' ? stopsTheTool(ctx) : ctx.cancellationSignal,
+        AbortSignal.timeout(info.startToCloseTimeoutMs),
+      ]);
       // From here on the outcome may be real: nothing the adapter throws can claim "not started".
       let adapterCalled = false;
       try {
         await faultPoint('tool.before_dispatch', tool.name, input.executionId);
         if (input.protect) {
-          const answer = await recordDispatch(ctx, input.executionId, attempt);
-          if (!answer.proceed)
-            throw ApplicationFailure.nonRetryable(
-              `dispatch refused: ${answer.reason}; not executed`,
-              FAILURE.dispatchRefused,
-            );
+          if (byHeartbeat) {
+            await recordDispatchHeartbeat(ctx, { attempt, phase: 'dispatched', dispatched: true });
+          } else {
+            const answer = await recordDispatch(ctx, input.executionId, attempt);
+            if (!answer.proceed)
+              throw ApplicationFailure.nonRetryable(
+                `dispatch refused: ${answer.reason}; not executed`,
+                FAILURE.dispatchRefused,
+              );
+          }
+          markerRecorded = true;
           phase = 'dispatched';
-          beat();
+          beatOn();
           await faultPoint('tool.after_dispatch', tool.name, input.executionId);
         }
         if (signal.aborted)
@@ -199,7 +262,7 @@ export function createActivities({ registry, model, limits: given }: ActivityDep
           turn: input.turn,
           toolCallId: input.toolCallId,
           signal,
-          heartbeat: (details?: unknown) => ctx.heartbeat({ attempt, phase, details }),
+          heartbeat: (details?: unknown) => ctx.heartbeat({ ...marked(), details }),
         };
         adapterCalled = true;
         const result = capResult(await tool.execute(parsed.data, toolCtx), resultLimit(tool));
@@ -225,7 +288,7 @@ export function createActivities({ registry, model, limits: given }: ActivityDep
           FAILURE.outcomeUnknown,
         );
       } finally {
-        clearInterval(timer);
+        if (timer) clearInterval(timer);
       }
     },
 

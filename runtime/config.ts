@@ -37,6 +37,8 @@ export const SETTINGS = {
   OPENWORKER_PAYMENTS_RECOVERY: 'its recovery policy (default idempotent)',
   OPENWORKER_PAYMENTS_KEY_RETENTION: 'how long the API keeps idempotency keys',
   OPENWORKER_PAYMENTS_TIMEOUT: 'upper bound for one attempt',
+  OPENWORKER_DISPATCH_MARKER:
+    "where protected calls record 'dispatched': heartbeat (default) or update (the turn's dispatch update)",
   OPENWORKER_FAULTS: 'crash testing: fault points to stop at',
   OPENWORKER_FAULT_ACTION: "crash testing: 'kill' to SIGKILL at the point instead of stopping",
 } as const;

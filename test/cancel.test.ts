@@ -164,6 +164,26 @@ describe('cancel a turn', function () {
     }
   });
 
+  it('with a protected call lost before its dispatch marker: nothing is sent, the call is interrupted, the turn ends cancelled', async () => {
+    const script = scripted([{ toolCalls: [email('c1', 'jo@example.com')] }, { text: 'unused' }]);
+    const w1 = await w.worker(script, { faults: 'tool.before_dispatch@send_email' });
+    const sessionId = uniq('cancel-before-marker');
+    const parked = await startTurn(w.c, sessionId, 'email jo');
+    await approve(w.c, { sessionId, toolCallId: 'c1', by: 'alice' });
+    const executionId = await w1.faultReached('tool.before_dispatch');
+    const cancelling = cancelTurn(w.c, { sessionId, waitMs: 60_000 });
+    await cancelProcessed(parked.workflowId);
+    await w1.kill('SIGKILL');
+    await w.worker(script);
+    const t = await cancelling;
+    assert.equal(t.state, 'cancelled');
+    const e = t.ledger[0]!;
+    assert.equal(e.state, 'failed', 'its last heartbeat carried no marker: the tool was never called');
+    assert.match(e.error ?? '', /interrupted: the turn was cancelled before this call ran/);
+    assert.ok(!e.events.some((ev) => ev.type === 'dispatched'), JSON.stringify(e.events));
+    assert.equal(w.sink.deliveries(`<${executionId}@openworker-temporal>`), 0);
+  });
+
   it('no running turn → one line, exit 1; a bad --turn → exit 2', async () => {
     const sessionId = uniq('cancel-none');
     await w.worker(scripted([{ text: 'hi' }]));

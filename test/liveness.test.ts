@@ -110,10 +110,15 @@ describe('liveness: no wedged turn, no stale grant', function () {
     await cancelledWithRetryNotApplied(sessionId, await turnClosed(w.c, parked), executionId);
   });
 
+  // The dispatch update is kept for turns recorded with it and for OPENWORKER_DISPATCH_MARKER=update.
   it('a dispatch granted after its attempt gave up (NotStarted), and an activity worker that shuts down with the update pending', async () => {
     const script = scripted([{ toolCalls: [email('c1', 'dee@example.com')] }, { text: 'sent' }]);
+    const byUpdate = { OPENWORKER_DISPATCH_MARKER: 'update' };
     const w1 = await w.worker(script, { faults: 'turn.dispatch@send_email', extraArgs: ['--only', 'workflows'] });
-    const x1 = await w.worker(script, { extraArgs: ['--only', 'activities', '--shutdown-grace', '1s'] });
+    const x1 = await w.worker(script, {
+      extraArgs: ['--only', 'activities', '--shutdown-grace', '1s'],
+      env: byUpdate,
+    });
     const sessionId = uniq('liveness-dispatch');
     const parked = await startTurn(w.c, sessionId, 'email dee');
     assert.equal(parked.state, 'awaiting_approval');
@@ -132,7 +137,7 @@ describe('liveness: no wedged turn, no stale grant', function () {
     );
     assert.equal(w.sink.deliveries(mid(executionId)), 0, 'the tool was never called');
     await w.worker(script, { extraArgs: ['--only', 'workflows'] });
-    await w.worker(script, { extraArgs: ['--only', 'activities'] });
+    await w.worker(script, { extraArgs: ['--only', 'activities'], env: byUpdate });
     const t = await turnClosed(w.c, parked);
     assert.equal(t.state, 'completed', t.error);
     assert.equal(t.ledger[0]!.state, 'succeeded');
@@ -145,7 +150,7 @@ describe('liveness: no wedged turn, no stale grant', function () {
     assert.equal(seen.filter((e) => e === 'scheduled').length, 2, JSON.stringify(seen));
     assert.equal(w.sink.deliveries(mid(executionId)), 1);
     await healthy(t);
-    await recordHistory(parked.workflowId, 'turn-dispatch-then-not-started');
+    await recordHistory(parked.workflowId, 'turn-dispatch-update-then-not-started');
   });
 
   it('a grant revoked while a model response is pending approves none of its calls', async () => {

@@ -78,10 +78,12 @@ describe('turns end to end', function () {
       scheduled.map((ev) => ev.activityTaskScheduledEventAttributes!.activityId),
       [after.executionId],
     );
-    // Approval signal → dispatch marker → result processed: 16 events (see docs/performance.md).
+    // Approval signal → result processed: 11 events, and once per turn the heartbeat marker's patch
+    // (a marker and its TemporalChangeVersion search attribute); see docs/performance.md.
     const events = await eventsForCall(w.c, parked.workflowId, after.executionId, true);
-    assert.equal(events.length, 16, events.join(' '));
-    await recordHistory(parked.workflowId, 'turn-approved-send-email');
+    assert.equal(events.length, 13, events.join(' '));
+    assert.equal(events.filter((t) => t === 'MARKER_RECORDED').length, 1, events.join(' '));
+    await recordHistory(parked.workflowId, 'turn-approved-heartbeat-marker');
     await recordHistory(`session-${sessionId}`, 'session-one-turn');
   });
 

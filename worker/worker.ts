@@ -20,7 +20,7 @@ import { builtinTools } from '../activities/tools';
 import type { ConnectOptions } from '../runtime/connection';
 import { resolveConnectConfig } from '../runtime/connection';
 import { ensureSearchAttributes } from './searchAttributes';
-import { readString } from '../runtime/config';
+import { readChoice, readString } from '../runtime/config';
 
 export interface WorkerConfig extends ConnectOptions {
   /** Tools besides the built-in ones. */
@@ -51,6 +51,8 @@ export interface WorkerConfig extends ConnectOptions {
    * deployed, scaled and restarted apart.
    */
   only?: 'workflows' | 'activities';
+  /** Where protected calls record "dispatched" (default: OPENWORKER_DISPATCH_MARKER, else heartbeat). */
+  dispatchMarker?: 'heartbeat' | 'update';
 }
 
 export const DEFAULT_MAX_CACHED_WORKFLOWS = 250;
@@ -118,6 +120,8 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{
   const approvers =
     typeof config.approvers === 'string' ? loadApprovers(config.approvers) : (config.approvers ?? approversFromEnv());
   const limits: Limits = { ...limitsFromEnv(process.env), ...config.limits };
+  const dispatchMarker =
+    config.dispatchMarker ?? readChoice('OPENWORKER_DISPATCH_MARKER', ['heartbeat', 'update'] as const, 'heartbeat');
   const registry = withApprovals(
     createRegistry(await resolveTools(config), { maxArgsBytes: limits.maxArgsBytes }),
     approvers,
@@ -151,7 +155,9 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{
     namespace: cfg.namespace,
     taskQueue: cfg.taskQueue,
     ...(config.only === 'activities' ? {} : workflowSource()),
-    ...(config.only === 'workflows' ? {} : { activities: createActivities({ registry, model, limits }) }),
+    ...(config.only === 'workflows'
+      ? {}
+      : { activities: createActivities({ registry, model, limits, dispatchMarker }) }),
     sinks: faultSinks(),
     // Payloads are encrypted when keys are configured; long transcripts stay out of history (stored
     // by hash, history keeps a reference).

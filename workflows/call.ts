@@ -1,5 +1,13 @@
 import type { CancellationScope } from '@temporalio/workflow';
-import { condition, isCancellation, patched, proxyActivities, proxySinks, sleep } from '@temporalio/workflow';
+import {
+  ActivityCancellationType,
+  condition,
+  isCancellation,
+  patched,
+  proxyActivities,
+  proxySinks,
+  sleep,
+} from '@temporalio/workflow';
 import type { FaultSinks } from './definitions';
 import { FAILURE } from './definitions';
 import { NOT_APPLIED_TYPES, classifyToolFailure, messageOf } from './failures';
@@ -14,6 +22,7 @@ import {
   afterReconcile,
   afterRecoveryDecision,
   attemptsPerRun,
+  dispatchLearned,
   isProtected,
   whenCancelled,
 } from './policy';
@@ -114,6 +123,9 @@ export function callLifecycle(ctx: CallContext) {
     const activityId = activityIdFor(current(call.toolCallId).executionId, current(call.toolCallId).runs + 1);
     const entry = step(call.toolCallId, { type: 'scheduled', activityId });
     const protect = isProtected(spec.effect, spec.recovery);
+    // The marker as an awaited heartbeat saves the dispatch update's workflow task; this turn learns
+    // it from the attempt's outcome (dispatchLearned) instead of recording it as it happens.
+    const byHeartbeat = protect && patched(PATCHES.heartbeatMarker);
     let outcome: ExecutionOutcome;
     openworkerFaults.reached('turn.before_schedule', entry.tool, entry.executionId);
     try {
@@ -124,6 +136,8 @@ export function callLifecycle(ctx: CallContext) {
             summary: summary(entry, 'execute'),
             startToCloseTimeout: spec.startToCloseMs,
             heartbeatTimeout: spec.heartbeatMs,
+            // A cancel is a question to the attempt (did it dispatch?), so its answer is awaited.
+            ...(byHeartbeat ? { cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED } : {}),
             retry: protect
               ? { maximumAttempts: 1 }
               : {
@@ -133,16 +147,18 @@ export function callLifecycle(ctx: CallContext) {
                   nonRetryableErrorTypes: [...NOT_APPLIED_TYPES, FAILURE.unknownFinal, FAILURE.notStarted],
                 },
           },
-          [activityInput(entry, call)],
+          [{ ...activityInput(entry, call), ...(byHeartbeat ? { marker: 'heartbeat' as const } : {}) }],
         );
       // A cancel lets an external effect in flight finish (or park) instead of abandoning it.
-      const r = spec.effect === 'external' ? await shields.run(schedule) : await schedule();
+      const r = spec.effect === 'external' ? await shields.run(schedule, { askToStop: byHeartbeat }) : await schedule();
       outcome = { kind: 'succeeded', result: r.result, attempt: r.attempt };
     } catch (err) {
       if (isCancellation(err)) throw err;
       outcome = classifyToolFailure(err);
     }
     openworkerFaults.reached('turn.after_result', entry.tool, entry.executionId);
+    if (byHeartbeat && !current(call.toolCallId).dispatched && dispatchLearned(outcome))
+      step(call.toolCallId, { type: 'dispatched', activityId, attempt: entry.runs }); // one attempt per run
     if (outcome.kind === 'not_started') step(call.toolCallId, { type: 'not_started', reason: outcome.reason });
     if (outcome.kind === 'unknown') {
       step(call.toolCallId, {

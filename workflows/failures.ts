@@ -22,14 +22,15 @@ export function classifyToolFailure(err: unknown): ExecutionOutcome {
   if (cause instanceof ApplicationFailure && cause.type === FAILURE.notStarted)
     return { kind: 'not_started', reason: cause.message };
   if (cause instanceof TimeoutFailure) {
-    // Heartbeats are throttled, so the last one may lag behind: the dispatch marker, not this
-    // phase, says whether the adapter was called.
+    // Heartbeats are throttled, so the last one's phase may lag behind; the marker does not: it is
+    // awaited before the adapter is called, and every heartbeat after it carries it.
     const hb = cause.lastHeartbeatDetails as Partial<ToolHeartbeat> | undefined;
     return {
       kind: 'unknown',
       reason: `${cause.timeoutType?.toLowerCase().replace(/_/g, '-') ?? 'activity'} timeout (worker lost or stuck)`,
       ...(typeof hb?.attempt === 'number' ? { attempt: hb.attempt } : {}),
       ...(hb?.phase ? { phase: hb.phase } : {}),
+      marked: hb?.dispatched === true,
     };
   }
   return { kind: 'unknown', reason: messageOf(err) };

@@ -14,4 +14,5 @@ export const PATCHES = {
   recoveryResultLimit: 'recovery-result-limit-v1',
   retryFence: 'recovery-retry-fence-v1',
   revokeWhilePending: 'revoke-during-pending-response-v1',
+  heartbeatMarker: 'heartbeat-dispatch-marker-v1',
 } as const;

@@ -9,7 +9,14 @@ export type ExecutionOutcome =
   /** The attempt proved it never called the adapter (NotStarted), even if it had been granted dispatch. */
   | { kind: 'not_started'; reason: string }
   /** Timeout, crash, unexpected exception: it may or may not have been applied. */
-  | { kind: 'unknown'; reason: string; attempt?: number; phase?: string };
+  | {
+      kind: 'unknown';
+      reason: string;
+      attempt?: number;
+      phase?: string;
+      /** A timeout's last heartbeat carried the dispatch marker (true) or did not (false). */
+      marked?: boolean;
+    };
 
 export type NextStep =
   | { kind: 'succeed'; result: unknown; via: 'execute' | 'reconcile' | 'recovery'; attempt?: number }
@@ -35,6 +42,17 @@ export const isProtected = (effect: ToolEffect, recovery: RecoveryPolicy): boole
 /** Attempts Temporal may make within one run (one scheduled activity). */
 export const attemptsPerRun = (effect: ToolEffect, recovery: RecoveryPolicy, maxAttempts: number): number =>
   isProtected(effect, recovery) ? 1 : maxAttempts;
+
+/**
+ * Whether an attempt that recorded its marker by heartbeat called the adapter: a result or an error
+ * from the adapter says so; a timeout says it through its last heartbeat; a proof of not starting or
+ * a refusal says not. Anything else counts as dispatched, the safe side.
+ */
+export function dispatchLearned(outcome: ExecutionOutcome): boolean {
+  if (outcome.kind === 'succeeded') return true;
+  if (outcome.kind === 'unknown') return outcome.marked !== false;
+  return false;
+}
 
 export function afterExecution(facts: CallFacts, outcome: ExecutionOutcome): NextStep {
   if (outcome.kind === 'succeeded')

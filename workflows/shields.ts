@@ -13,22 +13,27 @@ export function createShields(decide: () => boolean) {
   // but can still be cancelled on its own.
   const detached = new CancellationScope({ cancellable: false });
   const open = new Set<CancellationScope>();
+  // Activities that decide themselves: asked to stop, they give up before their dispatch marker and
+  // finish after it (the heartbeat marker; their cancellation type waits for that answer).
+  const askToStop = new Set<CancellationScope>();
   let letFinish = false;
   root.cancelRequested.catch(() => {
     letFinish = decide();
-    if (!letFinish) for (const scope of open) scope.cancel();
+    for (const scope of open) if (!letFinish || askToStop.has(scope)) scope.cancel();
   });
   return {
     /** Runs `fn` (which schedules one activity) shielded from the turn's cancellation. */
-    async run<T>(fn: () => Promise<T>): Promise<T> {
+    async run<T>(fn: () => Promise<T>, opts: { askToStop?: boolean } = {}): Promise<T> {
       // Once cancelled, scheduling fails at once, as it always did.
       if (root.consideredCancelled) return fn();
       const scope = new CancellationScope({ cancellable: true, parent: detached });
       open.add(scope);
+      if (opts.askToStop) askToStop.add(scope);
       try {
         return await scope.run(fn);
       } finally {
         open.delete(scope);
+        askToStop.delete(scope);
       }
     },
     /** The turn was cancelled and lets its external calls in flight finish (or park). */

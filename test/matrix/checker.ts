@@ -249,6 +249,13 @@ export function check(input: CheckInput): string[] {
       if (answer?.proceed) proceeded.push(accepted.get(done.meta.updateId)!);
     }
   }
+  // A run that recorded its marker by heartbeat has no update: its dispatch is what the turn learned
+  // from the attempt (a timeout's last heartbeat, a result), written in the ledger.
+  const byHeartbeat = new Set(
+    executes.filter((x) => (x.input as ToolActivityInput).marker === 'heartbeat').map((x) => x.activityId),
+  );
+  for (const ev of e.events)
+    if (ev.type === 'dispatched' && byHeartbeat.has(String(ev.activityId))) proceeded.push(String(ev.activityId));
   must(new Set(proceeded).size === proceeded.length, 'history: at most one dispatch per activity', () =>
     JSON.stringify(proceeded),
   );

@@ -5,6 +5,7 @@ import {
   afterReconcile,
   afterRecoveryDecision,
   attemptsPerRun,
+  dispatchLearned,
   isProtected,
   whenCancelled,
 } from '../../workflows/policy';
@@ -266,4 +267,17 @@ describe('policy: whenCancelled (nothing new starts once the turn is being cance
   for (const [name, facts, next, expected] of cases)
     it(`${name}: ${next.kind} → ${(expected as NextStep).kind}`, () =>
       assert.deepEqual(whenCancelled(facts, next), expected));
+});
+
+describe('policy: dispatchLearned (the heartbeat marker, read from an attempt outcome)', () => {
+  const cases: [string, ExecutionOutcome, boolean][] = [
+    ['a result', { kind: 'succeeded', result: 1 }, true],
+    ['a timeout whose last heartbeat carried the marker', { kind: 'unknown', reason: 't', marked: true }, true],
+    ['a timeout whose last heartbeat did not', { kind: 'unknown', reason: 't', marked: false }, false],
+    ['an error from the tool (no heartbeat to read)', { kind: 'unknown', reason: 'reset' }, true],
+    ['a proof of not starting', { kind: 'not_started', reason: 'cancelled' }, false],
+    ['a failure (the call ends: the marker no longer matters)', { kind: 'not_applied', error: 'bad address' }, false],
+  ];
+  for (const [name, outcome, learned] of cases)
+    it(`${name} → ${learned ? 'dispatched' : 'not dispatched'}`, () => assert.equal(dispatchLearned(outcome), learned));
 });

@@ -12,8 +12,14 @@ export interface ToolActivityInput {
   arguments: unknown;
   /** Attempts already used by earlier runs; this run's first attempt is `attemptBase + 1`. */
   attemptBase: number;
-  /** Protected tools record "dispatched" in the turn before the adapter is called. */
+  /** Protected tools record "dispatched" before the adapter is called. */
   protect: boolean;
+  /**
+   * Where the dispatch marker goes: absent, the turn's `dispatch` update (turns recorded before the
+   * heartbeat marker); `heartbeat`, an awaited heartbeat the server keeps with the attempt, and a
+   * cancel request before it means "not started", after it the tool finishes.
+   */
+  marker?: 'heartbeat';
   /** When the call's first run was scheduled (ms since epoch), for the tool's idempotency window. */
   firstScheduledAt?: number;
 }
@@ -27,6 +33,8 @@ export interface ToolActivityResult {
 export interface ToolHeartbeat {
   attempt: number;
   phase: 'starting' | 'dispatched' | 'executing';
+  /** The dispatch marker: every heartbeat from the marker on carries it, so none can erase it. */
+  dispatched?: true;
 }
 
 /** Input of the activity that looks up imported tool calls in the worker's registry. */
