@@ -28,6 +28,7 @@ export function specOf(tool: Tool): ToolSpec {
     hasReconcile: typeof tool.reconcile === 'function',
     startToCloseMs: msToNumber(tool.timeouts?.startToClose ?? DEFAULT_START_TO_CLOSE),
     heartbeatMs: msToNumber(tool.timeouts?.heartbeat ?? DEFAULT_HEARTBEAT),
+    ...(tool.local ? { local: true } : {}),
   };
 }
 

@@ -55,6 +55,13 @@ export interface ToolConfig<S extends Schema, R> {
   execute: (input: z.infer<S>, ctx: ToolContext) => Promise<R> | R;
   reconcile?: (input: z.infer<S>, ctx: ToolContext) => Promise<ReconcileAnswer<R>> | ReconcileAnswer<R>;
   timeouts?: ToolTimeouts;
+  /**
+   * Run as a local activity, inside the turn's workflow task: one history event instead of an
+   * activity's three and a task of its own. Reads only, and their default; at-least-once, which reads
+   * allow. Set `false` for a read that may take more than a few seconds (the task then heartbeats,
+   * three events every ~8 s) or that should show as an activity of its own in the Web UI.
+   */
+  local?: boolean;
 }
 
 /** A tool with every default filled in; what the worker registers. */
@@ -63,6 +70,7 @@ export interface Tool<S extends Schema = Schema, R = unknown> extends ToolConfig
   readonly requiresApproval: boolean;
   readonly recovery: RecoveryPolicy;
   readonly maxAttempts: number;
+  readonly local: boolean;
   readonly kind: 'openworker-tool';
 }
 
@@ -121,8 +129,13 @@ export function defineTool<S extends Schema, R>(config: ToolConfig<S, R>): Tool<
     if (v !== undefined && (!Number.isSafeInteger(v) || v < 1))
       throw new TypeError(`${where}: ${key} must be a positive whole number of bytes`);
   }
+  if (config.local && effect !== 'read')
+    throw new TypeError(
+      `${where}: local applies to reads only; a tool with an external effect runs as its own activity`,
+    );
   return Object.freeze({
     ...config,
+    local: config.local ?? effect === 'read',
     effect,
     requiresApproval: config.requiresApproval ?? effect === 'external',
     recovery,

@@ -5,6 +5,7 @@ import {
   isCancellation,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   proxySinks,
   sleep,
 } from '@temporalio/workflow';
@@ -57,6 +58,9 @@ import type {
 
 // Tool activities get per-call options (activity ID, summary, timeouts, retry) from the tool's spec.
 const { executeTool } = proxyActivities<TurnActivities>({ startToCloseTimeout: '2 minutes' });
+
+// Reads run in the turn's workflow task (see ToolSpec.local); the call's options set the rest.
+const { executeTool: executeLocally } = proxyLocalActivities<TurnActivities>({ startToCloseTimeout: '2 minutes' });
 
 // Asking the external system is read-only, so ordinary retries are safe.
 const { reconcileTool } = proxyActivities<TurnActivities>({
@@ -129,26 +133,33 @@ export function callLifecycle(ctx: CallContext) {
     let outcome: ExecutionOutcome;
     openworkerFaults.reached('turn.before_schedule', entry.tool, entry.executionId);
     try {
+      const retry = protect
+        ? { maximumAttempts: 1 }
+        : {
+            maximumAttempts: spec.maxAttempts,
+            initialInterval: '1s',
+            maximumInterval: '30s',
+            nonRetryableErrorTypes: [...NOT_APPLIED_TYPES, FAILURE.unknownFinal, FAILURE.notStarted],
+          };
+      const input = { ...activityInput(entry, call), ...(byHeartbeat ? { marker: 'heartbeat' as const } : {}) };
       const schedule = () =>
-        executeTool.executeWithOptions(
-          {
-            activityId,
-            summary: summary(entry, 'execute'),
-            startToCloseTimeout: spec.startToCloseMs,
-            heartbeatTimeout: spec.heartbeatMs,
-            // A cancel is a question to the attempt (did it dispatch?), so its answer is awaited.
-            ...(byHeartbeat ? { cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED } : {}),
-            retry: protect
-              ? { maximumAttempts: 1 }
-              : {
-                  maximumAttempts: spec.maxAttempts,
-                  initialInterval: '1s',
-                  maximumInterval: '30s',
-                  nonRetryableErrorTypes: [...NOT_APPLIED_TYPES, FAILURE.unknownFinal, FAILURE.notStarted],
-                },
-          },
-          [{ ...activityInput(entry, call), ...(byHeartbeat ? { marker: 'heartbeat' as const } : {}) }],
-        );
+        spec.local && patched(PATCHES.localReads)
+          ? executeLocally.executeWithOptions(
+              { summary: summary(entry, 'execute'), startToCloseTimeout: spec.startToCloseMs, retry },
+              [input],
+            )
+          : executeTool.executeWithOptions(
+              {
+                activityId,
+                summary: summary(entry, 'execute'),
+                startToCloseTimeout: spec.startToCloseMs,
+                heartbeatTimeout: spec.heartbeatMs,
+                retry,
+                // A cancel is a question to the attempt (did it dispatch?), so its answer is awaited.
+                ...(byHeartbeat ? { cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED } : {}),
+              },
+              [input],
+            );
       // A cancel lets an external effect in flight finish (or park) instead of abandoning it.
       const r = spec.effect === 'external' ? await shields.run(schedule, { askToStop: byHeartbeat }) : await schedule();
       outcome = { kind: 'succeeded', result: r.result, attempt: r.attempt };

@@ -15,4 +15,5 @@ export const PATCHES = {
   retryFence: 'recovery-retry-fence-v1',
   revokeWhilePending: 'revoke-during-pending-response-v1',
   heartbeatMarker: 'heartbeat-dispatch-marker-v1',
+  localReads: 'local-reads-v1',
 } as const;

@@ -41,12 +41,24 @@ describe('tool: defineTool defaults', () => {
     {
       name: 'external',
       tool: sendEmail,
-      want: { effect: 'external', requiresApproval: true, recovery: 'manual', maxAttempts: 5 },
+      want: { effect: 'external', requiresApproval: true, recovery: 'manual', maxAttempts: 5, local: false },
     },
     {
       name: 'read',
       tool: lookup,
-      want: { effect: 'read', requiresApproval: false, recovery: 'manual', maxAttempts: 3 },
+      want: { effect: 'read', requiresApproval: false, recovery: 'manual', maxAttempts: 3, local: true },
+    },
+    {
+      name: 'read as its own activity',
+      tool: defineTool({
+        name: 'r',
+        description: 'd',
+        input: z.object({}),
+        effect: 'read',
+        local: false,
+        execute: () => 1,
+      }),
+      want: { effect: 'read', local: false },
     },
     {
       name: 'explicit',
@@ -111,6 +123,11 @@ describe('tool: defineTool validation', () => {
       name: 'maxAttempts string',
       config: { ...ok, maxAttempts: '3' },
       problem: /maxAttempts must be a positive integer/,
+    },
+    {
+      name: 'local external tool',
+      config: { ...ok, local: true },
+      problem: /local applies to reads only/,
     },
     { name: 'maxAttempts NaN', config: { ...ok, maxAttempts: NaN }, problem: /maxAttempts must be a positive integer/ },
   ];

@@ -33,6 +33,8 @@ export interface ToolSpec {
   hasReconcile: boolean;
   startToCloseMs: number;
   heartbeatMs: number;
+  /** A read run as a local activity (absent in calls planned before local reads). */
+  local?: boolean;
 }
 
 /** A tool call after the worker looked it up and validated its arguments. */
