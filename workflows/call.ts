@@ -1,4 +1,4 @@
-import type { CancellationScope } from '@temporalio/workflow';
+import type { CancellationScope, RetryPolicy } from '@temporalio/workflow';
 import {
   ActivityCancellationType,
   condition,
@@ -36,6 +36,7 @@ import type {
   ReconcileAnswer,
   RecoverSignal,
   ToolActivityInput,
+  ToolSpec,
   TurnActivities,
   TurnInput,
 } from './types';
@@ -133,14 +134,7 @@ export function callLifecycle(ctx: CallContext) {
     let outcome: ExecutionOutcome;
     openworkerFaults.reached('turn.before_schedule', entry.tool, entry.executionId);
     try {
-      const retry = protect
-        ? { maximumAttempts: 1 }
-        : {
-            maximumAttempts: spec.maxAttempts,
-            initialInterval: '1s',
-            maximumInterval: '30s',
-            nonRetryableErrorTypes: [...NOT_APPLIED_TYPES, FAILURE.unknownFinal, FAILURE.notStarted],
-          };
+      const retry = retryOf(spec, protect);
       const input = { ...activityInput(entry, call), ...(byHeartbeat ? { marker: 'heartbeat' as const } : {}) };
       const schedule = () =>
         spec.local && patched(PATCHES.localReads)
@@ -379,6 +373,17 @@ export function callLifecycle(ctx: CallContext) {
     },
   };
 }
+
+/** Protected calls are never retried by Temporal; the rest retry what may succeed next time. */
+const retryOf = (spec: ToolSpec, protect: boolean): RetryPolicy =>
+  protect
+    ? { maximumAttempts: 1 }
+    : {
+        maximumAttempts: spec.maxAttempts,
+        initialInterval: '1s',
+        maximumInterval: '30s',
+        nonRetryableErrorTypes: [...NOT_APPLIED_TYPES, FAILURE.unknownFinal, FAILURE.notStarted],
+      };
 
 const summary = (entry: LedgerEntry, what: string): string =>
   `${what} ${entry.tool} ${entry.executionId}${entry.target ? ` → ${entry.target}` : ''}`.slice(0, 190);
