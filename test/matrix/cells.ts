@@ -6,7 +6,8 @@ import type { PeerFault } from './peers';
  * The fault matrix as data: each row is a moment at which something dies or misbehaves, each
  * column a recovery policy, each cell the outcome a user may rely on and the number of effects the
  * external system must show. test/matrix.test.ts runs every cell against real processes; the
- * checker (checker.ts) then reads all three oracles.
+ * checker (checker.ts) then reads all three oracles. One file on purpose (over 400 lines): the
+ * rows are read as one table, and docs/guarantees.md is generated from it.
  */
 
 export type Policy = RecoveryPolicy;
