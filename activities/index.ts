@@ -100,6 +100,12 @@ async function recordDispatchHeartbeat(ctx: Context, details: ToolHeartbeat): Pr
       await new Promise((r) => setTimeout(r, 200 * (i + 1)));
     }
   }
+  // The server may have kept the marker although it refused it (a cancel, pause or reset answer) or
+  // its answer was lost: take it back, best effort, so a crash before this attempt reports does not
+  // park a call that never ran.
+  await ctx.client.activity
+    .heartbeat(ctx.info.taskToken, { attempt: details.attempt, phase: 'starting' })
+    .catch(() => undefined);
   const why = last instanceof ActivityCancelledError ? 'the turn is being cancelled' : (last as Error)?.message;
   throw ApplicationFailure.nonRetryable(`could not record dispatch, tool not called: ${why}`, FAILURE.notStarted);
 }
@@ -228,6 +234,13 @@ export function createActivities({ registry, model, limits: given, dispatchMarke
       try {
         await faultPoint('tool.before_dispatch', tool.name, input.executionId);
         if (input.protect) {
+          // A protected run has one attempt; the server starts another only after a pause or a reset
+          // of the activity, and the first may have called the tool. A person decides.
+          if (info.attempt > 1)
+            throw ApplicationFailure.nonRetryable(
+              `outcome unknown: attempt ${info.attempt} of one run (the activity was paused or reset); not called again`,
+              FAILURE.unknownFinal,
+            );
           if (byHeartbeat) {
             await recordDispatchHeartbeat(ctx, { attempt, phase: 'dispatched', dispatched: true });
           } else {
@@ -282,11 +295,12 @@ export function createActivities({ registry, model, limits: given, dispatchMarke
             details: err.details === undefined ? [] : [err.details],
           });
         }
-        // Anything else from an adapter that may have run: the outcome is unknown.
-        throw ApplicationFailure.retryable(
-          `outcome unknown: ${(err as Error)?.message ?? String(err)}`,
-          FAILURE.outcomeUnknown,
-        );
+        // Anything else from an adapter that may have run: the outcome is unknown. Retryable only for
+        // tools that allow it: a paused protected activity would otherwise be retried on unpause.
+        const message = `outcome unknown: ${(err as Error)?.message ?? String(err)}`;
+        throw input.protect
+          ? ApplicationFailure.nonRetryable(message, FAILURE.unknownFinal)
+          : ApplicationFailure.retryable(message, FAILURE.outcomeUnknown);
       } finally {
         if (timer) clearInterval(timer);
       }

@@ -184,6 +184,28 @@ describe('cancel a turn', function () {
     assert.equal(w.sink.deliveries(`<${executionId}@openworker-temporal>`), 0);
   });
 
+  it('with a protected call no activity worker has started: the call is interrupted at once, nothing is sent', async () => {
+    const script = scripted([{ toolCalls: [email('c1', 'kim@example.com')] }, { text: 'unused' }]);
+    const w1 = await w.worker(script);
+    const sessionId = uniq('cancel-unstarted');
+    const parked = await startTurn(w.c, sessionId, 'email kim');
+    // From here no worker runs activities: the tool's attempt stays scheduled, never started.
+    await w1.kill('SIGKILL');
+    await w.worker(script, { extraArgs: ['--only', 'workflows'] });
+    await approve(w.c, { sessionId, toolCallId: 'c1', by: 'alice' });
+    await eventually(
+      async () => (await turnStatus(w.c, parked.workflowId)).ledger[0]!.runs === 1,
+      'the run is scheduled',
+    );
+    const t = await cancelTurn(w.c, { sessionId, waitMs: 30_000 });
+    assert.equal(t.state, 'cancelled');
+    const e = t.ledger[0]!;
+    assert.equal(e.state, 'failed', 'the server cancelled an attempt no worker took: it never ran');
+    assert.match(e.error ?? '', /interrupted: the turn was cancelled before this call ran/);
+    assert.equal(w.sink.deliveries(`<${e.executionId}@openworker-temporal>`), 0);
+    await recordHistory(parked.workflowId, 'turn-cancel-unstarted-heartbeat');
+  });
+
   it('no running turn → one line, exit 1; a bad --turn → exit 2', async () => {
     const sessionId = uniq('cancel-none');
     await w.worker(scripted([{ text: 'hi' }]));

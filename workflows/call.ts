@@ -1,6 +1,8 @@
 import type { CancellationScope, RetryPolicy } from '@temporalio/workflow';
 import {
   ActivityCancellationType,
+  ActivityFailure,
+  CancelledFailure,
   condition,
   isCancellation,
   patched,
@@ -158,8 +160,12 @@ export function callLifecycle(ctx: CallContext) {
       const r = spec.effect === 'external' ? await shields.run(schedule, { askToStop: byHeartbeat }) : await schedule();
       outcome = { kind: 'succeeded', result: r.result, attempt: r.attempt };
     } catch (err) {
-      if (isCancellation(err)) throw err;
-      outcome = classifyToolFailure(err);
+      // Asked to stop before any worker took it, an activity is cancelled by the server at once; once
+      // taken, this one never reports itself cancelled (every failure it raises is its own).
+      if (byHeartbeat && err instanceof ActivityFailure && err.cause instanceof CancelledFailure)
+        outcome = { kind: 'not_started', reason: 'cancelled with the turn before any worker started it' };
+      else if (isCancellation(err)) throw err;
+      else outcome = classifyToolFailure(err);
     }
     openworkerFaults.reached('turn.after_result', entry.tool, entry.executionId);
     if (byHeartbeat && !current(call.toolCallId).dispatched && dispatchLearned(outcome))

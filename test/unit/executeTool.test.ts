@@ -1,0 +1,120 @@
+import { strict as assert } from 'node:assert';
+import type { Client } from '@temporalio/client';
+import { ActivityCancelledError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { z } from 'zod';
+import { createActivities } from '../../activities';
+import { scriptedModel } from '../../activities/models/scripted';
+import { createRegistry } from '../../activities/registry';
+import { defineTool } from '../../activities/tool';
+import { FAILURE } from '../../workflows/definitions';
+import type { ToolActivityInput } from '../../workflows/types';
+
+// The execute activity's own guards, run in the SDK's mock activity context (no server): what it
+// refuses before the tool is called, and which failures Temporal may retry.
+
+describe('executeTool: guards before and after the tool', () => {
+  let calls = 0;
+  let fail: Error | undefined;
+  const charge = defineTool({
+    name: 'charge',
+    description: 'charges a card',
+    input: z.object({ cents: z.number() }),
+    requiresApproval: false,
+    execute: async () => {
+      calls++;
+      if (fail) throw fail;
+      return { ok: true };
+    },
+  });
+  const lookup = defineTool({
+    name: 'lookup',
+    description: 'reads',
+    input: z.object({}),
+    effect: 'read',
+    execute: () => 1,
+  });
+  const { executeTool } = createActivities({
+    registry: createRegistry([charge, lookup]),
+    model: scriptedModel({ steps: [] }),
+  });
+  const input = (tool: string, protect: boolean): ToolActivityInput => ({
+    sessionId: 's',
+    turn: 1,
+    toolCallId: 'c1',
+    executionId: 'owx-1',
+    tool,
+    arguments: tool === 'charge' ? { cents: 5 } : {},
+    attemptBase: 0,
+    protect,
+    marker: 'heartbeat',
+  });
+  const rejectsWith = async (p: Promise<unknown>, type: string, message: RegExp) =>
+    assert.rejects(p, (err: unknown) => {
+      assert.ok(err instanceof ApplicationFailure, String(err));
+      assert.equal(err.type, type);
+      assert.match(err.message, message);
+      return true;
+    });
+  beforeEach(() => {
+    calls = 0;
+    fail = undefined;
+  });
+
+  const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
+  /** The server's answers to the awaited heartbeat (the dispatch marker), and what was sent. */
+  const sent: unknown[] = [];
+  let answer: Error | undefined;
+  const client = {
+    withAbortSignal: <R>(_signal: AbortSignal, fn: () => R): R => fn(),
+    activity: {
+      heartbeat: async (_token: Uint8Array, details: unknown) => {
+        sent.push(details);
+        if (answer) throw answer;
+      },
+    },
+  } as unknown as Client;
+  const env = (attempt: number) => new MockActivityEnvironment({ attempt }, { client, logger: quiet });
+  beforeEach(() => {
+    sent.length = 0;
+    answer = undefined;
+  });
+
+  it('a second attempt of a protected run (a paused or reset activity) is an unknown outcome; nothing is called or sent', async () => {
+    await rejectsWith(env(2).run(executeTool, input('charge', true)), FAILURE.unknownFinal, /attempt 2 of one run/);
+    assert.equal(calls, 0);
+    assert.deepEqual(sent, []);
+  });
+
+  it('the marker is recorded before the tool runs; its unexpected error is final, so a pause cannot retry it', async () => {
+    fail = new Error('connection reset');
+    await rejectsWith(env(1).run(executeTool, input('charge', true)), FAILURE.unknownFinal, /connection reset/);
+    assert.equal(calls, 1);
+    assert.deepEqual(sent[0], { attempt: 1, phase: 'dispatched', dispatched: true });
+  });
+
+  it('a marker refused with a cancel: not started, the tool not called, the marker taken back', async () => {
+    answer = new ActivityCancelledError('cancelled');
+    await rejectsWith(
+      env(1).run(executeTool, input('charge', true)),
+      FAILURE.notStarted,
+      /the turn is being cancelled/,
+    );
+    assert.equal(calls, 0);
+    assert.deepEqual(sent, [
+      { attempt: 1, phase: 'dispatched', dispatched: true },
+      { attempt: 1, phase: 'starting' },
+    ]);
+  });
+
+  it('an unprotected tool’s unexpected error stays retryable (idempotent tools retry it)', async () => {
+    fail = new Error('connection reset');
+    await rejectsWith(env(1).run(executeTool, input('charge', false)), FAILURE.outcomeUnknown, /connection reset/);
+    assert.equal(calls, 1);
+  });
+
+  it('a read is retried by Temporal as usual from its second attempt', async () => {
+    assert.deepEqual(await env(2).run(executeTool, input('lookup', false)), { result: 1, attempt: 2 });
+  });
+});
