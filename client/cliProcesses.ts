@@ -11,14 +11,21 @@ export function processCommands(program: Command): void {
   devCommand(program);
 }
 
+/** What `server` and `dev` say of the dev server options they share. */
+const SERVER_OPTIONS = {
+  db: 'SQLite file (default .openworker/temporal.db)',
+  port: 'gRPC port',
+  headless: 'no Web UI',
+};
+
 function serverCommand(program: Command): void {
   program
     .command('server')
     .description('run the Temporal dev server with a persistent SQLite file and the Web UI')
-    .option('--db <file>', 'SQLite file (default .openworker/temporal.db)')
-    .option('--port <port>', 'gRPC port', port, 7233)
+    .option('--db <file>', SERVER_OPTIONS.db)
+    .option('--port <port>', SERVER_OPTIONS.port, port, 7233)
     .option('--ui-port <port>', 'Web UI port (default port + 1000)', port)
-    .option('--headless', 'no Web UI')
+    .option('--headless', SERVER_OPTIONS.headless)
     .action(async (opts, cmd) => runServer({ ...opts, json: globals(cmd).json }));
 }
 
@@ -56,9 +63,9 @@ function devCommand(program: Command): void {
   program
     .command('dev')
     .description('server + Web UI + mail sink + worker + a demo turn (what `npm start` runs)')
-    .option('--db <file>', 'SQLite file (default .openworker/temporal.db)')
-    .option('--port <port>', 'gRPC port', port, 7233)
-    .option('--headless', 'no Web UI')
+    .option('--db <file>', SERVER_OPTIONS.db)
+    .option('--port <port>', SERVER_OPTIONS.port, port, 7233)
+    .option('--headless', SERVER_OPTIONS.headless)
     .option(
       '--model <spec>',
       `${MODEL_SPECS.join(' | ')} (default: $OPENWORKER_MODEL, else a provider with a key set, else demo)`,

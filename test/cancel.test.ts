@@ -16,6 +16,15 @@ describe('cancel a turn', function () {
   this.timeout(120_000);
   const w = useWorld();
   const email = emailCall;
+  /** A turn whose one send_email (to `name`) was approved and stopped at `point` on a worker the test kills. */
+  const approvedAt = async (point: string, name: string, text: string) => {
+    const script = scripted([{ toolCalls: [email('c1', `${name}@example.com`)] }, { text }]);
+    const w1 = await w.worker(script, { faults: `${point}@send_email` });
+    const sessionId = uniq(`cancel-${point.replace(/\W/g, '-')}`);
+    const parked = await startTurn(w.c, sessionId, `email ${name}`);
+    await approve(w.c, { sessionId, toolCallId: 'c1', by: 'alice' });
+    return { script, w1, sessionId, parked, executionId: await w1.faultReached(point) };
+  };
   /** The model is told the call's outcome is unknown, with its execution ID, so it does not retry blindly. */
   const resultSaysUnknown = async (sessionId: string, executionId: string) => {
     const s = await sessionAfterCancel(w.c, sessionId);
@@ -55,12 +64,7 @@ describe('cancel a turn', function () {
   });
 
   it('with a call parked in recovery_required: "outcome unknown, check before doing it again", never silence', async () => {
-    const script = scripted([{ toolCalls: [email('c1', 'cy@example.com')] }, { text: 'done' }]);
-    const w1 = await w.worker(script, { faults: 'tool.after_execute@send_email' });
-    const sessionId = uniq('cancel-parked');
-    const parked = await startTurn(w.c, sessionId, 'email cy');
-    await approve(w.c, { sessionId, toolCallId: 'c1', by: 'alice' });
-    const executionId = await w1.faultReached('tool.after_execute');
+    const { script, w1, sessionId, parked, executionId } = await approvedAt('tool.after_execute', 'cy', 'done');
     await w1.kill('SIGKILL');
     await w.worker(script);
     await eventually(
@@ -165,12 +169,7 @@ describe('cancel a turn', function () {
   });
 
   it('with a protected call lost before its dispatch marker: nothing is sent, the call is interrupted, the turn ends cancelled', async () => {
-    const script = scripted([{ toolCalls: [email('c1', 'jo@example.com')] }, { text: 'unused' }]);
-    const w1 = await w.worker(script, { faults: 'tool.before_dispatch@send_email' });
-    const sessionId = uniq('cancel-before-marker');
-    const parked = await startTurn(w.c, sessionId, 'email jo');
-    await approve(w.c, { sessionId, toolCallId: 'c1', by: 'alice' });
-    const executionId = await w1.faultReached('tool.before_dispatch');
+    const { script, w1, sessionId, parked, executionId } = await approvedAt('tool.before_dispatch', 'jo', 'unused');
     const cancelling = cancelTurn(w.c, { sessionId, waitMs: 60_000 });
     await cancelProcessed(parked.workflowId);
     await w1.kill('SIGKILL');
