@@ -360,7 +360,8 @@ export async function scaleOut(
     let loopDone = false;
     const parkedByKill: { sessionId: string; toRecoveryMs: number; effectApplied: boolean }[] = [];
     // The operator: after the kill, every turn that parks in recovery_required is checked against
-    // the effect log, as a human would check the external system: applied → succeeded, else retry.
+    // the effect log, as a human would check the external system: applied → succeeded, else retry
+    // at once (without skipFence the retry waits out the tool's 2-minute window and the turn times out).
     const operator = (async () => {
       await sleep((opts.seconds * 1000) / 2);
       const fault = victim.nextFault(AFTER_EXECUTE);
@@ -390,9 +391,10 @@ export async function scaleOut(
             turn: 1,
             toolCallId: CALL,
             by: 'bench-operator',
+            // The call was on the killed worker, so no attempt can still run: the retry skips the fence.
             ...(applied
               ? { decision: 'succeeded' as const, result: { ok: 0 }, reason: 'the effect log has it' }
-              : { decision: 'retry' as const, reason: 'the effect log does not have it' }),
+              : { decision: 'retry' as const, skipFence: true, reason: 'the effect log does not have it' }),
           });
         }
         await sleep(250);
