@@ -1,6 +1,8 @@
 // Pure helpers of the benchmark: statistics, the markdown table, the SVG chart.
 
-import type { CrashResult, ParkedRow, ScaleOutResult } from './durability';
+import type { CrashResult } from './crash';
+import type { ParkedRow } from './parked';
+import type { ScaleOutResult } from './scaleOut';
 
 export interface RunResult {
   system: string;
@@ -137,7 +139,7 @@ export function svgChart(cs: readonly Cell[], systems: readonly string[], title:
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${2 * W}" height="${H + 48}" font-family="sans-serif"><rect width="100%" height="100%" fill="white"/><text x="${W}" y="${H + 40}" text-anchor="middle" font-size="11">${title}</text>${panel('turnsPerSec', 'turns/s, log scale (higher is better)', 0)}${panel('p50', 'p50 turn latency, ms, log scale (lower is better)', W)}${legend}</svg>\n`;
 }
 
-// ---- Metrics 4–6 (bench/durability.ts) ----
+// ---- The durability measurements (bench/parked.ts, crash.ts, scaleOut.ts) ----
 
 export type Spread = { p50: number; p99: number; max: number; samples: number };
 const ms = (x: number): string => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '—');
