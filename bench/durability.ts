@@ -5,7 +5,7 @@ import { approveSignal, turnWorkflowId } from '../workflows/definitions';
 import type { HistoryEvent } from './events';
 import { upsertedState } from './events';
 import type { BenchTool } from './workload';
-import { benchMessage, callIdsFor } from './workload';
+import { benchMessage, callIdsFor, calls } from './workload';
 
 // What the durability measurements share (parked.ts, crash.ts, scaleOut.ts): turns parked on
 // approval (memory, approve → dispatch), a worker SIGKILLed mid-tool (time to recovery_required),
@@ -46,7 +46,7 @@ export async function startTurn(
   const h = await c.client.workflow.start('agentTurn', {
     taskQueue,
     workflowId: turnWorkflowId(sessionId, 1),
-    args: [{ sessionId, turn: 1, history: [], message: benchMessage(1, tool) }],
+    args: [{ sessionId, turn: 1, history: [], message: benchMessage({ steps: calls(1, tool), latencyMs: 0 }) }],
   });
   if (approve) await h.signal(approveSignal, { toolCallId: CALL, by: 'bench' });
   return h;
