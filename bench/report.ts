@@ -1,11 +1,18 @@
 // Pure helpers of the benchmark: statistics, the markdown table, the SVG chart.
 
-import type { CrashResult, ParkedRow, ScaleOutResult } from './durability';
+import type { CrashResult } from './crash';
+import type { ParkedRow } from './parked';
+import type { ScaleOutResult } from './scaleOut';
+import { workloadName } from './workload';
 
 export interface RunResult {
   system: string;
+  /** Calls per turn, over all the model's responses. */
   k: number;
+  /** The tool of every call, or `mixed`. */
   tool: string;
+  /** Every model call's fixed latency, ms. */
+  latencyMs: number;
   n: number;
   round: number;
   turns: number;
@@ -30,6 +37,7 @@ export interface Cell {
   system: string;
   k: number;
   tool: string;
+  latencyMs: number;
   n: number;
   turnsPerSec: number;
   callsPerSec: number;
@@ -40,15 +48,15 @@ export interface Cell {
   samples: number;
 }
 
-/** Merges the rounds of each (system, k, tool, n). */
+/** Merges the rounds of each (system, k, tool, model latency, n). */
 export function cells(runs: readonly RunResult[]): Cell[] {
   const groups = new Map<string, RunResult[]>();
   for (const r of runs) {
-    const key = `${r.system}|${r.k}|${r.tool}|${r.n}`;
+    const key = `${r.system}|${r.k}|${r.tool}|${r.latencyMs}|${r.n}`;
     groups.set(key, [...(groups.get(key) ?? []), r]);
   }
   return [...groups.values()].map((rs) => {
-    const { system, k, tool, n } = rs[0]!;
+    const { system, k, tool, latencyMs, n } = rs[0]!;
     const turns = rs.reduce((a, r) => a + r.turns, 0);
     const seconds = rs.reduce((a, r) => a + r.seconds, 0);
     const lat = rs.flatMap((r) => r.latencies);
@@ -60,6 +68,7 @@ export function cells(runs: readonly RunResult[]): Cell[] {
       system,
       k,
       tool,
+      latencyMs,
       n,
       turnsPerSec: turns / seconds,
       callsPerSec: (turns * k) / seconds,
@@ -76,15 +85,19 @@ const f = (x: number, d = 1): string => (Number.isFinite(x) ? x.toFixed(d) : '�
 
 export function markdownTable(cs: readonly Cell[], systems: readonly string[]): string {
   const head =
-    '| system | k | tool | N | turns/s | calls/s | p50 ms | p99 ms | max ms | CPU ms/turn (server / worker / driver) |';
+    '| system | workload | model ms | N | turns/s | calls/s | p50 ms | p99 ms | max ms | CPU ms/turn (server / worker / driver) |';
   const rows = [...cs]
     .sort(
       (a, b) =>
-        a.k - b.k || a.tool.localeCompare(b.tool) || a.n - b.n || systems.indexOf(a.system) - systems.indexOf(b.system),
+        a.latencyMs - b.latencyMs ||
+        a.k - b.k ||
+        a.tool.localeCompare(b.tool) ||
+        a.n - b.n ||
+        systems.indexOf(a.system) - systems.indexOf(b.system),
     )
     .map(
       (c) =>
-        `| ${c.system} | ${c.k} | ${c.k ? c.tool : '—'} | ${c.n} | ${f(c.turnsPerSec)} | ${c.k ? f(c.callsPerSec) : '—'} | ${f(c.p50)} | ${f(c.p99)} | ${f(c.max)} | ${f(c.cpuPerTurn.server ?? NaN)} / ${f(c.cpuPerTurn.worker ?? NaN)} / ${f(c.cpuPerTurn.driver ?? NaN)} |`,
+        `| ${c.system} | ${workloadName(c.k, c.tool)} | ${c.latencyMs} | ${c.n} | ${f(c.turnsPerSec)} | ${c.k ? f(c.callsPerSec) : '—'} | ${f(c.p50)} | ${f(c.p99)} | ${f(c.max)} | ${f(c.cpuPerTurn.server ?? NaN)} / ${f(c.cpuPerTurn.worker ?? NaN)} / ${f(c.cpuPerTurn.driver ?? NaN)} |`,
     );
   return [head, '|---|---|---|---|---|---|---|---|---|---|', ...rows].join('\n');
 }
@@ -128,16 +141,18 @@ export function svgChart(cs: readonly Cell[], systems: readonly string[], title:
     );
     return `<g>${ticks.join('')}${xt.join('')}<text x="${x0 + W / 2}" y="16" text-anchor="middle" font-size="12">${label}</text>${lines.join('')}</g>`;
   };
+  // Three systems a row: six names do not fit in one.
   const legend = systems
     .map(
       (s, i) =>
-        `<text x="${10 + i * 205}" y="${H + 18}" font-size="11" fill="${colors[i % colors.length]}">■ ${s}</text>`,
+        `<text x="${10 + (i % 3) * 280}" y="${H + 18 + Math.floor(i / 3) * 16}" font-size="11" fill="${colors[i % colors.length]}">■ ${s}</text>`,
     )
     .join('');
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${2 * W}" height="${H + 48}" font-family="sans-serif"><rect width="100%" height="100%" fill="white"/><text x="${W}" y="${H + 40}" text-anchor="middle" font-size="11">${title}</text>${panel('turnsPerSec', 'turns/s, log scale (higher is better)', 0)}${panel('p50', 'p50 turn latency, ms, log scale (lower is better)', W)}${legend}</svg>\n`;
+  const rows = Math.ceil(systems.length / 3);
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${2 * W}" height="${H + 32 + rows * 16}" font-family="sans-serif"><rect width="100%" height="100%" fill="white"/><text x="${W}" y="${H + 24 + rows * 16}" text-anchor="middle" font-size="11">${title}</text>${panel('turnsPerSec', 'turns/s, log scale (higher is better)', 0)}${panel('p50', 'p50 turn latency, ms, log scale (lower is better)', W)}${legend}</svg>\n`;
 }
 
-// ---- Metrics 4–6 (bench/durability.ts) ----
+// ---- The durability measurements (bench/parked.ts, crash.ts, scaleOut.ts) ----
 
 export type Spread = { p50: number; p99: number; max: number; samples: number };
 const ms = (x: number): string => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '—');

@@ -1,11 +1,15 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import type { ModelProvider } from '../activities/model';
 import { createRegistry } from '../activities/registry';
+import type { ToolRegistry } from '../activities/registry';
 import { defaultDataConverter } from '../runtime/encryption';
 import { createWorker } from '../worker/worker';
+import type { IdiomaticActivities } from './idiomaticWorkflow';
 import { runTurnInProcess } from './loop';
 import { benchModel, benchTools } from './workload';
 
-// A benchmark worker process: `node dist/bench/worker.js <b2|b3> <taskQueue> [maxCachedWorkflows]`.
+// A benchmark worker process: `node dist/bench/worker.js <b1|b2|b3> <taskQueue> [maxCachedWorkflows]`.
 // Prints BENCH_WORKER_READY once it polls. BENCH_METRICS_PORT exposes the SDK's Prometheus metrics
 // (workflow task execution time inside the worker); BENCH_ARM_ON_USR2 arms fault points on SIGUSR2,
 // so a driver can crash a worker mid-run at a point the worker itself reports.
@@ -25,8 +29,8 @@ if (arm) process.on('SIGUSR2', () => (process.env.OPENWORKER_FAULTS = arm));
 
 async function main(): Promise<void> {
   const [system, taskQueue, cache] = process.argv.slice(2);
-  if ((system !== 'b2' && system !== 'b3') || !taskQueue)
-    throw new Error('usage: worker.js <b2|b3> <taskQueue> [maxCachedWorkflows]');
+  if ((system !== 'b1' && system !== 'b2' && system !== 'b3') || !taskQueue)
+    throw new Error('usage: worker.js <b1|b2|b3> <taskQueue> [maxCachedWorkflows]');
   const maxCachedWorkflows = cache ? Number(cache) : undefined;
   const identity = `bench-${system}-${process.pid}`;
   const sticky = process.env.BENCH_STICKY_TIMEOUT;
@@ -47,8 +51,12 @@ async function main(): Promise<void> {
     worker = await Worker.create({
       connection: await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS ?? 'localhost:7233' }),
       taskQueue,
-      workflowsPath: require.resolve('./naiveWorkflow'),
-      activities: { runTurnLoop: (message: string) => runTurnInProcess(model, registry, message) },
+      ...(system === 'b1'
+        ? { workflowsPath: require.resolve('./idiomaticWorkflow'), activities: idiomaticActivities(model, registry) }
+        : {
+            workflowsPath: require.resolve('./naiveWorkflow'),
+            activities: { runTurnLoop: (message: string) => runTurnInProcess(model, registry, message) },
+          }),
       identity,
       // The same payload codecs as ours (encryption when keys are set), so a variant compares like with like.
       dataConverter: defaultDataConverter(),
@@ -59,6 +67,39 @@ async function main(): Promise<void> {
   console.log('BENCH_WORKER_READY');
   process.once('SIGTERM', () => worker.shutdown());
   await running;
+}
+
+/** B1's activities: the model, and one tool call (plain activities: no dispatch marker, Temporal's default retries). */
+function idiomaticActivities(model: ModelProvider, registry: ToolRegistry): IdiomaticActivities {
+  return {
+    async callModel(messages) {
+      const r = await model.generate(
+        { sessionId: 'b1', turn: 1, iteration: 1, messages, tools: registry.descriptors() },
+        { signal: Context.current().cancellationSignal },
+      );
+      return {
+        text: r.text,
+        toolCalls: r.toolCalls.map((c) => ({ ...c, needsApproval: !!registry.get(c.name)?.requiresApproval })),
+      };
+    },
+    async runTool(call) {
+      const ctx = Context.current();
+      const tool = registry.get(call.name);
+      const input = tool?.input.safeParse(call.arguments);
+      if (!tool || !input?.success)
+        throw ApplicationFailure.nonRetryable(`no tool '${call.name}' takes these arguments`);
+      const turnId = ctx.info.workflowExecution?.workflowId ?? 'b1';
+      return tool.execute(input.data, {
+        executionId: `${turnId}/${call.id}`,
+        attempt: ctx.info.attempt,
+        sessionId: turnId,
+        turn: 1,
+        toolCallId: call.id,
+        signal: ctx.cancellationSignal,
+        heartbeat: () => ctx.heartbeat(),
+      });
+    },
+  };
 }
 
 main().catch((err) => {

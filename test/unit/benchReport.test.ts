@@ -1,8 +1,10 @@
 import { strict as assert } from 'node:assert';
+import { addedLatency, comparisons, marginalEvents } from '../../bench/analysis';
+import { comparisonTable } from '../../bench/matrixReport';
 import { cells, durabilityMarkdown, markdownTable, maxOf, percentile, svgChart } from '../../bench/report';
 import { cacheFromEnv } from '../../worker/worker';
 import type { RunResult } from '../../bench/report';
-import { benchModel, callIdsFor } from '../../bench/workload';
+import { MIXED, benchMessage, benchModel, calls, callIdsFor, protectedCalls, shapeOf } from '../../bench/workload';
 
 describe('bench: statistics and report (pure)', () => {
   const cases: [number[], number, number][] = [
@@ -23,6 +25,7 @@ describe('bench: statistics and report (pure)', () => {
       system: 'B3',
       k: 1,
       tool: 'noop',
+      latencyMs: 0,
       n: 1,
       round,
       turns,
@@ -37,22 +40,23 @@ describe('bench: statistics and report (pure)', () => {
     assert.equal(c!.max, 40);
     assert.equal(c!.cpuPerTurn.server, 150);
     const md = markdownTable([c!], ['B3']);
-    assert.match(md, /^\| system \| k \| tool \| N \|/);
-    assert.match(md, /\| B3 \| 1 \| noop \| 1 \| 2\.0 \| 2\.0 \| 20\.0 \|/);
+    assert.match(md, /^\| system \| workload \| model ms \| N \|/);
+    assert.match(md, /\| B3 \| k=1 noop \| 0 \| 1 \| 2\.0 \| 2\.0 \| 20\.0 \|/);
     const svg = svgChart([c!], ['B3'], 't');
     assert.match(svg, /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
     assert.match(svg, /turns\/s, log scale/);
     assert.doesNotMatch(svg, /NaN|Infinity/);
   });
 
+  const gen = (messages: Parameters<ReturnType<typeof benchModel>['generate']>[0]['messages']) =>
+    benchModel().generate(
+      { sessionId: 's', turn: 1, iteration: 1, messages, tools: [] },
+      { signal: new AbortController().signal },
+    );
+
   it('the bench model asks for k calls once per turn, with ids unique in the session', async () => {
-    const model = benchModel();
-    const gen = (messages: Parameters<typeof model.generate>[0]['messages']) =>
-      model.generate(
-        { sessionId: 's', turn: 1, iteration: 1, messages, tools: [] },
-        { signal: new AbortController().signal },
-      );
-    const first = await gen([{ role: 'user', content: 'bench k=3 tool=noop' }]);
+    const message = benchMessage({ steps: calls(3, 'noop'), latencyMs: 0 });
+    const first = await gen([{ role: 'user', content: message }]);
     assert.deepEqual(
       first.toolCalls.map((c) => c.id),
       callIdsFor(0, 3),
@@ -62,11 +66,88 @@ describe('bench: statistics and report (pure)', () => {
       ['noop', 'noop', 'noop'],
     );
     const second = await gen([
-      { role: 'user', content: 'bench k=3 tool=noop' },
+      { role: 'user', content: message },
       { role: 'assistant', content: '', toolCalls: first.toolCalls },
     ]);
     assert.deepEqual(second, { text: 'done', toolCalls: [] });
-    assert.deepEqual((await gen([{ role: 'user', content: 'bench k=0 tool=noop' }])).toolCalls, []);
+    assert.deepEqual((await gen([{ role: 'user', content: benchMessage({ steps: [], latencyMs: 0 }) }])).toolCalls, []);
+  });
+
+  it('the mixed agent: 5 reads, then 1 protected call, then text; the approver names only the protected one', async () => {
+    const shape = { steps: MIXED, latencyMs: 0 };
+    assert.deepEqual(shapeOf(benchMessage(shape)), shape);
+    const messages: Parameters<typeof gen>[0] = [{ role: 'user', content: benchMessage(shape) }];
+    const names: string[][] = [];
+    for (;;) {
+      const r = await gen(messages);
+      if (!r.toolCalls.length) break;
+      names.push(r.toolCalls.map((c) => c.name));
+      messages.push({ role: 'assistant', content: r.text, toolCalls: r.toolCalls });
+    }
+    assert.deepEqual(names, [Array(5).fill('noop_read'), ['noop']]);
+    assert.deepEqual(protectedCalls(shape), [{ response: 1, ids: callIdsFor(1, 1) }]);
+    assert.deepEqual(protectedCalls({ steps: calls(3, 'noop'), latencyMs: 0 }), [
+      { response: 0, ids: callIdsFor(0, 3) },
+    ]);
+  });
+
+  it('the bench model waits its fixed latency on every call', async () => {
+    const t0 = performance.now();
+    await gen([{ role: 'user', content: benchMessage({ steps: calls(1, 'noop'), latencyMs: 60 }) }]);
+    assert.ok(performance.now() - t0 >= 55);
+  });
+
+  it('compares B3 with B1 and B2: ratios, overhead as a share of the turn, added latency vs B1', () => {
+    const run = (system: string, k: number, latencies: number[], seconds = 1): RunResult => ({
+      system,
+      k,
+      tool: 'noop',
+      latencyMs: 0,
+      n: 1,
+      round: 1,
+      turns: latencies.length,
+      seconds,
+      latencies,
+      cpuPerTurn: {},
+    });
+    const runs = [
+      run('B0 in-process', 0, [0, 0]),
+      run('B0 in-process', 1, [0, 0]),
+      run('B1 idiomatic Temporal (signal-approved)', 0, [100, 100]),
+      run('B1 idiomatic Temporal (signal-approved)', 1, [150, 150], 2),
+      run('B2 naive Temporal', 1, [100, 100]),
+      run('B3 ours (signal-approved)', 0, [110, 110]),
+      run('B3 ours (signal-approved)', 1, [200, 200], 4),
+    ];
+    const [c] = comparisons(cells(runs)).filter((x) => x.k === 1);
+    assert.equal(c!.b3OverB1, 0.5);
+    assert.equal(c!.b3OverB2, 0.25);
+    assert.equal(c!.overVsB1, 0.25);
+    assert.equal(c!.overVsB0, 1);
+    assert.match(
+      comparisonTable([c!]),
+      /\| k=1 noop \| signal-approved \| 0 \| 1 \| 1\.0 \/ 2\.0 \/ 0\.5 \| 0\.50 \| 0\.25 \|.*\| 50\.0 \| 25\.0% \| 100\.0% \|/,
+    );
+    const vsB1 = addedLatency(runs).find((a) => a.system === 'B3 ours (signal-approved)' && a.vs.startsWith('B1'));
+    assert.equal(vsB1!.p50, 200 - 150 - (110 - 100));
+  });
+
+  it("events per call: the first call against the family's turn without calls, each further call from k=3", () => {
+    const h = (system: string, k: number, eventsPerTurn: number) => ({
+      system,
+      k,
+      tool: 'noop',
+      eventsPerTurn,
+      bytesPerTurn: 0,
+      hops: [],
+    });
+    const out = marginalEvents([
+      h('B1 idiomatic Temporal (signal-approved)', 0, 11),
+      h('B1 idiomatic Temporal (auto-approved read)', 1, 19),
+      h('B1 idiomatic Temporal (auto-approved read)', 3, 25),
+    ]);
+    assert.match(out[1]!.eventsPerCall!, /^8\.0 \(first call/);
+    assert.match(out[2]!.eventsPerCall!, /^3\.0 \(each further call\)/);
   });
 });
 
