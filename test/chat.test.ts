@@ -28,10 +28,12 @@ describe('chat (in a pseudo-terminal)', function () {
   });
 
   const email = (id: string, to?: string) => emailCall(id, to, { subject: 'Launch', body: 'We launch on Monday.' });
-  const dispatchedAt = async (sessionId: string, turn: number, toolCallId: string): Promise<number> => {
+  /** When the mail sink received the call's message: the tool ran (the ledger learns it only from the outcome). */
+  const sentAt = async (sessionId: string, turn: number, toolCallId: string): Promise<number> => {
     const t = await turnStatus(w.c, turnWorkflowId(sessionId, turn));
-    const at = t.ledger.find((e) => e.toolCallId === toolCallId)?.events.find((e) => e.type === 'dispatched')?.at;
-    assert.ok(at, `no dispatch recorded for ${toolCallId}`);
+    const executionId = t.ledger.find((e) => e.toolCallId === toolCallId)?.executionId;
+    const at = w.sink.messages().find((m) => m.messageId === `${executionId}@openworker-temporal`)?.receivedAt;
+    assert.ok(at, `no message received for ${toolCallId} (${executionId})`);
     return Date.parse(at);
   };
 
@@ -68,7 +70,7 @@ describe('chat (in a pseudo-terminal)', function () {
     const pressed = Date.now();
     term.type('t');
     const executionId = await w1.faultReached('tool.after_execute');
-    const latencies = [(await dispatchedAt(sessionId, 1, 'c1')) - pressed];
+    const latencies = [(await sentAt(sessionId, 1, 'c1')) - pressed];
     await term.waitFor(/granted g-[0-9a-f]+: send_email → ann@example\.com, for this session/);
 
     // The email went out; the worker dies before it can tell anyone.
@@ -98,7 +100,7 @@ describe('chat (in a pseudo-terminal)', function () {
     const pressed2 = Date.now();
     term.type('y');
     await term.waitFor(/assistant: Sent to Ben\.\nyou>$/, { from: mark });
-    latencies.push((await dispatchedAt(sessionId, 3, 'c3')) - pressed2);
+    latencies.push((await sentAt(sessionId, 3, 'c3')) - pressed2);
 
     mark = term.screen().length;
     term.type('and cy');
@@ -123,7 +125,7 @@ describe('chat (in a pseudo-terminal)', function () {
       1,
       'recovered as succeeded: never sent twice',
     );
-    console.log(`      approval keypress → tool dispatched: ${latencies.map((l) => `${l} ms`).join(', ')}`);
+    console.log(`      approval keypress → message sent: ${latencies.map((l) => `${l} ms`).join(', ')}`);
   });
 
   it('leaving while a call waits for approval leaves the turn parked; coming back resumes it', async () => {
