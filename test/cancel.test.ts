@@ -5,6 +5,7 @@ import { sendMessage, turnStatus } from '../client/session';
 import { startFakeModelServer } from './support/fakeModelServer';
 import { unpairedToolCalls } from '../workflows/transcript';
 import { recordHistory } from './support/histories';
+import type { WorkerProcess } from './support/processes';
 import { runCli } from './support/processes';
 import { emailCall, eventually, scripted, sessionAfterCancel, startTurn, uniq } from './support/scenario';
 import { useWorld } from './support/world';
@@ -24,6 +25,14 @@ describe('cancel a turn', function () {
     const parked = await startTurn(w.c, sessionId, `email ${name}`);
     await approve(w.c, { sessionId, toolCallId: 'c1', by: 'alice' });
     return { script, w1, sessionId, parked, executionId: await w1.faultReached(point) };
+  };
+  /** Cancels the turn and, once the turn has taken the cancel, replaces its worker as if it crashed. */
+  const cancelAcrossACrash = async (sessionId: string, workflowId: string, w1: WorkerProcess, script: string) => {
+    const cancelling = cancelTurn(w.c, { sessionId, waitMs: 60_000 });
+    await cancelProcessed(workflowId);
+    await w1.kill('SIGKILL');
+    await w.worker(script);
+    return cancelling;
   };
   /** The model is told the call's outcome is unknown, with its execution ID, so it does not retry blindly. */
   const resultSaysUnknown = async (sessionId: string, executionId: string) => {
@@ -153,11 +162,7 @@ describe('cancel a turn', function () {
     try {
       await approve(w.c, { sessionId, toolCallId: 'c1', by: 'alice' });
       await w.sink.waitFor('holding', mid);
-      const cancelling = cancelTurn(w.c, { sessionId, waitMs: 60_000 });
-      await cancelProcessed(parked.workflowId);
-      await w1.kill('SIGKILL');
-      await w.worker(script);
-      const t = await cancelling;
+      const t = await cancelAcrossACrash(sessionId, parked.workflowId, w1, script);
       assert.equal(t.state, 'cancelled');
       assert.equal(t.ledger[0]!.state, 'recovery_required', 'an unknown outcome is never dropped');
       await resultSaysUnknown(sessionId, executionId);
@@ -170,11 +175,7 @@ describe('cancel a turn', function () {
 
   it('with a protected call lost before its dispatch marker: nothing is sent, the call is interrupted, the turn ends cancelled', async () => {
     const { script, w1, sessionId, parked, executionId } = await approvedAt('tool.before_dispatch', 'jo', 'unused');
-    const cancelling = cancelTurn(w.c, { sessionId, waitMs: 60_000 });
-    await cancelProcessed(parked.workflowId);
-    await w1.kill('SIGKILL');
-    await w.worker(script);
-    const t = await cancelling;
+    const t = await cancelAcrossACrash(sessionId, parked.workflowId, w1, script);
     assert.equal(t.state, 'cancelled');
     const e = t.ledger[0]!;
     assert.equal(e.state, 'failed', 'its last heartbeat carried no marker: the tool was never called');
