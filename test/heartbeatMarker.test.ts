@@ -9,6 +9,7 @@ import { startDevServer, type DevServer } from '../dev/server';
 import type { FakeProcess } from './support/fakeProcess';
 import { startFakeProcess } from './support/fakeProcess';
 import type { ProbeOptions, ProbeResult } from './support/heartbeatProbe/workflow';
+import { quietLogger } from './support/quietLogger';
 import { uniq } from './support/scenario';
 
 // Issue #16 proposes recording the dispatch marker as an awaited activity heartbeat instead of an
@@ -18,7 +19,6 @@ import { uniq } from './support/scenario';
 
 const MAIN = path.join(__dirname, 'support', 'heartbeatProbe', 'main.js');
 const MARKER = { dispatched: true, attempt: 1 };
-const quiet = { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} };
 
 describe('the heartbeat as a dispatch marker: what the server guarantees', function () {
   this.timeout(90_000);
@@ -62,7 +62,7 @@ describe('the heartbeat as a dispatch marker: what the server guarantees', funct
     bundle = path.join(dir, 'probe-bundle.js');
     const { code } = await bundleWorkflowCode({
       workflowsPath: require.resolve('./support/heartbeatProbe/workflow'),
-      logger: quiet,
+      logger: quietLogger,
     });
     fs.writeFileSync(bundle, code);
   });

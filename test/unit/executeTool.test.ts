@@ -10,6 +10,7 @@ import { createRegistry } from '../../activities/registry';
 import { defineTool } from '../../activities/tool';
 import { FAILURE } from '../../workflows/definitions';
 import type { ToolActivityInput } from '../../workflows/types';
+import { quietLogger } from '../support/quietLogger';
 
 // The execute activity's own guards, run in the SDK's mock activity context (no server): what it
 // refuses before the tool is called, and which failures Temporal may retry.
@@ -62,7 +63,6 @@ describe('executeTool: guards before and after the tool', () => {
     fail = undefined;
   });
 
-  const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
   /** The server's answers to the awaited heartbeat (the dispatch marker), and what was sent. */
   const sent: unknown[] = [];
   let answer: Error | undefined;
@@ -75,7 +75,7 @@ describe('executeTool: guards before and after the tool', () => {
       },
     },
   } as unknown as Client;
-  const env = (attempt: number) => new MockActivityEnvironment({ attempt }, { client, logger: quiet });
+  const env = (attempt: number) => new MockActivityEnvironment({ attempt }, { client, logger: quietLogger });
   beforeEach(() => {
     sent.length = 0;
     answer = undefined;
