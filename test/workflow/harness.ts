@@ -81,7 +81,7 @@ export function useWorkflowTier(): Tier {
   return tier;
 }
 
-/** Polls the turn's status until `pred` holds; bounded. */
+/** Polls the turn's status until `pred` holds and is recorded in history; bounded. */
 export async function until(
   h: WorkflowHandle,
   pred: (s: TurnStatus) => boolean,
@@ -91,7 +91,9 @@ export async function until(
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const s = await h.query(turnStatusQuery);
-    if (pred(s)) return s;
+    // A query can be answered from a task the worker then never completes (it is shutting down):
+    // what it saw is only history once no workflow task is pending.
+    if (pred(s) && !(await h.describe()).raw.pendingWorkflowTask) return s;
     if (Date.now() > deadline)
       throw new Error(
         `${what}: not within ${timeoutMs} ms; state ${s.state}, ledger ${JSON.stringify(s.ledger.map((e) => [e.toolCallId, e.state]))}`,
