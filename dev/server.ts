@@ -4,6 +4,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { SEARCH_ATTRIBUTES } from '../workflows/definitions';
+import { readChoice } from '../runtime/config';
 import { stateDir } from '../runtime/stateDir';
 import { resolveTemporalCli, TemporalCliNotFoundError } from './temporalCli';
 
@@ -22,7 +23,26 @@ export const DYNAMIC_CONFIG: Record<string, unknown> = {
   // A tool activity scheduled by a workflow task goes straight back to the worker that completed
   // it, skipping a matching round trip (npm run bench: B3 p50 296 → 243 ms at N=1).
   'system.enableActivityEagerExecution': true,
+  // History reads new transfer, timer and visibility tasks at most 20 times a second per shard by
+  // default, and the dev server has one shard: each workflow task waited up to 50 ms to be matched.
+  // The readers are woken by new tasks, so a higher cap costs nothing idle (docs/performance.md,
+  // "Where a workflow task's time went").
+  'history.transferProcessorMaxPollRPS': 1000,
+  'history.timerProcessorMaxPollRPS': 1000,
+  'history.visibilityProcessorMaxPollRPS': 1000,
 };
+
+export type SqliteSync = 'normal' | 'full';
+
+/**
+ * The dev server's SQLite writes go to a write-ahead log. `normal` syncs it to disk at checkpoints, not
+ * on every commit: a commit survives any process crash, and the last ones may be lost to a power cut
+ * or an OS crash. `full` syncs every commit, at about 10 ms per write on this machine's disk.
+ */
+export function sqlitePragmas(sync?: SqliteSync): string[] {
+  const chosen = sync ?? readChoice('OPENWORKER_SERVER_SYNC', ['normal', 'full'] as const, 'normal');
+  return ['--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', `synchronous=${chosen}`];
+}
 
 export interface DevServerOptions {
   /** SQLite file; default `<state dir>/.openworker/temporal.db` (parent dir is created). */
@@ -42,6 +62,8 @@ export interface DevServerOptions {
   readyTimeoutMs?: number;
   /** More dynamic config (`KEY: value`), e.g. for benchmark variants. */
   dynamicConfig?: Record<string, unknown>;
+  /** Default: OPENWORKER_SERVER_SYNC, else `normal` (see sqlitePragmas); `sqlite-defaults` is for measurements. */
+  sqliteSync?: SqliteSync | 'sqlite-defaults';
 }
 
 export interface DevServer {
@@ -219,7 +241,9 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     );
   }
 
-  const args = ['server', 'start-dev', '--db-filename', dbFile, '--ip', ip, '--port', String(port)];
+  const pragmas = options.sqliteSync === 'sqlite-defaults' ? [] : sqlitePragmas(options.sqliteSync);
+  const args = ['server', 'start-dev', '--db-filename', dbFile, ...pragmas];
+  args.push('--ip', ip, '--port', String(port));
   args.push(...(uiPort === undefined ? ['--headless'] : ['--ui-port', String(uiPort)]));
   if (uiPort !== undefined && options.codecEndpoint) args.push('--ui-codec-endpoint', options.codecEndpoint);
   args.push('--namespace', options.namespace ?? 'default');

@@ -17,6 +17,8 @@ export const SETTINGS = {
   OPENWORKER_MAX_RESULT_BYTES: 'largest tool result kept whole (default 262144)',
   OPENWORKER_MAX_TOOL_CALLS: 'tool calls per model response (default 64)',
   OPENWORKER_MAX_MODEL_TEXT_BYTES: 'largest model text (default 65536)',
+  OPENWORKER_SERVER_SYNC:
+    "the dev server's SQLite sync: normal (default; a commit survives any process crash) or full (also a power cut)",
   OPENWORKER_PAYLOAD_STORE: 'where payloads over 16 KiB are kept (default <state dir>/payloads)',
   OPENWORKER_ENCRYPTION: "'off' turns payload encryption off",
   OPENWORKER_ENCRYPTION_KEYS: 'payload encryption keys, id=base64[,id2=base64]',

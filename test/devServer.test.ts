@@ -93,6 +93,7 @@ describe('dev/server startDevServer', function () {
     assert.match(first.address, /^127\.0\.0\.1:\d+$/);
     assert.equal(first.uiUrl, undefined);
     assert.ok(fs.existsSync(first.dbFile));
+    assert.ok(fs.existsSync(`${first.dbFile}-wal`), 'SQLite runs with a write-ahead log (sqlitePragmas)');
     let attrs = await customSearchAttributes(first);
     for (const name of SEARCH_ATTRIBUTE_NAMES) assert.ok(name in attrs, `${name} registered`);
 
