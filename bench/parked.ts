@@ -19,8 +19,8 @@ export interface ParkedRow {
 
 /**
  * Parks turns on approval (one protected call each) and measures the worker's RSS and, for a sample
- * approved one at a time, approve → dispatch: the approval signal's event to the dispatch update's
- * acceptance, both server timestamps. Large cache: every parked turn stays in the worker. Small
+ * approved one at a time, approve → dispatch: the approval signal's event to the start of the tool's
+ * activity, both server timestamps. Large cache: every parked turn stays in the worker. Small
  * cache: a fresh worker parks more turns than it caches, and the sample comes from the evicted ones,
  * so each approval replays the turn from its history.
  */
@@ -63,7 +63,9 @@ export async function parkedTurns(c: OpenWorkerClient, quick: boolean): Promise<
       parkedTotal--;
       const evs = (await h.fetchHistory()).events ?? [];
       const signalled = evs.find((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'approve');
-      const dispatched = evs.find((e) => eventName(e) === 'WORKFLOW_EXECUTION_UPDATE_ACCEPTED');
+      // The dispatch marker is a heartbeat, not an event: the tool's attempt starting is the nearest one.
+      const after = signalled ? evs.indexOf(signalled) : evs.length;
+      const dispatched = evs.slice(after).find((e) => eventName(e) === 'ACTIVITY_TASK_STARTED');
       if (signalled && dispatched) out.push(eventMs(dispatched) - eventMs(signalled));
     }
     return spreadOf(out);

@@ -166,7 +166,7 @@ export function durabilityMarkdown(
   const out: string[] = [];
   if (parked?.length) {
     out.push(
-      "**Turns parked on approval**: worker RSS (/proc VmRSS) after parking; approve → dispatch is the approval signal's event to the dispatch update's acceptance (server timestamps), over turns approved one at a time (p50 / p99 / max ms).",
+      "**Turns parked on approval**: worker RSS (/proc VmRSS) after parking; approve → dispatch is the approval signal's event to the start of the tool's activity (server timestamps), over turns approved one at a time (p50 / p99 / max ms).",
       '',
       '| worker cache | parked turns | parked per s | worker RSS MiB | approve → dispatch ms |',
       '|---|---|---|---|---|',
