@@ -19,6 +19,7 @@ import { isTool } from '../activities/tool';
 import { builtinTools } from '../activities/tools';
 import type { ConnectOptions } from '../runtime/connection';
 import { resolveConnectConfig } from '../runtime/connection';
+import { workflowBundlerOptions } from './bundle';
 import { ensureSearchAttributes } from './searchAttributes';
 import { readChoice, readString } from '../runtime/config';
 
@@ -100,11 +101,12 @@ export async function resolveTools(config: WorkerConfig): Promise<Tool[]> {
   return [...seen.values()];
 }
 
-export function workflowSource(): { workflowBundle: { codePath: string } } | { workflowsPath: string } {
+export function workflowSource():
+  { workflowBundle: { codePath: string } } | { workflowsPath: string; bundlerOptions: typeof workflowBundlerOptions } {
   const bundle = join(__dirname, '..', 'workflow-bundle.js');
   return existsSync(bundle)
     ? { workflowBundle: { codePath: bundle } }
-    : { workflowsPath: require.resolve('../workflows') };
+    : { workflowsPath: require.resolve('../workflows'), bundlerOptions: workflowBundlerOptions };
 }
 
 /** Creates (but does not run) a worker for the turn and session workflows and their activities. */
