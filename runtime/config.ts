@@ -12,7 +12,7 @@ export const SETTINGS = {
   OPENWORKER_USER: 'who decides, for unsigned decisions (default $USER)',
   OPENWORKER_QUERY_TIMEOUT_MS: 'how long the CLI waits for a worker to answer a query (default 15000)',
   OPENWORKER_LOG_LEVEL: 'the worker log level (default WARN)',
-  OPENWORKER_MAX_CACHED_WORKFLOWS: 'turns a worker keeps in memory (default 250; 0 disables the cache)',
+  OPENWORKER_MAX_CACHED_WORKFLOWS: 'turns a worker keeps in memory (default 100; 0 disables the cache)',
   OPENWORKER_MAX_ARGS_BYTES: 'largest tool arguments (default 65536)',
   OPENWORKER_MAX_RESULT_BYTES: 'largest tool result kept whole (default 262144)',
   OPENWORKER_MAX_TOOL_CALLS: 'tool calls per model response (default 64)',

@@ -39,8 +39,8 @@ export interface WorkerConfig extends ConnectOptions {
   identity?: string;
   connection?: NativeConnection;
   /**
-   * Turns kept in the worker's cache. Default 250 (`OPENWORKER_MAX_CACHED_WORKFLOWS`): a parked turn
-   * costs ~0.3 MiB cached, and replaying an evicted one on approval costs no measurable latency.
+   * Turns kept in the worker's cache. Default 100 (`OPENWORKER_MAX_CACHED_WORKFLOWS`): a parked turn
+   * costs ~0.2 MiB cached and nothing evicted, and replaying an evicted one on approval adds ~20 ms.
    */
   maxCachedWorkflows?: number;
   /** How long a turn's next task waits for this worker (its sticky queue) before any worker may take it. Default 1 s. */
@@ -56,7 +56,7 @@ export interface WorkerConfig extends ConnectOptions {
   dispatchMarker?: 'heartbeat' | 'update';
 }
 
-export const DEFAULT_MAX_CACHED_WORKFLOWS = 250;
+export const DEFAULT_MAX_CACHED_WORKFLOWS = 100;
 
 export function cacheFromEnv(raw = readString('OPENWORKER_MAX_CACHED_WORKFLOWS')): number {
   if (raw === undefined || raw === '') return DEFAULT_MAX_CACHED_WORKFLOWS;

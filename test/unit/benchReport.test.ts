@@ -204,8 +204,8 @@ describe('bench: the durability tables (pure)', () => {
 
 describe('worker: OPENWORKER_MAX_CACHED_WORKFLOWS', () => {
   const cases: [string | undefined, number | RegExp][] = [
-    [undefined, 250],
-    ['', 250],
+    [undefined, 100],
+    ['', 100],
     ['0', 0],
     ['5000', 5000],
     ['-1', /must be a whole number \(0 disables the cache\), got '-1'/],
