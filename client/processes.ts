@@ -46,14 +46,20 @@ async function startUiCodec(): Promise<{ codec: CodecServer; token: string }> {
  */
 async function startServerWithUi(opts: { db?: string; port: number; uiPort?: number; headless?: boolean }) {
   const ui = opts.headless ? undefined : await startUiCodec();
-  const server = await startDevServer({
-    dbFile: opts.db,
-    port: opts.port,
-    uiPort: opts.uiPort,
-    headless: opts.headless,
-    ...(ui ? { codecEndpoint: ui.codec.uiEndpoint } : {}),
-  });
-  return { server, ui, codec: ui?.codec };
+  try {
+    const server = await startDevServer({
+      dbFile: opts.db,
+      port: opts.port,
+      uiPort: opts.uiPort,
+      headless: opts.headless,
+      ...(ui ? { codecEndpoint: ui.codec.uiEndpoint } : {}),
+    });
+    return { server, ui, codec: ui?.codec };
+  } catch (err) {
+    // Otherwise the codec's listener keeps the CLI alive after it printed why the server did not start.
+    await ui?.codec.close();
+    throw err;
+  }
 }
 
 const codecHelp = (c: { codec: CodecServer; token: string }) =>

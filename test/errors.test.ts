@@ -89,4 +89,13 @@ describe('CLI errors (one line, what to do, no hanging)', function () {
       assert.match(oneLine(r.stderr), pattern, args.join(' '));
     }
   });
+
+  it('a server that cannot start: one line, and the CLI exits (the Web UI codec it started first is closed)', async () => {
+    const r = await runCli(['server', '--port', '0'], {
+      env: { OPENWORKER_SERVER_SYNC: 'sideways' },
+      timeoutMs: 20_000,
+    });
+    assert.equal(r.code, 1);
+    assert.equal(oneLine(r.stderr), "error: OPENWORKER_SERVER_SYNC must be one of normal, full, got 'sideways'");
+  });
 });
