@@ -4,7 +4,7 @@ import type { Setting } from '../runtime/config';
 import { readString } from '../runtime/config';
 
 // What a model response and a tool result may cost. Large payloads are stored outside history
-// (client/largePayloads.ts), so these limits are about bounded memory, storage and model context,
+// (runtime/payloadStorage.ts), so these limits are about bounded memory, storage and model context,
 // and about saying clearly what was cut, not only about Temporal's 2 MB blob limit.
 
 export interface Limits {

@@ -3,7 +3,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/wo
 import type { ModelProvider } from '../activities/model';
 import { createRegistry } from '../activities/registry';
 import type { ToolRegistry } from '../activities/registry';
-import { defaultDataConverter } from '../runtime/encryption';
+import { defaultDataConverter } from '../runtime/dataConverter';
 import { createWorker } from '../worker/worker';
 import type { IdiomaticActivities } from './idiomaticWorkflow';
 import { runTurnInProcess } from './loop';

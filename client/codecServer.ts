@@ -2,13 +2,15 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { PayloadCodec } from '@temporalio/common';
-import { combinedCodec, defaultPayloadCodecs } from '../runtime/encryption';
+import { endpointCodec } from '../runtime/dataConverter';
 import { readString } from '../runtime/config';
 
 /**
  * A codec endpoint for the Temporal Web UI (`temporal server start-dev --ui-codec-endpoint`): the
- * browser posts the payloads it shows to `/decode`, and gets stored transcripts back instead of
- * claim-check references. Loopback only; it answers the UI's origin.
+ * browser posts the payloads it shows to `/decode`, and gets them back decrypted, with external
+ * storage references replaced by the stored payloads (S3 or a directory, as workers store them;
+ * `?preserveStorageRefs=true` is ignored, so the UI shows the transcript, not a reference).
+ * Loopback only; it answers the UI's origin.
  */
 
 interface JsonPayload {
@@ -58,7 +60,7 @@ const sameToken = (given: string, token: Buffer) => timingSafeEqual(digest(given
 export async function startCodecServer(
   opts: { port?: number; codec?: PayloadCodec; allowOrigin?: string; token?: string } = {},
 ): Promise<CodecServer> {
-  const codec = opts.codec ?? combinedCodec(defaultPayloadCodecs());
+  const codec = opts.codec ?? endpointCodec();
   if (opts.token !== undefined && !TOKEN_CHARS.test(opts.token))
     throw new Error("codec endpoint token must be 16-256 letters, digits, '.', '_', '~' or '-'");
   const token = opts.token === undefined ? undefined : digest(opts.token);

@@ -1,7 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import type { ConnectOptions } from '../runtime/connection';
 import { resolveConnectConfig } from '../runtime/connection';
-import { defaultDataConverter } from '../runtime/encryption';
+import { defaultDataConverter } from '../runtime/dataConverter';
 
 export type { ConnectOptions, ResolvedConnectConfig } from '../runtime/connection';
 

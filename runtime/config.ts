@@ -19,7 +19,10 @@ export const SETTINGS = {
   OPENWORKER_MAX_MODEL_TEXT_BYTES: 'largest model text (default 65536)',
   OPENWORKER_SERVER_SYNC:
     "the dev server's SQLite sync: normal (default; a commit survives any process crash) or full (also a power cut)",
-  OPENWORKER_PAYLOAD_STORE: 'where payloads over 16 KiB are kept (default <state dir>/payloads)',
+  OPENWORKER_PAYLOAD_STORE:
+    'where payloads of 16 KiB or more are kept: s3://bucket/prefix or a directory (default <state dir>/payloads)',
+  OPENWORKER_LEGACY_PAYLOAD_DIR:
+    'where payloads of old claim-check references are (default: the payload directory, else <state dir>/payloads)',
   OPENWORKER_ENCRYPTION: "'off' turns payload encryption off",
   OPENWORKER_ENCRYPTION_KEYS: 'payload encryption keys, id=base64[,id2=base64]',
   OPENWORKER_ENCRYPTION_KEY_FILE: 'a JSON file of payload encryption keys',

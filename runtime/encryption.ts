@@ -1,10 +1,9 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { DataConverter, PayloadCodec } from '@temporalio/common';
+import type { PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { stateDir } from './stateDir';
-import { claimCheckCodec } from './largePayloads';
 import { readString } from './config';
 
 // Payload encryption: every payload a client or worker sends to Temporal (tool arguments and
@@ -192,42 +191,6 @@ export function noKeysCodec(): PayloadCodec {
           );
         }
       }
-      return payloads;
-    },
-  };
-}
-
-/** The codecs every client and worker uses, in encode order: encryption (when keys are set), then claim-check. */
-export function defaultPayloadCodecs(env: NodeJS.ProcessEnv = process.env): PayloadCodec[] {
-  return codecsFor(keyringFromEnv(env));
-}
-
-const codecsFor = (ring: Keyring | undefined): PayloadCodec[] => [
-  ring ? encryptionCodec(ring) : noKeysCodec(),
-  claimCheckCodec(),
-];
-
-/**
- * The data converter of every client and worker: the default codecs, and when payloads are
- * encrypted, failure messages and stack traces moved into a (sealed) payload as well.
- */
-export function defaultDataConverter(env: NodeJS.ProcessEnv = process.env): DataConverter {
-  const ring = keyringFromEnv(env);
-  return {
-    payloadCodecs: codecsFor(ring),
-    ...(ring ? { failureConverterPath: require.resolve('./sealedFailures') } : {}),
-  };
-}
-
-/** Several codecs as one (the codec endpoint's shape): encode in order, decode in reverse. */
-export function combinedCodec(codecs: readonly PayloadCodec[]): PayloadCodec {
-  return {
-    async encode(payloads) {
-      for (const c of codecs) payloads = await c.encode(payloads);
-      return payloads;
-    },
-    async decode(payloads) {
-      for (const c of [...codecs].reverse()) payloads = await c.decode(payloads);
       return payloads;
     },
   };

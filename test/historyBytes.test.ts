@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { DEFAULT_THRESHOLD_BYTES } from '../runtime/largePayloads';
+import { DEFAULT_THRESHOLD_BYTES } from '../runtime/payloadStorage';
 import { useFakeModelServer } from './support/fakeModelServer';
 import { measureHistoryBytes } from './support/historyBytes';
 import { uniq } from './support/scenario';

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { Worker } from '@temporalio/worker';
 import { faultSinks } from '../activities/faults';
 import { approve } from '../client/decisions';
-import { defaultPayloadCodecs } from '../runtime/encryption';
+import { defaultDataConverter } from '../runtime/dataConverter';
 import { workflowSource } from '../worker/worker';
 import { OpenWorkerError, sendMessage, sessionStatus, turnStatus, waitForTurn } from '../client/session';
 import { messageSignal, sessionWorkflowId } from '../workflows/definitions';
@@ -168,7 +168,7 @@ describe('size limits end to end', function () {
         `${id} has one patch marker`,
       );
       await Worker.runReplayHistory(
-        { ...workflowSource(), sinks: faultSinks(), dataConverter: { payloadCodecs: defaultPayloadCodecs() } },
+        { ...workflowSource(), sinks: faultSinks(), dataConverter: defaultDataConverter() },
         history,
         id,
       );

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { faultSinks } from '../activities/faults';
 import { workflowSource } from '../worker/worker';
-import { HISTORIES } from './support/histories';
+import { defaultDataConverter } from '../runtime/dataConverter';
+import { FIXTURE_CONVERTER_ENV, HISTORIES } from './support/histories';
 
 // Every recorded history must replay on the current workflow code without a nondeterminism error:
 // a change that alters history needs patched() to pass this.
@@ -21,7 +22,13 @@ describe('replay of recorded histories', function () {
     it(`replays ${file}`, async () => {
       const history: unknown = JSON.parse(readFileSync(join(HISTORIES, file), 'utf8'));
       await Worker.runReplayHistory(
-        { ...workflowSource(), sinks: faultSinks(), replayName: file },
+        {
+          ...workflowSource(),
+          sinks: faultSinks(),
+          replayName: file,
+          // *-claim-check-v0.json carry encrypted payloads behind old claim-check references.
+          dataConverter: defaultDataConverter(FIXTURE_CONVERTER_ENV),
+        },
         history,
         file.replace(/\.json$/, ''),
       );

@@ -9,7 +9,7 @@ import type { Browser } from 'playwright-core';
 import type { CodecServer } from '../client/codecServer';
 import { newCodecToken, startCodecServer } from '../client/codecServer';
 import type { OpenWorkerClient } from '../client/connection';
-import { combinedCodec, defaultPayloadCodecs } from '../runtime/encryption';
+import { defaultDataConverter, endpointCodec } from '../runtime/dataConverter';
 import { startDevServer } from '../dev/server';
 import type { DevServer } from '../dev/server';
 import { sessionWorkflowId } from '../workflows/definitions';
@@ -37,7 +37,7 @@ describe('Temporal Web UI with encrypted payloads and a codec token (headless Ch
     dir = mkdtempSync(join(tmpdir(), 'openworker-webui-enc-'));
     // The codec endpoint's keys come from the same variable the worker process gets.
     codec = await startCodecServer({
-      codec: combinedCodec(defaultPayloadCodecs({ ...process.env, OPENWORKER_ENCRYPTION_KEYS: keys })),
+      codec: endpointCodec({ ...process.env, OPENWORKER_ENCRYPTION_KEYS: keys }),
       token,
     });
     server = await startDevServer({ port: 0, dbFile: join(dir, 'temporal.db'), codecEndpoint: codec.uiEndpoint });
@@ -66,7 +66,7 @@ describe('Temporal Web UI with encrypted payloads and a codec token (headless Ch
     const keyed: OpenWorkerClient = {
       client: new Client({
         connection: connection!,
-        dataConverter: { payloadCodecs: defaultPayloadCodecs({ ...process.env, OPENWORKER_ENCRYPTION_KEYS: keys }) },
+        dataConverter: defaultDataConverter({ ...process.env, OPENWORKER_ENCRYPTION_KEYS: keys }),
       }),
       connection: connection!,
       address: server!.address,

@@ -6,7 +6,7 @@ import { Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { faultSinks } from '../activities/faults';
-import { defaultDataConverter } from '../runtime/encryption';
+import { defaultDataConverter } from '../runtime/dataConverter';
 import type { ModelProvider } from '../activities/model';
 import { loadModel } from '../activities/models';
 import { createRegistry } from '../activities/registry';

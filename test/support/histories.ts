@@ -7,6 +7,17 @@ import { ROOT } from './processes';
 export const HISTORIES = join(ROOT, 'test', 'fixtures', 'histories');
 
 /**
+ * The data converter settings the recorded histories need: the key that sealed
+ * `*-claim-check-v0.json`'s payloads (a fixture's, used nowhere else) and the directory holding
+ * what their claim-check references point to.
+ */
+export const FIXTURE_CONVERTER_ENV: NodeJS.ProcessEnv = {
+  ...process.env,
+  OPENWORKER_ENCRYPTION_KEYS: `fixture-key=${Buffer.alloc(32, 7).toString('base64')}`,
+  OPENWORKER_LEGACY_PAYLOAD_DIR: join(ROOT, 'test', 'fixtures', 'payloads'),
+};
+
+/**
  * With OPENWORKER_RECORD_HISTORIES=1, end-to-end tests save the histories they produce as replay
  * fixtures (in the Temporal CLI's JSON form). Record them before changing workflow code;
  * test/replay.test.ts replays every one.

@@ -4,18 +4,25 @@ import { strict as assert } from 'node:assert';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { defaultPayloadConverter } from '@temporalio/common';
+import { ExternalStorage, StorageDriverClaim, defaultPayloadConverter } from '@temporalio/common';
+import { encodeReferencePayload } from '@temporalio/common/lib/internal-non-workflow';
 import type { CodecServer } from '../../client/codecServer';
 import { codecTokenFromEnv, newCodecToken, startCodecServer } from '../../client/codecServer';
-import { claimCheckCodec, directoryStore } from '../../runtime/largePayloads';
-import { combinedCodec, encryptionCodec, keyringFromList } from '../../runtime/encryption';
+import { encryptionCodec, keyringFromList } from '../../runtime/encryption';
+import { combinedCodec, storageCodec } from '../../runtime/dataConverter';
+import { FILE_DRIVER, fileDriver } from '../../runtime/payloadStorage';
+import { claimCheckReader } from '../../runtime/claimCheckReader';
 
-// The Web UI's codec endpoint: a claim-check reference in, the stored payload out.
+// The Web UI's codec endpoint: an external storage reference in, the stored payload out.
 
 describe('codec endpoint for the Web UI', () => {
   let dir: string;
   let server: CodecServer;
-  const codec = () => claimCheckCodec(directoryStore(dir), 1024);
+  const codec = () =>
+    combinedCodec([
+      claimCheckReader(dir),
+      storageCodec(new ExternalStorage({ drivers: [fileDriver(dir)], payloadSizeThreshold: 1024 })),
+    ]);
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'openworker-codec-'));
     server = await startCodecServer({ codec: codec() });
@@ -61,7 +68,7 @@ describe('codec endpoint for the Web UI', () => {
     assert.deepEqual(back, [{ transcript: 'y'.repeat(4096) }, 'hi']);
   });
 
-  it('with encryption keys: /decode opens sealed payloads (claim-checked or not), /encode seals them', async () => {
+  it('with encryption keys: /decode opens sealed payloads (stored or not), /encode seals them', async () => {
     const ring = keyringFromList(`k1=${randomBytes(32).toString('base64')}`);
     const both = combinedCodec([encryptionCodec(ring), codec()]);
     const keyed = await startCodecServer({ codec: both });
@@ -158,17 +165,28 @@ describe('codec endpoint for the Web UI', () => {
       req.end('{"payloads":[]}');
     });
     assert.equal(rebound, 403);
-    const ref = {
+    const old = {
       metadata: { encoding: b64(new TextEncoder().encode('binary/openworker-claim-check')) },
       data: b64(new TextEncoder().encode(JSON.stringify({ sha256: '../../../../etc/passwd' }))),
     };
-    const traversal = await fetch(`${server.url}/decode`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ payloads: [ref] }),
+    const current = encodeReferencePayload({
+      driverName: FILE_DRIVER,
+      claim: new StorageDriverClaim({ sha256: '../../../../etc/passwd' }),
+      sizeBytes: 10,
     });
-    assert.equal(traversal.status, 400);
-    assert.match(((await traversal.json()) as { error: string }).error, /not a payload reference/);
+    const json = {
+      metadata: Object.fromEntries(Object.entries(current.metadata!).map(([k, v]) => [k, b64(v)])),
+      data: b64(current.data),
+    };
+    for (const ref of [old, json]) {
+      const traversal = await fetch(`${server.url}/decode`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ payloads: [ref] }),
+      });
+      assert.equal(traversal.status, 400);
+      assert.match(((await traversal.json()) as { error: string }).error, /not a payload reference/);
+    }
   });
 
   describe('with a token', () => {

@@ -1,21 +1,19 @@
 import { strict as assert } from 'node:assert';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import {
   ENCRYPTED_ENCODING,
-  combinedCodec,
   defaultKeyFile,
-  defaultPayloadCodecs,
   encryptionCodec,
   ensureLocalKeyFile,
   keyringFromEnv,
   keyringFromFile,
   keyringFromList,
 } from '../../runtime/encryption';
-import { claimCheckCodec, directoryStore } from '../../runtime/largePayloads';
+import { defaultPayloadCodecs } from '../../runtime/dataConverter';
 
 const b64 = () => randomBytes(32).toString('base64');
 const SECRET = 'the launch is on Monday, tell nobody';
@@ -95,29 +93,6 @@ describe('encryption: AES-256-GCM payload codec', () => {
   it('passes payloads that were never encrypted through (history written before keys were set)', async () => {
     const p = payload();
     assert.deepEqual((await encryptionCodec(keyringFromList(`k1=${k1}`)).decode([p]))[0], p);
-  });
-
-  it('with the claim-check store: what is stored outside history is ciphertext too', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ow-enc-'));
-    try {
-      const codec = combinedCodec([
-        encryptionCodec(keyringFromList(`k1=${k1}`)),
-        claimCheckCodec(directoryStore(dir), 64),
-      ]);
-      const big = defaultPayloadConverter.toPayload({ body: SECRET.repeat(20) })!;
-      const [ref] = await codec.encode([big]);
-      assert.match(text(ref!), /sha256/);
-      const stored = readdirSync(dir).flatMap((d) =>
-        readdirSync(join(dir, d)).map((f) => readFileSync(join(dir, d, f)).toString('latin1')),
-      );
-      assert.equal(stored.length, 1);
-      assert.ok(!stored[0]!.includes('launch'));
-      assert.deepEqual(defaultPayloadConverter.fromPayload((await codec.decode([ref!]))[0]!), {
-        body: SECRET.repeat(20),
-      });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
   });
 });
 
@@ -234,8 +209,8 @@ describe('encryption: the local key `dev` generates', () => {
 
   it('a process without keys names the key a sealed payload needs, in one line', async () => {
     const [sealed] = await encryptionCodec(keyringFromList(`k7=${b64()}`)).encode([payload()]);
-    const [, claim] = defaultPayloadCodecs({});
-    assert.ok(claim, 'claim-check stays');
+    const [, oldReferences] = defaultPayloadCodecs({});
+    assert.ok(oldReferences, 'the reader of old claim-check references stays');
     await assert.rejects(
       defaultPayloadCodecs({})[0]!.decode([sealed!]),
       /^Error: payload encrypted with key 'k7', and this process has no keys: run where `dev` ran \(it reads .*encryption-keys\.json\) or set OPENWORKER_ENCRYPTION_KEY_FILE or OPENWORKER_ENCRYPTION_KEYS$/,

@@ -1,0 +1,44 @@
+import path from 'node:path';
+import type { PayloadCodec } from '@temporalio/common';
+import { readString } from './config';
+import { payloadStoreConfig, readPayloadFile } from './payloadStorage';
+import { stateDir } from './stateDir';
+
+/**
+ * Reads references written by the claim-check codec that came before External Storage, so turns
+ * recorded with it still replay and `show` still reads them. It never writes one. Their payloads
+ * are in the directory store: `OPENWORKER_PAYLOAD_STORE` when that is a directory, else the old
+ * default `<state dir>/payloads`, or `OPENWORKER_LEGACY_PAYLOAD_DIR`.
+ */
+
+export const CLAIM_ENCODING = 'binary/openworker-claim-check';
+
+const decoder = new TextDecoder();
+
+export function legacyPayloadDir(env: NodeJS.ProcessEnv = process.env): string {
+  const explicit = readString('OPENWORKER_LEGACY_PAYLOAD_DIR', env);
+  if (explicit) return path.resolve(explicit);
+  const c = payloadStoreConfig(env);
+  return c.kind === 'file' ? c.dir : path.join(stateDir(), 'payloads');
+}
+
+export function claimCheckReader(dir: string = legacyPayloadDir()): PayloadCodec {
+  return {
+    encode: async (payloads) => payloads,
+    async decode(payloads) {
+      return Promise.all(
+        payloads.map(async (p) => {
+          const encoding = p.metadata?.encoding ? decoder.decode(p.metadata.encoding) : undefined;
+          if (encoding !== CLAIM_ENCODING) return p;
+          let ref: { sha256?: unknown };
+          try {
+            ref = JSON.parse(decoder.decode(p.data ?? new Uint8Array())) as { sha256?: unknown };
+          } catch {
+            throw new Error('not a payload reference: its data is not JSON');
+          }
+          return readPayloadFile(dir, ref?.sha256, 'OPENWORKER_LEGACY_PAYLOAD_DIR');
+        }),
+      );
+    },
+  };
+}

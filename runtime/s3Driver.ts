@@ -1,0 +1,55 @@
+import { S3Client } from '@aws-sdk/client-s3';
+import type { StorageDriver } from '@temporalio/common';
+import { S3StorageDriver, type S3StorageDriverClient } from '@temporalio/external-storage-s3';
+import { AwsSdkS3StorageDriverClient } from '@temporalio/external-storage-s3-aws-sdk';
+
+/**
+ * Payloads in S3 or an S3-compatible store, through the SDK's own S3 driver (its wire format is
+ * what Temporal's other SDKs read). Credentials and region come from the AWS SDK's standard chain;
+ * `AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL` points it at another S3-compatible server, which then
+ * gets path-style addressing (most of them need it) and region us-east-1 unless one is set.
+ */
+export function s3Driver(c: { bucket: string; prefix: string }, env: NodeJS.ProcessEnv = process.env): StorageDriver {
+  const endpoint = env.AWS_ENDPOINT_URL_S3?.trim() || env.AWS_ENDPOINT_URL?.trim() || undefined;
+  const region = env.AWS_REGION?.trim() || env.AWS_DEFAULT_REGION?.trim() || (endpoint ? 'us-east-1' : undefined);
+  const s3 = new S3Client({
+    ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
+    ...(region ? { region } : {}),
+  });
+  const driver = new S3StorageDriver({
+    client: prefixed(new AwsSdkS3StorageDriverClient(s3), c.prefix),
+    bucket: c.bucket,
+  });
+  return {
+    name: driver.name,
+    type: driver.type,
+    store: (ctx, payloads) => withCause(driver.store(ctx, payloads)),
+    retrieve: (ctx, claims) => withCause(driver.retrieve(ctx, claims)),
+  };
+}
+
+// The driver's key is `v0/ns/…/d/sha256/<hash>`, with no room for a prefix: the prefix is the
+// deployment's, added on the way to S3, so every client and worker must be given the same one.
+function prefixed(client: S3StorageDriverClient, prefix: string): S3StorageDriverClient {
+  if (!prefix) return client;
+  const at = (key: string) => `${prefix}/${key}`;
+  return {
+    putObject: (bucket, key, data, o) => client.putObject(bucket, at(key), data, o),
+    objectExists: (bucket, key, o) => client.objectExists(bucket, at(key), o),
+    getObject: (bucket, key, o) => client.getObject(bucket, at(key), o),
+    describe: () => ({ ...client.describe?.(), prefix }),
+  };
+}
+
+// The driver names the object and keeps S3's answer as the cause; one line should say both.
+async function withCause<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    const cause = (err as Error).cause as { name?: string; message?: string } | undefined;
+    if (!cause?.message && !cause?.name) throw err;
+    throw new Error(`${(err as Error).message}: ${cause.name ?? 'Error'}: ${cause.message ?? ''}`.trim(), {
+      cause: err,
+    });
+  }
+}
