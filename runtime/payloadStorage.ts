@@ -96,7 +96,10 @@ export const describeStore = (c: PayloadStoreConfig): string =>
 
 function driverFor(c: PayloadStoreConfig, env: NodeJS.ProcessEnv): StorageDriver {
   if (c.kind === 'file') return fileDriver(c.dir);
-  // Loaded only when used: the AWS SDK costs every CLI command ~100 ms to load.
+  // Loaded only when used: the AWS SDK costs every CLI command ~100 ms to load. Its Node 20 warning
+  // is about SDK releases from 2027 on, which the pinned version is not; on every command it would
+  // bury the CLI's one-line errors.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { s3Driver } = require('./s3Driver') as typeof import('./s3Driver');
   return s3Driver(c, env);

@@ -8,6 +8,9 @@ import { stopAllProcesses } from './processes';
 
 // One file-backed Temporal dev server for the whole run; tests that restart a server start their own.
 
+// The pinned AWS SDK's Node 20 notice is about its 2027 releases; keep it out of every test's output.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
 // The test process itself runs only replay workers; keep their lifecycle logs out of the output.
 Runtime.install({ logger: new DefaultLogger('WARN') });
 
