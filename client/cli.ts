@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { processCommands } from './cliProcesses';
 import { cancelCommand, sessionCommands, showCommand } from './cliSessions';
 import { decisionCommands, keyCommands } from './cliDecisions';
+import { storageCommands } from './cliStorage';
 import { OpenWorkerError } from './session';
 
 // The commands live in sibling modules by subject; they are added here in the order the help lists them.
@@ -20,6 +21,7 @@ export function buildCli(): Command {
   cancelCommand(program);
   keyCommands(program);
   showCommand(program);
+  storageCommands(program);
 
   return program;
 }

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { ExternalStorage, StorageDriverClaim, type Payload, type StorageDriver } from '@temporalio/common';
@@ -111,4 +111,28 @@ export function externalStorageFromEnv(env: NodeJS.ProcessEnv = process.env): Ex
     drivers: [driverFor(payloadStoreConfig(env), env)],
     payloadSizeThreshold: DEFAULT_THRESHOLD_BYTES,
   });
+}
+
+/**
+ * Stores a probe payload as a worker would and reads it back: run on each host before its workers,
+ * it says whether this host reaches the same store with working credentials.
+ */
+export async function checkPayloadStore(
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ store: string; driver: string; bytes: number; ms: number }> {
+  const config = payloadStoreConfig(env);
+  const driver = driverFor(config, env);
+  const probe: Payload = {
+    metadata: { encoding: new TextEncoder().encode('binary/plain') },
+    data: new Uint8Array(randomBytes(DEFAULT_THRESHOLD_BYTES)),
+  };
+  const started = Date.now();
+  const target = { kind: 'workflow', namespace: 'openworker-storage-check', id: 'probe' } as const;
+  const [claim] = await driver.store({ target }, [probe]);
+  const [back] = await driver.retrieve({}, [claim!]);
+  if (!back?.data || Buffer.compare(Buffer.from(back.data), Buffer.from(probe.data!)) !== 0)
+    throw new Error(`payload store ${describeStore(config)} gave back other bytes than it was given`);
+  // A directory keeps no probes; in S3 they are 16 KiB each, expired with the rest (storage expire).
+  if (config.kind === 'file') await fs.rm(payloadFile(config.dir, claim!.claimData.sha256!), { force: true });
+  return { store: describeStore(config), driver: driver.name, bytes: probe.data!.length, ms: Date.now() - started };
 }

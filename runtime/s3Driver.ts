@@ -1,4 +1,9 @@
-import { S3Client } from '@aws-sdk/client-s3';
+import {
+  GetBucketLifecycleConfigurationCommand,
+  PutBucketLifecycleConfigurationCommand,
+  S3Client,
+  type LifecycleRule,
+} from '@aws-sdk/client-s3';
 import type { StorageDriver } from '@temporalio/common';
 import { S3StorageDriver, type S3StorageDriverClient } from '@temporalio/external-storage-s3';
 import { AwsSdkS3StorageDriverClient } from '@temporalio/external-storage-s3-aws-sdk';
@@ -9,13 +14,17 @@ import { AwsSdkS3StorageDriverClient } from '@temporalio/external-storage-s3-aws
  * `AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL` points it at another S3-compatible server, which then
  * gets path-style addressing (most of them need it) and region us-east-1 unless one is set.
  */
-export function s3Driver(c: { bucket: string; prefix: string }, env: NodeJS.ProcessEnv = process.env): StorageDriver {
+export function s3Client(env: NodeJS.ProcessEnv = process.env): S3Client {
   const endpoint = env.AWS_ENDPOINT_URL_S3?.trim() || env.AWS_ENDPOINT_URL?.trim() || undefined;
   const region = env.AWS_REGION?.trim() || env.AWS_DEFAULT_REGION?.trim() || (endpoint ? 'us-east-1' : undefined);
-  const s3 = new S3Client({
+  return new S3Client({
     ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
     ...(region ? { region } : {}),
   });
+}
+
+export function s3Driver(c: { bucket: string; prefix: string }, env: NodeJS.ProcessEnv = process.env): StorageDriver {
+  const s3 = s3Client(env);
   const driver = new S3StorageDriver({
     client: prefixed(new AwsSdkS3StorageDriverClient(s3), c.prefix),
     bucket: c.bucket,
@@ -51,5 +60,44 @@ async function withCause<T>(p: Promise<T>): Promise<T> {
     throw new Error(`${(err as Error).message}: ${cause.name ?? 'Error'}: ${cause.message ?? ''}`.trim(), {
       cause: err,
     });
+  }
+}
+
+export const EXPIRATION_RULE_ID = 'openworker-payloads';
+
+/**
+ * Expires payloads under the prefix `days` after they were written, with one lifecycle rule of
+ * this project's id. S3 replaces a bucket's whole lifecycle configuration on every write: the
+ * bucket's other rules are read first and kept.
+ */
+export async function setExpiration(
+  c: { bucket: string; prefix: string },
+  days: number,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<LifecycleRule[]> {
+  const s3 = s3Client(env);
+  try {
+    let rules: LifecycleRule[] = [];
+    try {
+      rules = (await s3.send(new GetBucketLifecycleConfigurationCommand({ Bucket: c.bucket }))).Rules ?? [];
+    } catch (err) {
+      if ((err as { name?: string }).name !== 'NoSuchLifecycleConfiguration') throw err;
+    }
+    const ours: LifecycleRule = {
+      ID: EXPIRATION_RULE_ID,
+      Status: 'Enabled',
+      Filter: { Prefix: c.prefix ? `${c.prefix}/` : '' },
+      Expiration: { Days: days },
+    };
+    const next = [...rules.filter((r) => r.ID !== EXPIRATION_RULE_ID), ours];
+    await s3.send(
+      new PutBucketLifecycleConfigurationCommand({ Bucket: c.bucket, LifecycleConfiguration: { Rules: next } }),
+    );
+    return next;
+  } catch (err) {
+    const e = err as { name?: string; message?: string };
+    throw new Error(`cannot set the lifecycle of s3://${c.bucket}: ${e.name ?? 'Error'}: ${e.message ?? ''}`.trim());
+  } finally {
+    s3.destroy();
   }
 }
