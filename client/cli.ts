@@ -3,6 +3,7 @@ import { processCommands } from './cliProcesses';
 import { cancelCommand, sessionCommands, showCommand } from './cliSessions';
 import { decisionCommands, keyCommands } from './cliDecisions';
 import { storageCommands } from './cliStorage';
+import { approvalsCommands } from './cliApprovals';
 import { OpenWorkerError } from './session';
 
 // The commands live in sibling modules by subject; they are added here in the order the help lists them.
@@ -22,6 +23,7 @@ export function buildCli(): Command {
   keyCommands(program);
   showCommand(program);
   storageCommands(program);
+  approvalsCommands(program);
 
   return program;
 }

@@ -73,6 +73,7 @@ function devCommand(program: Command): void {
     )
     .option('--tools <module>', 'extra tools module (repeatable)', (v: string, prev: string[]) => [...prev, v], [])
     .option('--no-demo', 'do not start the demo turn')
+    .option('--approvals-port <port>', 'the approvals app (0: any free port)', port, 8234)
     .addOption(
       new Option('--recovery <policy>', "send_email's recovery policy: reconcile (ask the mail sink) or manual")
         .choices(['reconcile', 'manual'])

@@ -8,6 +8,9 @@ import { startDevServer } from '../dev/server';
 import { stateDir } from '../runtime/stateDir';
 import type { CodecServer } from './codecServer';
 import { codecTokenFromEnv, startCodecServer } from './codecServer';
+import { startApprovalsServer } from './approvals/serve';
+import { createToken } from './approvals/tokens';
+import { defaultApprover } from './decisions';
 import { ensureLocalKeyFile } from '../runtime/encryption';
 import { createWorker } from '../worker/worker';
 import { connectClient } from './connection';
@@ -139,6 +142,7 @@ export interface DevOptions {
   tools: string[];
   demo: boolean;
   recovery: 'reconcile' | 'manual';
+  approvalsPort?: number;
 }
 
 const BIN = path.join(__dirname, '..', '..', 'bin', 'openworker-temporal.js');
@@ -213,6 +217,7 @@ export async function runDev(opts: DevOptions): Promise<void> {
     `Mail sink smtp://127.0.0.1:${sink.smtpPort} (lookup ${sink.lookupUrl}); send_email recovery policy: ${opts.recovery}`,
   );
   if (ui) console.log(codecHelp(ui));
+  const approvals = await startDevApprovals(server.address, opts.approvalsPort ?? 8234);
   if (opts.demo) await demo(server.address).catch((err) => console.error(`demo: ${(err as Error).message}`));
   console.log('\nPress Ctrl-C to stop (state is kept in .openworker/).');
   await Promise.race([untilSignal(), server.exited]);
@@ -223,12 +228,32 @@ export async function runDev(opts: DevOptions): Promise<void> {
     await new Promise((r) => w.once('exit', r));
   }
   await sink.close();
+  await approvals.close();
   await codec?.close();
   await server.stop();
   console.log(`Stopped. Emails delivered so far: ${sink.messages().length} (${path.join(dir, 'mail.json')}).`);
 }
 
 const CLI = 'npx openworker-temporal';
+
+/** The approvals app, with a fresh sign-in token for the local user (only its hash is kept). */
+async function startDevApprovals(address: string, port: number): Promise<{ close(): Promise<void> }> {
+  const client = await connectClient({ address });
+  try {
+    const app = await startApprovalsServer(client, { port });
+    const user = defaultApprover();
+    console.log(`Approvals ${app.url}   sign in as ${user} with ${createToken(user)} (a new token each start)`);
+    return {
+      close: async () => {
+        await app.close();
+        await client.close();
+      },
+    };
+  } catch (err) {
+    await client.close();
+    throw err;
+  }
+}
 
 /** Starts (or shows) a turn in session `demo` that waits for an approval, and says what to type next. */
 async function demo(address: string): Promise<void> {

@@ -26,6 +26,8 @@ export const SETTINGS = {
   OPENWORKER_ENCRYPTION: "'off' turns payload encryption off",
   OPENWORKER_ENCRYPTION_KEYS: 'payload encryption keys, id=base64[,id2=base64]',
   OPENWORKER_ENCRYPTION_KEY_FILE: 'a JSON file of payload encryption keys',
+  OPENWORKER_APPROVALS_TOKENS:
+    "the approvals app's operator tokens, hashed (default <state dir>/approvals-tokens.json)",
   OPENWORKER_CODEC_TOKEN: "the codec endpoint's token (default: a fresh one per start)",
   OPENWORKER_APPROVERS: "the worker's approvers file (public keys and policy)",
   OPENWORKER_KEYS_DIR: 'where the CLI keeps approver key pairs (default ~/.openworker/keys)',

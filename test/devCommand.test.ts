@@ -49,7 +49,18 @@ describe('dev: encryption on by default, codec endpoint behind a token', functio
     const env = envFor(state, address);
     dev = spawn(
       process.execPath,
-      [CLI, 'dev', '--port', String(port), '--db', join(dir, 'temporal.db'), '--model', 'demo'],
+      [
+        CLI,
+        'dev',
+        '--port',
+        String(port),
+        '--db',
+        join(dir, 'temporal.db'),
+        '--model',
+        'demo',
+        '--approvals-port',
+        '0',
+      ],
       { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     dev.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -86,6 +97,21 @@ describe('dev: encryption on by default, codec endpoint behind a token', functio
     assert.equal((await post('/decode')).status, 401);
     assert.equal((await post('/decode', { authorization: `Bearer ${token}` })).status, 200);
     assert.equal((await post(`/${token}/decode`)).status, 200);
+
+    // The approvals app: its URL and a token for the local user, which signs in and lists the demo call.
+    const approvals = /Approvals (http:\/\/127\.0\.0\.1:\d+) {3}sign in as (\S+) with (owa_\S+)/.exec(out);
+    assert.ok(approvals, `the approvals line:\n${out}`);
+    const bearer = { authorization: `Bearer ${approvals[3]}` };
+    assert.equal((await fetch(`${approvals[1]}/api/inbox`)).status, 401);
+    const me = (await (await fetch(`${approvals[1]}/api/me`, { headers: bearer })).json()) as { name: string };
+    assert.equal(me.name, approvals[2]);
+    const listed = await eventually(async () => {
+      const items = (await (await fetch(`${approvals[1]}/api/inbox`, { headers: bearer })).json()) as {
+        sessionId: string;
+      }[];
+      return items.some((i) => i.sessionId === 'demo') && items;
+    }, 'the demo call in the approvals inbox');
+    assert.ok(listed.length >= 1);
 
     // The demo turn (sent by dev's own client, run by its worker child) is sealed in history.
     const connection = await Connection.connect({ address });

@@ -1,0 +1,155 @@
+import { turnWorkflowId } from '../../workflows/definitions';
+import { executionIdFor } from '../../workflows/identity';
+import { pendingFence } from '../../workflows/ledger';
+import type { LedgerEntry, Message, RecoveryDecision } from '../../workflows/types';
+import type { OpenWorkerClient } from '../connection';
+import { approve, recover, reject, type DecisionOutcome } from '../decisions';
+import { approveAlways } from '../grants';
+import { inbox, type InboxItem } from '../inspect';
+import { OpenWorkerError, sessionStatus, turnStatus } from '../session';
+
+// What the approvals app shows and does, on top of the client library: everything is read from
+// Temporal on each request and every action is a signal, so replicas share no state.
+
+/** Where a call lives; its execution ID is derived from these, so a reference can be checked. */
+export interface CallRef {
+  sessionId: string;
+  turn: number;
+  toolCallId: string;
+}
+
+export type Action = 'approve' | 'approve_session' | 'approve_target' | 'reject' | RecoveryDecision;
+
+export interface WaitingCall extends InboxItem {
+  waitedMs: number;
+}
+
+export interface CallView {
+  executionId: string;
+  ref: CallRef;
+  workflowId: string;
+  turnState: string;
+  entry: LedgerEntry;
+  /** The session's last messages, for context. */
+  transcript: Message[];
+  actions: Action[];
+  /** Set when this call's decisions count only when signed (the worker's approver policy). */
+  needsSignature?: string;
+  fence?: { until: string; attempt: number };
+}
+
+const TRANSCRIPT_TAIL = 12;
+
+/** The inbox oldest first: the longest-waiting call is the one to decide next. */
+export async function waitingCalls(c: OpenWorkerClient, now = Date.now()): Promise<WaitingCall[]> {
+  const items = await inbox(c);
+  return items
+    .map((i) => ({ ...i, waitedMs: i.since ? Math.max(0, now - Date.parse(i.since)) : 0 }))
+    .sort((a, b) => a.since.localeCompare(b.since));
+}
+
+/** The reference behind an execution ID: given (and checked against the ID), or found among waiting calls. */
+export async function resolveCall(
+  c: OpenWorkerClient,
+  executionId: string,
+  given: Partial<CallRef> = {},
+): Promise<CallRef> {
+  if (given.sessionId && given.turn && given.toolCallId) {
+    const ref = { sessionId: given.sessionId, turn: given.turn, toolCallId: given.toolCallId };
+    if (executionIdFor(ref.sessionId, ref.turn, ref.toolCallId) !== executionId)
+      throw new OpenWorkerError(
+        `session ${ref.sessionId}, turn ${ref.turn}, call ${ref.toolCallId} is not execution ${executionId}`,
+        'bad_input',
+      );
+    return ref;
+  }
+  const hit = (await inbox(c)).find((i) => i.executionId === executionId);
+  if (!hit)
+    throw new OpenWorkerError(
+      `execution ${executionId} is not waiting for a decision; to open a decided call, add ?session=&turn=&call=`,
+      'not_found',
+    );
+  return { sessionId: hit.sessionId, turn: hit.turn, toolCallId: hit.toolCallId };
+}
+
+export function actionsFor(e: LedgerEntry): Action[] {
+  if (e.state === 'awaiting_approval')
+    return ['approve', 'approve_session', ...(e.target ? (['approve_target'] as const) : []), 'reject'];
+  if (e.state === 'recovery_required') return ['retry', 'succeeded', 'failed'];
+  return [];
+}
+
+export async function callView(c: OpenWorkerClient, ref: CallRef): Promise<CallView> {
+  const workflowId = turnWorkflowId(ref.sessionId, ref.turn);
+  const status = await turnStatus(c, workflowId);
+  const entry = status.ledger.find((e) => e.toolCallId === ref.toolCallId);
+  if (!entry) throw new OpenWorkerError(`no tool call '${ref.toolCallId}' in ${workflowId}`, 'not_found');
+  const transcript = await sessionStatus(c, ref.sessionId)
+    .then((s) => s.transcript.slice(-TRANSCRIPT_TAIL))
+    .catch(() => [] as Message[]);
+  const fence = pendingFence(entry);
+  const actions = status.closed ? [] : actionsFor(entry);
+  return {
+    executionId: entry.executionId,
+    ref,
+    workflowId,
+    turnState: status.state,
+    entry,
+    transcript,
+    actions,
+    ...(actions.length && entry.approval?.signed
+      ? {
+          needsSignature: `this worker counts only signed decisions from ${entry.approval.allowed.join(', ') || 'its approvers'}: decide with the CLI and a key (openworker-temporal approve ${ref.sessionId} ${ref.toolCallId} --key <name>)`,
+        }
+      : {}),
+    ...(fence ? { fence: { until: fence.until, attempt: fence.attempt } } : {}),
+  };
+}
+
+export interface DecisionRequest {
+  executionId: string;
+  ref?: Partial<CallRef>;
+  action: Action;
+  /** The digest of the arguments the operator saw: a decision on other arguments is refused. */
+  argsDigest: string;
+  reason?: string;
+  result?: unknown;
+}
+
+/** One decision, as the operator `by`, bound to the arguments they saw. */
+export async function decide(c: OpenWorkerClient, by: string, d: DecisionRequest): Promise<DecisionOutcome> {
+  const ref = await resolveCall(c, d.executionId, d.ref);
+  const view = await callView(c, ref);
+  if (view.entry.argsDigest !== d.argsDigest)
+    throw new OpenWorkerError(
+      `the arguments changed since the page showed them (${d.argsDigest.slice(0, 20)}…, now ${view.entry.argsDigest.slice(0, 20)}…): reload and decide again`,
+      'ignored',
+    );
+  if (!view.actions.includes(d.action))
+    throw new OpenWorkerError(
+      `'${d.action}' does not apply to a call that is ${view.entry.state}${view.actions.length ? `; it takes ${view.actions.join(', ')}` : ''}`,
+      'bad_input',
+    );
+  if (view.needsSignature) throw new OpenWorkerError(view.needsSignature, 'bad_input');
+  const t = { sessionId: ref.sessionId, turn: ref.turn, toolCallId: ref.toolCallId, by };
+  switch (d.action) {
+    case 'approve':
+      return approve(c, { ...t, argsDigest: d.argsDigest });
+    case 'approve_session':
+    case 'approve_target':
+      return approveAlways(c, {
+        ...t,
+        argsDigest: d.argsDigest,
+        always: d.action === 'approve_session' ? 'session' : 'target',
+      });
+    case 'reject':
+      return reject(c, { ...t, ...(d.reason ? { reason: d.reason } : {}) });
+    default:
+      return recover(c, {
+        ...t,
+        decision: d.action,
+        ...(d.result !== undefined ? { result: d.result } : {}),
+        ...(d.reason ? { reason: d.reason } : {}),
+      });
+  }
+}

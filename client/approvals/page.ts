@@ -1,0 +1,165 @@
+// The approvals page: static HTML, CSS and a script, no build step. The script renders with
+// textContent only (tool arguments are untrusted text) and talks to the JSON API of app.ts.
+
+export const PAGE_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>openworker approvals</title>
+<link rel="stylesheet" href="/app.css">
+<script src="/app.js" defer></script>
+</head>
+<body>
+<header><a href="#/" class="home">openworker approvals</a><span id="me"></span></header>
+<main id="main"><p>Loading…</p></main>
+</body>
+</html>
+`;
+
+export const PAGE_CSS = `
+body { font: 15px/1.45 system-ui, sans-serif; margin: 0; color: #1d2433; background: #f6f7f9; }
+header { display: flex; justify-content: space-between; padding: 10px 20px; background: #1d2433; color: #fff; }
+header a { color: #fff; text-decoration: none; font-weight: 600; }
+main { max-width: 1100px; margin: 20px auto; padding: 0 20px; }
+table { width: 100%; border-collapse: collapse; background: #fff; }
+th, td { text-align: left; padding: 8px 10px; border-bottom: 1px solid #e3e6eb; vertical-align: top; }
+tr.call { cursor: pointer; } tr.call:hover { background: #eef3ff; }
+.state { font-size: 12px; padding: 2px 8px; border-radius: 10px; background: #e8edf7; white-space: nowrap; }
+.state.recovery_required { background: #ffe1d6; } .state.awaiting_approval { background: #fff3c4; }
+pre { background: #fff; border: 1px solid #e3e6eb; padding: 10px; white-space: pre-wrap; word-break: break-word; }
+.actions button { margin: 0 8px 8px 0; padding: 7px 14px; border: 1px solid #1d2433; background: #fff; border-radius: 4px; cursor: pointer; }
+.actions button.primary { background: #1d2433; color: #fff; }
+.error { color: #a3160b; font-weight: 600; } .ok { color: #11672f; font-weight: 600; }
+.muted { color: #69707d; font-size: 13px; } code { font-size: 13px; }
+input, textarea { font: inherit; padding: 6px; width: 100%; box-sizing: border-box; margin-bottom: 8px; }
+section { margin-bottom: 24px; }
+`;
+
+export const PAGE_JS = `'use strict';
+const main = document.getElementById('main');
+const el = (tag, props, ...kids) => {
+  const n = document.createElement(tag);
+  Object.assign(n, props || {});
+  for (const k of kids) n.append(k instanceof Node ? k : String(k ?? ''));
+  return n;
+};
+const api = async (path, body) => {
+  const res = await fetch(path, body === undefined ? {} : {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+  });
+  const data = res.status === 204 ? {} : await res.json();
+  if (!res.ok && !(res.status === 409 && data.outcome)) throw Object.assign(new Error(data.error || res.statusText), { status: res.status });
+  return data;
+};
+const ago = (ms) => ms < 60e3 ? Math.round(ms / 1e3) + ' s' : ms < 3600e3 ? Math.round(ms / 60e3) + ' min' : Math.round(ms / 3600e3) + ' h';
+// Long argument values fold: the page shows what matters first and everything on demand.
+const argsView = (args) => {
+  const box = el('div');
+  for (const [k, v] of Object.entries(args && typeof args === 'object' ? args : { value: args })) {
+    const text = typeof v === 'string' ? v : JSON.stringify(v, null, 2);
+    const row = el('div', {}, el('strong', {}, k + ': '));
+    if (text.length > 160) row.append(el('details', {}, el('summary', {}, text.slice(0, 120) + '… (' + text.length + ' chars)'), el('pre', {}, text)));
+    else row.append(el('code', {}, text));
+    box.append(row);
+  }
+  return box;
+};
+let live;
+function signIn(message) {
+  if (live) live.close();
+  const token = el('input', { type: 'password', placeholder: 'your token (owa_…)', id: 'token' });
+  const form = el('form', {}, el('h2', {}, 'Sign in'), message ? el('p', { className: 'error' }, message) : '', token,
+    el('div', { className: 'actions' }, el('button', { className: 'primary', type: 'submit' }, 'Sign in')));
+  form.onsubmit = async (e) => {
+    e.preventDefault();
+    try { await api('/api/session', { token: token.value.trim() }); route(); } catch (err) { signIn(err.message); }
+  };
+  main.replaceChildren(form);
+}
+function renderInbox(calls) {
+  const rows = calls.map((c) => {
+    const tr = el('tr', { className: 'call' },
+      el('td', {}, el('span', { className: 'state ' + c.state }, c.state)),
+      el('td', {}, el('strong', {}, c.tool), c.target ? ' → ' + c.target : ''),
+      el('td', {}, c.sessionId, el('div', { className: 'muted' }, 'turn ' + c.turn + ' · ' + c.toolCallId)),
+      el('td', {}, ago(c.waitedMs)),
+      el('td', { className: 'muted' }, c.reason || ''));
+    tr.onclick = () => { location.hash = callHash(c); };
+    return tr;
+  });
+  main.replaceChildren(el('h2', {}, 'Waiting for a decision (' + calls.length + ')'),
+    calls.length ? el('table', {}, el('tr', {}, ...['state', 'tool', 'session', 'waiting', 'why'].map((h) => el('th', {}, h))), ...rows)
+      : el('p', { className: 'muted' }, 'Nothing is waiting.'));
+}
+const callHash = (c) => '#/calls/' + c.executionId + '?session=' + encodeURIComponent(c.sessionId) + '&turn=' + c.turn + '&call=' + encodeURIComponent(c.toolCallId);
+function showInbox() {
+  if (live) live.close();
+  live = new EventSource('/api/events');
+  live.addEventListener('inbox', (e) => renderInbox(JSON.parse(e.data)));
+  live.addEventListener('problem', (e) => main.replaceChildren(el('p', { className: 'error' }, JSON.parse(e.data).error)));
+  live.onerror = () => api('/api/me').catch((err) => err.status === 401 && signIn());
+}
+const LABELS = { approve: 'Approve once', approve_session: 'Approve, and always for this session', approve_target: 'Approve, and always for this target',
+  reject: 'Reject', retry: 'Retry (run it again)', succeeded: 'It succeeded', failed: 'It failed' };
+async function showCall(executionId, query) {
+  if (live) live.close();
+  const v = await api('/api/calls/' + executionId + '?' + query);
+  const e = v.entry;
+  const outcome = el('p', { id: 'outcome' });
+  const reason = el('input', { placeholder: 'reason (sent with reject, recorded with recovery decisions)', id: 'reason' });
+  const result = el('textarea', { placeholder: 'result as JSON (for "It succeeded")', id: 'result', rows: 3 });
+  const buttons = v.actions.map((a) => {
+    // Only approving is a default; no recovery decision is, least of all running it again.
+    const b = el('button', { className: a === 'approve' ? 'primary' : '', type: 'button', id: 'action-' + a }, LABELS[a]);
+    b.onclick = async () => {
+      outcome.className = ''; outcome.textContent = 'Sending…';
+      try {
+        const body = { executionId, ref: v.ref, action: a, argsDigest: e.argsDigest, reason: reason.value || undefined };
+        if (a === 'succeeded' && result.value.trim()) body.result = JSON.parse(result.value);
+        const r = await api('/api/decisions', body);
+        outcome.className = r.outcome === 'ignored' ? 'error' : 'ok';
+        outcome.textContent = a + ': ' + r.outcome + (r.why ? ' (' + r.why + ')' : '') + (r.fence ? ', runs after ' + r.fence.until : '');
+        const here = location.hash;
+        setTimeout(() => location.hash === here && showCall(executionId, query).catch(fail), 800);
+      } catch (err) { outcome.className = 'error'; outcome.textContent = err.message; }
+    };
+    return b;
+  });
+  const events = e.events.map((ev) => {
+    const { at, type, ...rest } = ev;
+    return el('tr', {}, el('td', { className: 'muted' }, at), el('td', {}, type), el('td', {}, rest.by || ''),
+      el('td', { className: 'muted' }, Object.keys(rest).length ? JSON.stringify(rest) : ''));
+  });
+  main.replaceChildren(
+    el('p', {}, el('a', { href: '#/' }, '← inbox')),
+    el('h2', {}, e.tool + (e.target ? ' → ' + e.target : '') + ' '), el('span', { className: 'state ' + e.state, id: 'call-state' }, e.state),
+    el('p', { className: 'muted' }, 'execution ', el('code', {}, v.executionId), ' · session ', v.ref.sessionId, ' · turn ', v.ref.turn,
+      ' · call ', v.ref.toolCallId, ' · recovery ', e.recovery || 'manual', ' · attempts ', e.attempts, ' · dispatched ', String(e.dispatched)),
+    el('section', {}, el('h3', {}, 'Arguments'), argsView(e.arguments), el('p', { className: 'muted' }, 'digest ', el('code', { id: 'digest' }, e.argsDigest))),
+    parkedWhy(e) ? el('p', { className: 'error', id: 'parked-why' }, 'Why it parked: ' + parkedWhy(e) +
+      (e.dispatched ? '. The tool was called: retry only if you know the first call had no effect.' : '.')) : '',
+    v.fence ? el('p', {}, 'A retry waits until ' + v.fence.until + ' (the last attempt\\'s window).') : '',
+    v.needsSignature ? el('p', { className: 'error' }, v.needsSignature) : '',
+    v.actions.length && !v.needsSignature ? el('section', { className: 'actions' }, el('h3', {}, 'Decide as ' + me),
+      reason, e.state === 'recovery_required' ? result : '', ...buttons, outcome) : outcome,
+    el('section', {}, el('h3', {}, 'Ledger'), el('table', { id: 'ledger' }, ...events)),
+    el('section', {}, el('h3', {}, 'Transcript (last messages)'),
+      ...v.transcript.map((m) => el('div', {}, el('strong', {}, m.role + ': '), typeof m.content === 'string' ? m.content.slice(0, 600) : JSON.stringify(m.content).slice(0, 600)))));
+}
+const parkedWhy = (e) => e.state === 'recovery_required' ? ([...e.events].reverse().find((ev) => ev.type === 'recovery_required') || {}).reason : undefined;
+let me = '';
+const fail = (err) => err.status === 401 ? signIn() : main.replaceChildren(el('p', { className: 'error' }, err.message));
+async function route() {
+  try {
+    me = (await api('/api/me')).name;
+    const out = el('button', { type: 'button' }, 'sign out');
+    out.onclick = async () => { await api('/api/logout', {}); document.getElementById('me').textContent = ''; signIn(); };
+    document.getElementById('me').replaceChildren(me + ' ', out);
+    const m = /^#\\/calls\\/([^?]+)\\??(.*)$/.exec(location.hash);
+    if (m) await showCall(m[1], m[2]); else showInbox();
+  } catch (err) { fail(err); }
+}
+window.addEventListener('hashchange', route);
+route();
+`;

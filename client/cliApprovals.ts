@@ -1,0 +1,75 @@
+import type { Command } from 'commander';
+import { connectClient } from './connection';
+import { globals, port, positiveInt, print } from './cliCommon';
+import { startApprovalsServer } from './approvals/serve';
+import { createToken, readTokens, revokeToken, tokensFile } from './approvals/tokens';
+import { OpenWorkerError } from './session';
+
+/** `approvals serve` and `approvals token create|list|revoke`. */
+export function approvalsCommands(program: Command): void {
+  const approvals = program
+    .command('approvals')
+    .description('the approvals web app: an inbox and call pages for operators, and a JSON API for scripts');
+  approvals
+    .command('serve')
+    .description('serve the approvals app (stateless: run as many replicas as you like behind a load balancer)')
+    .option('--port <port>', 'port (0: any free one)', port, 8234)
+    .option('--host <host>', 'interface to listen on', '127.0.0.1')
+    .option('--trust-header <name>', "a reverse proxy's authenticated-user header, e.g. X-Forwarded-User")
+    .option('--poll <seconds>', 'how often the live inbox reads Temporal', positiveInt('--poll'), 2)
+    .option('--secure-cookie', 'mark the sign-in cookie Secure (served over https)')
+    .action(
+      async (
+        opts: { port: number; host: string; trustHeader?: string; poll: number; secureCookie?: boolean },
+        cmd: Command,
+      ) => {
+        const g = globals(cmd);
+        const client = await connectClient({ address: g.address, namespace: g.namespace, taskQueue: g.taskQueue });
+        const server = await startApprovalsServer(client, {
+          port: opts.port,
+          host: opts.host,
+          pollMs: opts.poll * 1000,
+          ...(opts.trustHeader ? { trustHeader: opts.trustHeader } : {}),
+          ...(opts.secureCookie ? { secureCookie: true } : {}),
+        });
+        console.log(
+          `approvals: ${server.url} (sign in with a token from 'openworker-temporal approvals token create --name <you>')`,
+        );
+        await new Promise<void>((resolve) => {
+          process.once('SIGINT', resolve);
+          process.once('SIGTERM', resolve);
+        });
+        await server.close();
+        await client.close();
+      },
+    );
+  const token = approvals.command('token').description("operators' sign-in tokens (stored hashed)");
+  token
+    .command('create')
+    .description('a new token for an operator (replaces their old one); printed once')
+    .requiredOption('--name <name>', 'who decides with it (recorded as `by`)')
+    .action((opts: { name: string }, cmd: Command) => {
+      const t = createToken(opts.name);
+      print(
+        cmd,
+        { name: opts.name, token: t, file: tokensFile() },
+        `${t}\n(for ${opts.name}; only its hash is kept, in ${tokensFile()})`,
+      );
+    });
+  token
+    .command('list')
+    .description('who has a token')
+    .action((_opts, cmd: Command) => {
+      const all = readTokens().map(({ name, createdAt }) => ({ name, createdAt }));
+      print(cmd, all, all.length ? all.map((t) => `${t.name}  ${t.createdAt}`).join('\n') : 'no tokens');
+    });
+  token
+    .command('revoke')
+    .description("revoke an operator's token")
+    .requiredOption('--name <name>', 'whose')
+    .action((opts: { name: string }, cmd: Command) => {
+      if (!revokeToken(opts.name))
+        throw new OpenWorkerError(`no token for '${opts.name}' (see 'approvals token list')`, 'not_found');
+      print(cmd, { name: opts.name, revoked: true }, `revoked ${opts.name}'s token`);
+    });
+}

@@ -1,0 +1,246 @@
+import { strict as assert } from 'node:assert';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { messageIdFor } from '../activities/tools/sendEmail';
+import { startApprovalsServer, type ApprovalsServer } from '../client/approvals/serve';
+import { createToken } from '../client/approvals/tokens';
+import { turnStatus } from '../client/session';
+import { launchBrowser, pageText, requireChromium, shot } from './support/browser';
+import { eventually, scripted, startTurn, uniq } from './support/scenario';
+import { useWorld } from './support/world';
+
+// The approvals app against a real server and worker: two replicas that share only a tokens file,
+// its JSON API (auth, digest binding, one-line errors) and its page in headless Chromium.
+
+const email = (id: string, to: string) => ({
+  id,
+  name: 'send_email',
+  arguments: { to, subject: 'Quarterly report', body: `Numbers attached. ${'Details follow. '.repeat(20)}` },
+});
+
+describe('approvals app (API and page, two replicas)', function () {
+  this.timeout(180_000);
+  const w = useWorld();
+  let dir: string;
+  let tokensFile: string;
+  let alice: string;
+  let bob: string;
+  let a: ApprovalsServer;
+  let b: ApprovalsServer;
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'openworker-approvals-'));
+    tokensFile = join(dir, 'tokens.json');
+    alice = createToken('alice', tokensFile);
+    bob = createToken('bob', tokensFile);
+    // Two replicas: the same settings, nothing shared between them but Temporal.
+    a = await startApprovalsServer(w.c, { port: 0, tokensFile, pollMs: 300 });
+    b = await startApprovalsServer(w.c, { port: 0, tokensFile, pollMs: 300 });
+  });
+  afterEach(async () => {
+    await a?.close();
+    await b?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const call = async (base: string, path: string, token?: string, body?: unknown) => {
+    const res = await fetch(`${base}${path}`, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: {
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> & { error?: string } };
+  };
+
+  it('API: signed-in only, inbox oldest first, a stale digest refused in one line, a decision audited under its operator', async () => {
+    await w.worker(scripted([{ toolCalls: [email('c1', 'ann@example.com')] }, { text: 'Sent.' }]));
+    const sessionId = uniq('appr-api');
+    const parked = await startTurn(w.c, sessionId, 'send the report to ann');
+    assert.equal(parked.state, 'awaiting_approval');
+
+    assert.equal((await call(a.url, '/api/inbox')).status, 401);
+    assert.equal((await call(a.url, '/api/inbox', 'owa_forged')).status, 401);
+    const inbox = await call(a.url, '/api/inbox', alice);
+    assert.equal(inbox.status, 200);
+    const items = inbox.body as unknown as { executionId: string; sessionId: string; argsDigest: string }[];
+    const item = items.find((i) => i.sessionId === sessionId)!;
+    assert.ok(item, JSON.stringify(items));
+
+    const stale = await call(b.url, '/api/decisions', bob, {
+      executionId: item.executionId,
+      action: 'approve',
+      argsDigest: 'sha256:0000',
+    });
+    assert.equal(stale.status, 409);
+    assert.match(stale.body.error!, /^the arguments changed since the page showed them .*: reload and decide again$/);
+    const wrongAction = await call(b.url, '/api/decisions', bob, {
+      executionId: item.executionId,
+      action: 'retry',
+      argsDigest: item.argsDigest,
+    });
+    assert.equal(wrongAction.status, 400);
+    assert.match(
+      wrongAction.body.error!,
+      /'retry' does not apply to a call that is awaiting_approval; it takes approve/,
+    );
+    const noDigest = await call(b.url, '/api/decisions', bob, { executionId: item.executionId, action: 'approve' });
+    assert.equal(noDigest.status, 400);
+
+    // Replica B decides what replica A listed.
+    const ok = await call(b.url, '/api/decisions', bob, {
+      executionId: item.executionId,
+      action: 'approve',
+      argsDigest: item.argsDigest,
+    });
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.equal(ok.body.outcome, 'applied');
+    const done = await eventually(async () => {
+      const s = await turnStatus(w.c, parked.workflowId);
+      return s.closed && s;
+    }, 'the turn completes');
+    assert.equal(done.ledger[0]!.approvedBy, 'bob');
+    assert.equal(w.sink.deliveries(messageIdFor(item.executionId)), 1);
+    const page = await call(a.url, `/api/calls/${item.executionId}?session=${sessionId}&turn=1&call=c1`, alice);
+    assert.equal(page.status, 200);
+    assert.deepEqual(page.body.actions, [], 'a decided call offers nothing');
+    const forged = await call(a.url, `/api/calls/${item.executionId}?session=${sessionId}&turn=1&call=c2`, alice);
+    assert.equal(forged.status, 400);
+    const textPost = await fetch(`${a.url}/api/decisions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${alice}`, 'content-type': 'text/plain', origin: 'http://evil.example' },
+      body: '{}',
+    });
+    assert.equal(textPost.status, 403, 'a cross-site form post is refused');
+  });
+
+  describe('in the browser', () => {
+    let browser: Browser | undefined;
+    before(async function () {
+      requireChromium(this);
+      browser = await launchBrowser();
+    });
+    after(async () => browser?.close());
+
+    const signIn = async (base: string, token: string): Promise<Page> => {
+      const page = await browser!.newPage({ viewport: { width: 1280, height: 900 } });
+      await page.goto(base);
+      await page.fill('#token', token);
+      await page.click('button[type=submit]');
+      await pageText(page, /Waiting for a decision/, 'the inbox after sign-in');
+      return page;
+    };
+
+    it('approve with a grant from the page: the next call of the tool needs no approval', async () => {
+      const s1 = uniq('appr-page');
+      await w.worker(
+        scripted([
+          { toolCalls: [email('c1', 'ann@example.com')] },
+          { toolCalls: [email('c2', 'ann@example.com')] },
+          { text: 'Both sent.' },
+        ]),
+      );
+      const first = await startTurn(w.c, s1, 'send the report to ann twice');
+      assert.equal(first.state, 'awaiting_approval');
+      const page = await signIn(a.url, alice);
+      try {
+        await pageText(page, new RegExp(s1), 'the waiting call, live');
+        await shot(page, 'approvals-inbox');
+        await page.click(`tr.call:has-text("${s1}")`);
+        await pageText(page, /Approve, and always for this session/, 'the call page');
+        assert.match((await page.textContent('#digest')) ?? '', /^sha256:/);
+        await page.click('#action-approve_session');
+        await pageText(page, /approve_session: applied/, 'the outcome');
+        // The grant approves the next call of the tool in this session: the turn completes alone.
+        const done = await eventually(async () => {
+          const s = await turnStatus(w.c, first.workflowId);
+          return s.closed && s;
+        }, 'the turn completes with the grant');
+        assert.deepEqual(
+          done.ledger.map((e) => [e.toolCallId, e.state]),
+          [
+            ['c1', 'succeeded'],
+            ['c2', 'succeeded'],
+          ],
+        );
+        assert.equal(done.ledger[0]!.approvedBy, 'alice');
+        assert.ok(done.ledger[1]!.grantId, 'c2 was approved by the standing approval');
+      } finally {
+        await page.close();
+      }
+    });
+
+    it('reject with a reason from the page: nothing is sent, the rejection is audited under its operator', async () => {
+      const s2 = uniq('appr-page-rej');
+      await w.worker(scripted([{ toolCalls: [email('r1', 'zed@example.com')] }, { text: 'Not sent.' }]));
+      const page = await signIn(a.url, alice);
+      try {
+        const second = await startTurn(w.c, s2, 'send it to zed');
+        assert.equal(second.state, 'awaiting_approval');
+        await pageText(page, new RegExp(s2), 'the waiting call');
+        await page.click(`tr.call:has-text("${s2}")`);
+        await page.fill('#reason', 'zed left the company');
+        await page.click('#action-reject');
+        await pageText(page, /reject: applied/, 'the rejection');
+        const rejected = await eventually(async () => {
+          const s = await turnStatus(w.c, second.workflowId);
+          return s.closed && s;
+        }, 'the rejected turn completes');
+        assert.equal(rejected.ledger[0]!.state, 'rejected');
+        assert.equal(rejected.ledger[0]!.rejectedBy, 'alice');
+        assert.equal(w.sink.deliveries(messageIdFor(rejected.ledger[0]!.executionId)), 0);
+      } finally {
+        await page.close();
+      }
+    });
+
+    it('a call parked in recovery_required: the page shows the evidence and records the decision', async () => {
+      const sessionId = uniq('appr-rec');
+      const script = scripted([{ toolCalls: [email('m1', 'bob@example.com')] }, { text: 'Done.' }]);
+      const w1 = await w.worker(script, { faults: 'tool.after_execute@send_email' });
+      const parked = await startTurn(w.c, sessionId, 'send it to bob');
+      const approved = await call(a.url, '/api/decisions', alice, {
+        executionId: parked.ledger[0]!.executionId,
+        action: 'approve',
+        argsDigest: parked.ledger[0]!.argsDigest,
+      });
+      assert.equal(approved.status, 200);
+      const executionId = await w1.faultReached('tool.after_execute');
+      await w1.kill('SIGKILL');
+      await w.worker(script);
+      await eventually(async () => {
+        const s = await turnStatus(w.c, parked.workflowId);
+        return s.ledger[0]!.state === 'recovery_required';
+      }, 'the call parks');
+      const page = await signIn(b.url, bob);
+      try {
+        await page.click(`tr.call:has-text("${sessionId}")`);
+        await pageText(page, /It succeeded/, 'the recovery decisions');
+        const shown = await pageText(page, /outcome_unknown/, 'the ledger evidence');
+        assert.match(shown, /dispatched true/);
+        assert.match(
+          shown,
+          /Why it parked: outcome unknown after dispatch: heartbeat timeout.*The tool was called: retry only if you know the first call had no effect\./,
+        );
+        assert.equal(await page.getAttribute('#action-retry', 'class'), '', 'running it again is never the default');
+        await shot(page, 'approvals-recovery');
+        await page.fill('#result', JSON.stringify({ messageId: messageIdFor(executionId) }));
+        await page.fill('#reason', 'the mail log shows it went out');
+        await page.click('#action-succeeded');
+        await pageText(page, /succeeded: applied/, 'the recovery outcome');
+      } finally {
+        await page.close();
+      }
+      const done = await eventually(async () => {
+        const s = await turnStatus(w.c, parked.workflowId);
+        return s.closed && s;
+      }, 'the turn completes');
+      assert.equal(done.ledger[0]!.recoveredBy, 'bob');
+      assert.equal(w.sink.deliveries(messageIdFor(executionId)), 1, 'never sent again');
+    });
+  });
+});
