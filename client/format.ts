@@ -1,7 +1,7 @@
 import type { DecisionOutcome } from './decisions';
 import type { GrantOutcome, GrantView } from './grants';
 import type { ImportResult } from './import';
-import type { InboxItem, SessionView } from './inspect';
+import type { InboxItem, NotApplied, SessionView } from './inspect';
 import type { WaitedTurn } from './session';
 import { pendingFence } from '../workflows/ledger';
 
@@ -76,7 +76,10 @@ export function formatSession(v: SessionView): string {
   for (const r of v.refused ?? [])
     lines.push(`  refused message${r.messageId ? ` ${r.messageId}` : ''} at ${r.at}: ${r.reason}`);
   lines.push('turns:');
-  for (const t of v.turns) lines.push(`  ${t.n}  ${t.state}  ${t.workflowId}${t.error ? `  (${t.error})` : ''}`);
+  for (const t of v.turns) {
+    lines.push(`  ${t.n}  ${t.state}  ${t.workflowId}${t.error ? `  (${t.error})` : ''}`);
+    for (const d of t.notApplied ?? []) lines.push(`     ${notAppliedLine(d)}`);
+  }
   lines.push('executions:');
   if (!v.executions.length) lines.push('  (none)');
   for (const e of v.executions) {
@@ -112,7 +115,9 @@ export function formatInbox(items: InboxItem[]): string {
     .map((i) => {
       const age = Math.max(0, Math.round((now - Date.parse(i.since)) / 1000));
       const head = `${i.state.padEnd(18)} ${age}s ago  session ${i.sessionId} turn ${i.turn}  ${i.toolCallId}  ${i.tool}${i.target ? ` → ${i.target}` : ''}`;
-      return `${head}\n    args: ${short(i.arguments, 160)}${i.reason ? `\n    why: ${i.reason}` : ''}${i.fence ? `\n    ${fenceLine(i.fence)}` : ''}`;
+      const last = i.notApplied?.at(-1);
+      const refused = last ? `\n    ${notAppliedLine(last)}` : '';
+      return `${head}\n    args: ${short(i.arguments, 160)}${i.reason ? `\n    why: ${i.reason}` : ''}${i.fence ? `\n    ${fenceLine(i.fence)}` : ''}${refused}`;
     })
     .join('\n');
 }
@@ -149,3 +154,7 @@ export function formatGrants(sessionId: string, gs: GrantView[]): string {
     })
     .join('\n');
 }
+
+/** A decision the turn did not apply, in one line: a signal cannot answer, so `show` and the inbox do. */
+export const notAppliedLine = (d: NotApplied): string =>
+  `${d.kind}${d.toolCallId ? ` ${d.toolCallId}` : ''}${d.by ? ` by ${d.by}` : ''} at ${d.at} not applied: ${short(d.why ?? '', 200)}`;

@@ -1,7 +1,26 @@
 import { pendingFence } from '../workflows/ledger';
-import type { ImportInfo, LedgerEntry, Message, RefusedMessage, TurnState } from '../workflows/types';
+import type { DecisionRecord, ImportInfo, LedgerEntry, Message, RefusedMessage, TurnState } from '../workflows/types';
 import type { OpenWorkerClient } from './connection';
 import { OpenWorkerError, queryWithDeadline, sessionStatus, turnStatus } from './session';
+
+/** A decision the turn received and did not apply (a signal cannot answer its sender), with why. */
+export type NotApplied = Pick<DecisionRecord, 'at' | 'kind' | 'toolCallId' | 'by' | 'why'>;
+
+const NOT_APPLIED_SHOWN = 5;
+
+/** The turn's latest decisions that were not applied, optionally those naming one call. */
+export function notApplied(decisions: readonly DecisionRecord[], toolCallId?: string): NotApplied[] {
+  return decisions
+    .filter((d) => d.outcome === 'ignored' && (toolCallId === undefined || d.toolCallId === toolCallId))
+    .slice(-NOT_APPLIED_SHOWN)
+    .map(({ at, kind, toolCallId: id, by, why }) => ({
+      at,
+      kind,
+      ...(id ? { toolCallId: id } : {}),
+      ...(by ? { by } : {}),
+      ...(why ? { why } : {}),
+    }));
+}
 
 export interface ExecutionView extends LedgerEntry {
   turnWorkflowId: string;
@@ -12,7 +31,7 @@ export interface SessionView {
   sessionId: string;
   /** Set when the session was imported from another runtime: its protocol marker. */
   imported?: ImportInfo;
-  turns: { n: number; workflowId: string; state: TurnState; error?: string }[];
+  turns: { n: number; workflowId: string; state: TurnState; error?: string; notApplied?: NotApplied[] }[];
   executions: ExecutionView[];
   transcript: Message[];
   pending: { text: string; messageId: string }[];
@@ -28,15 +47,23 @@ export async function showSession(c: OpenWorkerClient, sessionId: string): Promi
   for (const t of s.turns) {
     let state = t.state;
     let error = t.error;
+    let ignored: NotApplied[] = [];
     try {
       const live = await turnStatus(c, t.workflowId);
       state = live.state;
       error = live.error;
+      ignored = notApplied(live.decisions);
       executions.push(...live.ledger.map((e) => ({ ...e, turnWorkflowId: t.workflowId, turn: t.n })));
     } catch {
       // a turn whose history is gone (retention) still shows what the session remembers
     }
-    turns.push({ n: t.n, workflowId: t.workflowId, state, ...(error ? { error } : {}) });
+    turns.push({
+      n: t.n,
+      workflowId: t.workflowId,
+      state,
+      ...(error ? { error } : {}),
+      ...(ignored.length ? { notApplied: ignored } : {}),
+    });
   }
   return {
     sessionId: s.sessionId,
@@ -65,6 +92,8 @@ export interface InboxItem {
   reason?: string;
   /** A decided retry waiting out the last attempt's window (the call stays here until it runs). */
   fence?: { until: string; attempt: number; by: string };
+  /** Decisions on this call the turn did not apply, with why. */
+  notApplied?: NotApplied[];
 }
 
 export interface InboxFilter {
@@ -75,7 +104,7 @@ export interface InboxFilter {
 
 /** One waiting call as the inbox lists it. */
 export function inboxItemOf(
-  s: { sessionId: string; turn: number },
+  s: { sessionId: string; turn: number; decisions?: readonly DecisionRecord[] },
   workflowId: string,
   e: LedgerEntry & { state: InboxItem['state'] },
 ): InboxItem {
@@ -83,6 +112,7 @@ export function inboxItemOf(
   // The park's reason, also while a decided retry waits (its retry_fenced event comes last).
   const parked = [...e.events].reverse().find((ev) => ev.type === 'recovery_required');
   const fence = pendingFence(e);
+  const ignored = notApplied(s.decisions ?? [], e.toolCallId);
   return {
     sessionId: s.sessionId,
     turn: s.turn,
@@ -98,6 +128,7 @@ export function inboxItemOf(
     attempts: e.attempts,
     ...(e.state === 'recovery_required' && typeof parked?.reason === 'string' ? { reason: parked.reason } : {}),
     ...(fence ? { fence } : {}),
+    ...(ignored.length ? { notApplied: ignored } : {}),
   };
 }
 

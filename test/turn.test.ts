@@ -206,6 +206,19 @@ describe('turns end to end', function () {
     await handle.signal(approveSignal, { toolCallId: 'c1' } as never); // no `by`: malformed, from a raw client
     await handle.signal('approve', 'yes please' as never);
     assert.equal(parked.ledger[0]!.state, 'awaiting_approval');
+    // A signal cannot answer its sender: the inbox and `show` say what was not applied, and why.
+    const inboxOut = await eventually(async () => {
+      const r = await runCli(['inbox', '--session', sessionId, '--task-queue', w.taskQueue]);
+      return / c1 .*\n.*\n\s+\w+ c1( by \w+)? at \S+ not applied: /.test(r.stdout) && r.stdout;
+    }, 'the inbox names the last decision on c1 that was not applied');
+    assert.match(inboxOut, /not applied: /);
+    const shown = await runCli(['show', sessionId, '--task-queue', w.taskQueue]);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(
+      shown.stdout,
+      /approve c1 by alice at \S+ not applied: stale: decided for execution owx-from-another-turn/,
+    );
+    assert.match(shown.stdout, /approve c1 by alice at \S+ not applied: argsDigest does not match/);
     // A good approval with the right digest, then duplicates and conflicts.
     const ok = await approve(w.c, {
       sessionId,

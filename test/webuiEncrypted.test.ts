@@ -14,7 +14,9 @@ import { startDevServer } from '../dev/server';
 import type { DevServer } from '../dev/server';
 import { sessionWorkflowId } from '../workflows/definitions';
 import { launchBrowser, pageText, requireChromium, shot } from './support/browser';
-import { scripted, startTurn, uniq } from './support/scenario';
+import { eventually, scripted, startTurn, uniq } from './support/scenario';
+import { turnStatus } from '../client/session';
+import { messageIdFor } from '../activities/tools/sendEmail';
 import { useWorld } from './support/world';
 
 // Encrypted payloads in the Web UI, the way `dev` wires them: a worker process and a client seal
@@ -132,5 +134,87 @@ describe('Temporal Web UI with encrypted payloads and a codec token (headless Ch
       body,
     });
     assert.equal(wrong.status, 401);
+  });
+
+  it('an operator approves from the Web UI (More Actions → Send a Signal), and a refused decision shows in the current details', async () => {
+    const script = scripted([
+      {
+        toolCalls: [
+          { id: 'c1', name: 'send_email', arguments: { to: 'ann@example.com', subject: 'Plan', body: 'the plan' } },
+        ],
+      },
+      { text: 'done' },
+    ]);
+    await w.worker(script, { address: server!.address, env: { OPENWORKER_ENCRYPTION_KEYS: keys } });
+    const keyed: OpenWorkerClient = {
+      client: new Client({
+        connection: connection!,
+        dataConverter: defaultDataConverter({ ...process.env, OPENWORKER_ENCRYPTION_KEYS: keys }),
+      }),
+      connection: connection!,
+      address: server!.address,
+      namespace: 'default',
+      taskQueue: w.taskQueue,
+      close: async () => undefined,
+    };
+    const parked = await startTurn(keyed, uniq('webui-signal'), 'email ann the plan');
+    assert.equal(parked.state, 'awaiting_approval');
+    const page = await browser!.newPage({ viewport: { width: 1400, height: 1000 } });
+    const sendSignal = async (name: string, input: unknown) => {
+      await page.getByRole('button', { name: 'More Actions' }).click();
+      await page.locator('[data-testid="signal-button"]:visible').click();
+      const dialog = page.locator('[data-testid="signal-confirmation-modal"]:visible');
+      await dialog.locator('[data-testid="signal-select-button"]').click();
+      const option = dialog.locator('#signal-select-select li[role="option"]').filter({ hasText: name }).first();
+      const described = (await option.textContent()) ?? '';
+      await option.click();
+      // The editor is CodeMirror: typed text goes through its own input handling, as a person's would.
+      await dialog.locator('[role="textbox"][aria-label="Data"]').click();
+      await page.keyboard.insertText(JSON.stringify(input));
+      // Leaving the editor reformats the JSON and re-lays out the dialog: submit after that.
+      await dialog.getByText('Single JSON payload supported.').click();
+      await dialog.locator('[data-testid="confirm-modal-button"]:enabled').click();
+      await dialog.waitFor({ state: 'hidden' });
+      return described;
+    };
+    try {
+      const details = async (pattern: RegExp, what: string) => {
+        await page.goto(`${server!.uiUrl!}/namespaces/default/workflows/${parked.workflowId}`);
+        await page
+          .getByRole('tab', { name: 'User Metadata' })
+          .or(page.getByText('User Metadata', { exact: true }))
+          .first()
+          .click();
+        return pageText(page, pattern, what);
+      };
+      await details(/awaiting_approval/, 'the parked turn in its current details');
+      // A stale digest: a signal cannot answer, so the turn's current details say it was not applied.
+      const described = await sendSignal('approve', { toolCallId: 'c1', by: 'ui-ops', argsDigest: 'sha256:0000' });
+      for (const field of ['toolCallId', 'by', 'argsDigest?', 'executionId?', 'decisionId?', 'signature?'])
+        assert.ok(described.includes(field), `the UI's description of approve names ${field}: ${described}`);
+      await details(
+        /Decisions not applied[\s\S]*ui-ops[\s\S]*argsDigest does not match/,
+        'the refusal in the current details',
+      );
+      await shot(page, 'webui-signal-refused');
+      await sendSignal('approve', { toolCallId: 'c1', by: 'ui-ops', argsDigest: parked.ledger[0]!.argsDigest });
+    } finally {
+      await page.close();
+    }
+    const done = await eventually(async () => {
+      const s = await turnStatus(keyed, parked.workflowId);
+      return s.closed && s;
+    }, 'the turn completes after the UI approval');
+    assert.equal(done.ledger[0]!.approvedBy, 'ui-ops');
+    assert.equal(w.sink.deliveries(messageIdFor(done.ledger[0]!.executionId)), 1);
+    // The signal the UI sent went through the codec endpoint's /encode: history holds ciphertext.
+    const raw = new Client({ connection: connection! });
+    const history = await raw.workflow.getHandle(parked.workflowId).fetchHistory();
+    const signals = history.events!.filter((e) => e.workflowExecutionSignaledEventAttributes);
+    assert.equal(signals.length, 2);
+    for (const e of signals) {
+      const p = e.workflowExecutionSignaledEventAttributes!.input!.payloads![0]!;
+      assert.equal(Buffer.from(p.metadata!.encoding!).toString(), 'binary/openworker-encrypted');
+    }
   });
 });

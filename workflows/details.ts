@@ -1,6 +1,8 @@
 import { invariantViolations, pendingFence } from './ledger';
 import type { TurnStatus } from './types';
 
+const IGNORED_SHOWN = 5;
+
 const cell = (text: string): string => text.replace(/\|/g, '\\|').replace(/\n/g, ' ').slice(0, 120);
 
 /** The turn's "current details" in the Web UI: its state and the ledger as a markdown table. */
@@ -30,6 +32,21 @@ export function renderDetails(status: TurnStatus): string {
         `\`${cell(e.toolCallId)}\`: retry decided by ${cell(fence.by)}, waiting out attempt ${fence.attempt} until ${fence.until.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')} (a slow system may still apply it). A newer \`recover\` replaces it; \`"skipFence": true\` runs it now.`,
       );
   }
+  // A signal cannot answer its sender: a decision the turn did not apply is shown here, with why.
+  const ignored = status.decisions.filter((d) => d.outcome === 'ignored').slice(-IGNORED_SHOWN);
+  if (ignored.length) {
+    lines.push(
+      '',
+      '**Decisions not applied** (latest last):',
+      '',
+      '| at | decision | tool call | by | why |',
+      '|---|---|---|---|---|',
+    );
+    for (const d of ignored)
+      lines.push(
+        `| ${d.at.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')} | ${d.kind} | ${cell(d.toolCallId ?? '')} | ${cell(d.by ?? '')} | ${cell(d.why ?? '')} |`,
+      );
+  }
   const violations = invariantViolations(status.ledger);
   if (violations.length)
     lines.push(
@@ -42,7 +59,7 @@ export function renderDetails(status: TurnStatus): string {
   if (pending.length) {
     lines.push(
       '',
-      'Waiting for a decision: send signal `approve`/`reject` (or `recover`) with `{ "toolCallId": "…", "by": "you" }`.',
+      'Waiting for a decision: send signal `approve`/`reject` (or `recover`) with `{ "toolCallId": "…", "by": "you" }`; a decision that is not applied is listed above with why.',
     );
   }
   return lines.join('\n');

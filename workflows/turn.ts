@@ -91,17 +91,20 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     cancelled: () => root.consideredCancelled,
   });
   setHandler(approveSignal, (p) => intake.decide('approve', p), {
-    description: 'Approve a tool call: { toolCallId, by, argsDigest?, decisionId? }',
+    description:
+      'Approve a tool call: { toolCallId, by, argsDigest?, executionId?, decisionId?, signature? }. argsDigest and executionId bind it to the call you saw; one that is not applied shows in the current details.',
   });
   setHandler(rejectSignal, (p) => intake.decide('reject', p), {
-    description: 'Reject a tool call: { toolCallId, by, reason?, decisionId? }',
+    description:
+      'Reject a tool call: { toolCallId, by, reason?, executionId?, decisionId?, signature? }. One that is not applied shows in the current details.',
   });
   setHandler(decisionsSignal, (p) => intake.decideMany(p), {
-    description: 'Several decisions at once: { decisions: [{ kind: approve|reject|recover, toolCallId, by, … }] }',
+    description:
+      'Several decisions at once: { decisions: [{ kind: approve|reject|recover, …the fields of that signal }] }, each judged as if sent alone.',
   });
   setHandler(recoverSignal, (p) => intake.decide('recover', p), {
     description:
-      'Resolve a recovery_required call: { toolCallId, decision: retry|succeeded|failed, result?, reason?, by }',
+      'Resolve a recovery_required call: { toolCallId, decision: retry|succeeded|failed, by, result?, reason?, executionId?, run?, park?, skipFence?, decisionId?, signature? }. One that is not applied shows in the current details.',
   });
   const grants = handleGrants({
     input,

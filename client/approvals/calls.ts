@@ -5,7 +5,7 @@ import type { LedgerEntry, Message, RecoveryDecision } from '../../workflows/typ
 import type { OpenWorkerClient } from '../connection';
 import { approve, recover, reject, type DecisionOutcome } from '../decisions';
 import { approveAlways } from '../grants';
-import { inbox, type InboxItem } from '../inspect';
+import { inbox, notApplied, type InboxItem, type NotApplied } from '../inspect';
 import { OpenWorkerError, sessionStatus, turnStatus } from '../session';
 
 // What the approvals app shows and does, on top of the client library: everything is read from
@@ -36,6 +36,8 @@ export interface CallView {
   /** Set when this call's decisions count only when signed (the worker's approver policy). */
   needsSignature?: string;
   fence?: { until: string; attempt: number };
+  /** Decisions on this call the turn did not apply, with why. */
+  notApplied: NotApplied[];
 }
 
 const TRANSCRIPT_TAIL = 12;
@@ -97,6 +99,7 @@ export async function callView(c: OpenWorkerClient, ref: CallRef): Promise<CallV
     entry,
     transcript,
     actions,
+    notApplied: notApplied(status.decisions, ref.toolCallId),
     ...(actions.length && entry.approval?.signed
       ? {
           needsSignature: `this worker counts only signed decisions from ${entry.approval.allowed.join(', ') || 'its approvers'}: decide with the CLI and a key (openworker-temporal approve ${ref.sessionId} ${ref.toolCallId} --key <name>)`,

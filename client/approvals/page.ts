@@ -84,7 +84,7 @@ function renderInbox(calls) {
       el('td', {}, el('strong', {}, c.tool), c.target ? ' → ' + c.target : ''),
       el('td', {}, c.sessionId, el('div', { className: 'muted' }, 'turn ' + c.turn + ' · ' + c.toolCallId)),
       el('td', {}, ago(c.waitedMs)),
-      el('td', { className: 'muted' }, c.reason || ''));
+      el('td', { className: 'muted' }, c.reason || '', c.notApplied ? el('div', { className: 'error' }, 'not applied: ' + c.notApplied[c.notApplied.length - 1].why) : ''));
     tr.onclick = () => { location.hash = callHash(c); };
     return tr;
   });
@@ -143,6 +143,8 @@ async function showCall(executionId, query) {
     v.needsSignature ? el('p', { className: 'error' }, v.needsSignature) : '',
     v.actions.length && !v.needsSignature ? el('section', { className: 'actions' }, el('h3', {}, 'Decide as ' + me),
       reason, e.state === 'recovery_required' ? result : '', ...buttons, outcome) : outcome,
+    v.notApplied.length ? el('section', { id: 'not-applied' }, el('h3', {}, 'Decisions not applied'),
+      ...v.notApplied.map((d) => el('p', { className: 'error' }, d.at + ' ' + d.kind + (d.by ? ' by ' + d.by : '') + ': ' + d.why))) : '',
     el('section', {}, el('h3', {}, 'Ledger'), el('table', { id: 'ledger' }, ...events)),
     el('section', {}, el('h3', {}, 'Transcript (last messages)'),
       ...v.transcript.map((m) => el('div', {}, el('strong', {}, m.role + ': '), typeof m.content === 'string' ? m.content.slice(0, 600) : JSON.stringify(m.content).slice(0, 600)))));

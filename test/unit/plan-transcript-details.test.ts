@@ -204,6 +204,26 @@ describe('details: renderDetails', () => {
     assert.ok(!md.includes('Waiting for a decision'));
   });
 
+  it('decisions that were not applied are listed with why (a signal cannot answer its sender), the latest five', () => {
+    const decisions = Array.from({ length: 7 }, (_, i) => ({
+      at: `2024-01-01T00:00:0${i}.000Z`,
+      kind: 'approve' as const,
+      toolCallId: i === 6 ? 'call|z' : 'call_a',
+      by: 'ann',
+      outcome: 'ignored' as const,
+      why: i === 6 ? 'arguments changed:\nreload' : `stale ${i}`,
+    }));
+    const md = renderDetails(
+      status({ decisions: [...decisions, { ...decisions[0]!, outcome: 'applied', why: undefined }] }),
+    );
+    assert.match(md, /\*\*Decisions not applied\*\* \(latest last\)/);
+    const rows = md.split('\n').filter((l) => /^\| 2024-01-01/.test(l));
+    assert.equal(rows.length, 5);
+    assert.match(rows[0]!, /^\| 2024-01-01 00:00:02 UTC \| approve \| call_a \| ann \| stale 2 \|$/);
+    assert.equal(rows[4], '| 2024-01-01 00:00:06 UTC | approve | call\\|z | ann | arguments changed: reload |');
+    assert.ok(!renderDetails(status()).includes('not applied**'), 'nothing listed when every decision applied');
+  });
+
   it('an invariant violation is shown loudly', () => {
     const parked = entryIn('recovery_required', { toolCallId: 'call_v' });
     parked.events.push({
