@@ -148,7 +148,10 @@ describe('approvals app (API and page, two replicas)', function () {
       assert.equal(first.state, 'awaiting_approval');
       const page = await signIn(a.url, alice);
       try {
-        await pageText(page, new RegExp(s1), 'the waiting call, live');
+        const listed = await pageText(page, new RegExp(s1), 'the waiting call, live');
+        assert.match(listed, /to: ann@example\.com/, 'the arguments');
+        assert.match(listed, /execution owx-\w+ · digest sha256:/, 'the execution ID and the digest');
+        assert.match(listed, /Numbers attached\. Details follow\..*… \(\d+ chars\)/, 'a long value folded');
         await shot(page, 'approvals-inbox');
         await page.click(`tr.call:has-text("${s1}")`);
         await pageText(page, /Approve, and always for this session/, 'the call page');

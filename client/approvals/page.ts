@@ -81,15 +81,16 @@ function renderInbox(calls) {
   const rows = calls.map((c) => {
     const tr = el('tr', { className: 'call' },
       el('td', {}, el('span', { className: 'state ' + c.state }, c.state)),
-      el('td', {}, el('strong', {}, c.tool), c.target ? ' → ' + c.target : ''),
+      el('td', {}, el('strong', {}, c.tool), c.target ? ' → ' + c.target : '', argsView(c.arguments),
+        el('div', { className: 'muted' }, 'execution ', el('code', {}, c.executionId), ' · digest ', el('code', {}, c.argsDigest.slice(0, 19) + '…'))),
       el('td', {}, c.sessionId, el('div', { className: 'muted' }, 'turn ' + c.turn + ' · ' + c.toolCallId)),
       el('td', {}, ago(c.waitedMs)),
       el('td', { className: 'muted' }, c.reason || '', c.notApplied ? el('div', { className: 'error' }, 'not applied: ' + c.notApplied[c.notApplied.length - 1].why) : ''));
-    tr.onclick = () => { location.hash = callHash(c); };
+    tr.onclick = (e) => { if (!e.target.closest('details')) location.hash = callHash(c); };
     return tr;
   });
   main.replaceChildren(el('h2', {}, 'Waiting for a decision (' + calls.length + ')'),
-    calls.length ? el('table', {}, el('tr', {}, ...['state', 'tool', 'session', 'waiting', 'why'].map((h) => el('th', {}, h))), ...rows)
+    calls.length ? el('table', {}, el('tr', {}, ...['state', 'call', 'session', 'waiting', 'why'].map((h) => el('th', {}, h))), ...rows)
       : el('p', { className: 'muted' }, 'Nothing is waiting.'));
 }
 const callHash = (c) => '#/calls/' + c.executionId + '?session=' + encodeURIComponent(c.sessionId) + '&turn=' + c.turn + '&call=' + encodeURIComponent(c.toolCallId);
