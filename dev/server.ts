@@ -27,6 +27,9 @@ export const DYNAMIC_CONFIG: Record<string, unknown> = {
   // default, and the dev server has one shard: each workflow task waited up to 50 ms to be matched.
   // The readers are woken by new tasks, so a higher cap costs nothing idle (docs/performance.md,
   // "Where a workflow task's time went").
+  // List queries (the inbox, the approvals app) per namespace and frontend: the server's default is
+  // 10 a second, and a throttled call is retried by the SDK after ~2 s (docs/testing.md, test:prod).
+  'frontend.namespaceRPS.visibility': 100,
   'history.transferProcessorMaxPollRPS': 1000,
   'history.timerProcessorMaxPollRPS': 1000,
   'history.visibilityProcessorMaxPollRPS': 1000,

@@ -22,11 +22,30 @@ export function testServer(): DevServer {
   return server;
 }
 
+/**
+ * OPENWORKER_TEST_TEMPORAL_ADDRESS: a server someone else runs (npm run test:prod). Only `address` is real;
+ * stop() leaves it to its owner, and the dev-server fields say so in one line when a test reads them.
+ */
+function externalServer(address: string): DevServer {
+  const devOnly = (field: string) => () => {
+    throw new Error(
+      `testServer().${field}: this run uses OPENWORKER_TEST_TEMPORAL_ADDRESS=${address}, not a dev server`,
+    );
+  };
+  const server = { address, port: Number(address.split(':').pop()), stop: async () => undefined };
+  for (const field of ['dbFile', 'logFile', 'pid', 'cliPath', 'kill', 'exited'])
+    Object.defineProperty(server, field, { get: devOnly(field) });
+  return server as DevServer;
+}
+
 export const mochaHooks = {
   async beforeAll(this: Mocha.Context): Promise<void> {
     this.timeout(90_000);
     dir = mkdtempSync(join(tmpdir(), 'openworker-test-'));
-    server = await startDevServer({ port: 0, headless: true, dbFile: join(dir, 'temporal.db') });
+    const external = process.env.OPENWORKER_TEST_TEMPORAL_ADDRESS;
+    server = external
+      ? externalServer(external)
+      : await startDevServer({ port: 0, headless: true, dbFile: join(dir, 'temporal.db') });
     process.env.TEMPORAL_ADDRESS = server.address;
     process.env.TEMPORAL_NAMESPACE = 'default';
     // Large payloads of this run (and of every worker it spawns) go here, not into the checkout.
