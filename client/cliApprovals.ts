@@ -1,9 +1,31 @@
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { connectClient } from './connection';
 import { globals, port, positiveInt, print } from './cliCommon';
 import { startApprovalsServer } from './approvals/serve';
 import { createToken, readTokens, revokeToken, tokensFile } from './approvals/tokens';
 import { OpenWorkerError } from './session';
+
+interface ServeOptions {
+  port: number;
+  host: string;
+  trustHeader?: string;
+  poll: number;
+  secureCookie?: boolean;
+  notify: string[];
+  publicUrl?: string;
+}
+
+function webhookUrl(v: string): string {
+  let u: URL;
+  try {
+    u = new URL(v);
+  } catch {
+    throw new InvalidArgumentError(`not a URL: '${v.slice(0, 80)}'; give http(s)://host/path`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw new InvalidArgumentError(`'${v.slice(0, 80)}' is not http(s)`);
+  return u.toString();
+}
 
 /** `approvals serve` and `approvals token create|list|revoke`. */
 export function approvalsCommands(program: Command): void {
@@ -18,31 +40,35 @@ export function approvalsCommands(program: Command): void {
     .option('--trust-header <name>', "a reverse proxy's authenticated-user header, e.g. X-Forwarded-User")
     .option('--poll <seconds>', 'how often the live inbox reads Temporal', positiveInt('--poll'), 2)
     .option('--secure-cookie', 'mark the sign-in cookie Secure (served over https)')
-    .action(
-      async (
-        opts: { port: number; host: string; trustHeader?: string; poll: number; secureCookie?: boolean },
-        cmd: Command,
-      ) => {
-        const g = globals(cmd);
-        const client = await connectClient({ address: g.address, namespace: g.namespace, taskQueue: g.taskQueue });
-        const server = await startApprovalsServer(client, {
-          port: opts.port,
-          host: opts.host,
-          pollMs: opts.poll * 1000,
-          ...(opts.trustHeader ? { trustHeader: opts.trustHeader } : {}),
-          ...(opts.secureCookie ? { secureCookie: true } : {}),
-        });
-        console.log(
-          `approvals: ${server.url} (sign in with a token from 'openworker-temporal approvals token create --name <you>')`,
-        );
-        await new Promise<void>((resolve) => {
-          process.once('SIGINT', resolve);
-          process.once('SIGTERM', resolve);
-        });
-        await server.close();
-        await client.close();
-      },
-    );
+    .option(
+      '--notify <url>',
+      'POST a message (Slack-compatible JSON) here when a call starts waiting (repeatable)',
+      (v: string, prev: string[]) => [...prev, webhookUrl(v)],
+      [] as string[],
+    )
+    .option('--public-url <url>', 'where operators reach this app, for the links in notifications')
+    .action(async (opts: ServeOptions, cmd: Command) => {
+      const g = globals(cmd);
+      const client = await connectClient({ address: g.address, namespace: g.namespace, taskQueue: g.taskQueue });
+      const server = await startApprovalsServer(client, {
+        port: opts.port,
+        host: opts.host,
+        pollMs: opts.poll * 1000,
+        ...(opts.trustHeader ? { trustHeader: opts.trustHeader } : {}),
+        ...(opts.secureCookie ? { secureCookie: true } : {}),
+        notify: opts.notify,
+        ...(opts.publicUrl ? { publicUrl: webhookUrl(opts.publicUrl) } : {}),
+      });
+      console.log(
+        `approvals: ${server.url} (sign in with a token from 'openworker-temporal approvals token create --name <you>')`,
+      );
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+      await server.close();
+      await client.close();
+    });
   const token = approvals.command('token').description("operators' sign-in tokens (stored hashed)");
   token
     .command('create')

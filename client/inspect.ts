@@ -1,4 +1,5 @@
 import { pendingFence } from '../workflows/ledger';
+import { notificationState, type NotificationState } from '../workflows/notifications';
 import type { DecisionRecord, ImportInfo, LedgerEntry, Message, RefusedMessage, TurnState } from '../workflows/types';
 import type { OpenWorkerClient } from './connection';
 import { OpenWorkerError, queryWithDeadline, sessionStatus, turnStatus } from './session';
@@ -7,6 +8,7 @@ import { OpenWorkerError, queryWithDeadline, sessionStatus, turnStatus } from '.
 export type NotApplied = Pick<DecisionRecord, 'at' | 'kind' | 'toolCallId' | 'by' | 'why'>;
 
 const NOT_APPLIED_SHOWN = 5;
+const INBOX_CONCURRENCY = 8;
 
 /** The turn's latest decisions that were not applied, optionally those naming one call. */
 export function notApplied(decisions: readonly DecisionRecord[], toolCallId?: string): NotApplied[] {
@@ -94,9 +96,13 @@ export interface InboxItem {
   fence?: { until: string; attempt: number; by: string };
   /** Decisions on this call the turn did not apply, with why. */
   notApplied?: NotApplied[];
+  /** Whether this park's notification was sent (or is claimed by a notifier). */
+  notification: NotificationState;
 }
 
 export interface InboxFilter {
+  /** How long one turn may take to answer (default: the CLI's query timeout); a notifier asks again soon. */
+  deadlineMs?: number;
   sessionId?: string;
   tool?: string;
   state?: 'awaiting_approval' | 'recovery_required';
@@ -129,6 +135,7 @@ export function inboxItemOf(
     ...(e.state === 'recovery_required' && typeof parked?.reason === 'string' ? { reason: parked.reason } : {}),
     ...(fence ? { fence } : {}),
     ...(ignored.length ? { notApplied: ignored } : {}),
+    notification: notificationState(e, Date.now()),
   };
 }
 
@@ -138,15 +145,23 @@ export async function inbox(c: OpenWorkerClient, filter: InboxFilter = {}): Prom
   if (filter.sessionId) clauses.push(`OpenWorkerSession = ${JSON.stringify(filter.sessionId)}`);
   const items: InboxItem[] = [];
   const unreadable: { workflowId: string; why: string }[] = [];
-  for await (const wf of c.client.workflow.list({ query: clauses.join(' AND ') })) {
+  const waiting: { workflowId: string; runId: string; taskQueue: string }[] = [];
+  for await (const wf of c.client.workflow.list({ query: clauses.join(' AND ') })) waiting.push(wf);
+  // Turns answer in parallel, each asked on its own task queue: a turn whose workers are gone is
+  // given up on quickly and delays no other.
+  const read = async (wf: (typeof waiting)[number]) => {
     const handle = c.client.workflow.getHandle(wf.workflowId, wf.runId);
-    const status = await queryWithDeadline(c, `turn ${wf.workflowId}`, () => handle.query('status')).catch(
-      (err: Error) => {
-        unreadable.push({ workflowId: wf.workflowId, why: err.message.split('\n')[0]! });
-        return undefined;
-      },
-    );
-    if (!status) continue;
+    const own = wf.taskQueue && wf.taskQueue !== c.taskQueue ? { ...c, taskQueue: wf.taskQueue } : c;
+    const status = await queryWithDeadline(
+      own,
+      `turn ${wf.workflowId}`,
+      () => handle.query('status'),
+      filter.deadlineMs,
+    ).catch((err: Error) => {
+      unreadable.push({ workflowId: wf.workflowId, why: err.message.split('\n')[0]! });
+      return undefined;
+    });
+    if (!status) return;
     const s = status as Awaited<ReturnType<typeof turnStatus>>;
     for (const e of s.ledger) {
       if (e.state !== 'awaiting_approval' && e.state !== 'recovery_required') continue;
@@ -154,7 +169,9 @@ export async function inbox(c: OpenWorkerClient, filter: InboxFilter = {}): Prom
       if (filter.state && e.state !== filter.state) continue;
       items.push(inboxItemOf(s, wf.workflowId, { ...e, state: e.state }));
     }
-  }
+  };
+  for (let i = 0; i < waiting.length; i += INBOX_CONCURRENCY)
+    await Promise.all(waiting.slice(i, i + INBOX_CONCURRENCY).map(read));
   // "Inbox is empty" would be a lie when the waiting turns could not be read (a missing key, say).
   if (!items.length && unreadable.length) {
     throw new OpenWorkerError(

@@ -43,13 +43,18 @@ const queryTimeoutMs = (): number => readInt('OPENWORKER_QUERY_TIMEOUT_MS', { mi
 const NO_WORKER_QUERY_MS = 3_000;
 
 /** Runs a query with a deadline, turning "nobody answered" into an error that says what to start. */
-export async function queryWithDeadline<T>(c: OpenWorkerClient, what: string, fn: () => Promise<T>): Promise<T> {
+export async function queryWithDeadline<T>(
+  c: OpenWorkerClient,
+  what: string,
+  fn: () => Promise<T>,
+  deadlineMs?: number,
+): Promise<T> {
   // With no worker polling, a query would wait out the whole deadline: give a worker that is just
   // (re)connecting a short moment; if one polls by then (a replaced worker, whose query first went
   // to its predecessor's sticky queue), wait for it in full, else say that none runs.
   let none = (await liveWorkers(c).catch(() => 1)) === 0;
   for (;;) {
-    const timeoutMs = none ? NO_WORKER_QUERY_MS : queryTimeoutMs();
+    const timeoutMs = Math.min(none ? NO_WORKER_QUERY_MS : queryTimeoutMs(), deadlineMs ?? Infinity);
     try {
       return await c.client.withDeadline(Date.now() + timeoutMs, fn);
     } catch (err) {

@@ -8,6 +8,8 @@ import type {
   DispatchRequest,
   Grant,
   GrantSignal,
+  NotifiedReport,
+  NotifyClaim,
   RevokeSignal,
   RecoverSignal,
   RejectSignal,
@@ -26,6 +28,9 @@ export const turnStatusQuery = defineQuery<TurnStatus>('status');
 
 /** Internal: the execute activity asks its turn for permission to call the tool adapter. */
 export const dispatchUpdate = defineUpdate<DispatchAnswer, [DispatchRequest]>('dispatch');
+/** Internal: a notifier claims a parked call's notification (workflows/notifications.ts). */
+export const notifyUpdate = defineUpdate<{ until: string }, [NotifyClaim]>('notify');
+export const notifiedSignal = defineSignal<[NotifiedReport]>('notified');
 
 export const messageSignal = defineSignal<[SessionMessageSignal]>('message');
 export const grantSignal = defineSignal<[GrantSignal]>('grant');

@@ -28,7 +28,11 @@ export type LedgerInput =
   /** A decided retry waits until the last dispatched attempt can no longer be running. */
   | { type: 'retry_fenced'; until: string; attempt: number; by: string }
   /** A decision, or a standing approval, that the approval policy or a signature check refused. */
-  | { type: 'decision_refused'; kind: 'approve' | 'reject' | 'recover' | 'grant'; by?: string; why: string };
+  | { type: 'decision_refused'; kind: 'approve' | 'reject' | 'recover' | 'grant'; by?: string; why: string }
+  /** A notifier took the notification of this park (workflows/notifications.ts); it holds it until `until`. */
+  | { type: 'notification_claimed'; park: string; by: string; until: string }
+  /** The notifier that claimed this park reports it sent. */
+  | { type: 'notified'; park: string; by: string; delivered: number; failed: number };
 
 type SignedBy = { keyId: string; signedAt: string };
 
@@ -59,6 +63,9 @@ export const TRANSITIONS: Record<LedgerInput['type'], { from: From; to: CallStat
     from: CALL_STATES,
     to: 'same',
   },
+  notification_claimed: { from: ['awaiting_approval', 'recovery_required'], to: 'same' },
+  // The report may come after a decision moved the call on.
+  notified: { from: CALL_STATES, to: 'same' },
 };
 
 export class LedgerTransitionError extends Error {

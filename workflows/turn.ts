@@ -27,6 +27,7 @@ import { createDecisionIntake } from './intake';
 import { newEntry } from './ledger';
 import { oversizedMessage } from './limits';
 import { PATCHES } from './patches';
+import { handleNotifications } from './notifications';
 import { assignCallIds } from './plan';
 import type { NextStep } from './policy';
 import { createShields } from './shields';
@@ -114,6 +115,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     revokeWhilePending: () => patched(PATCHES.revokeWhilePending),
   });
   setHandler(turnStatusQuery, book.status, { description: 'The turn state, its ledger and every decision received' });
+  handleNotifications({ entries: book.entries, record: book.record });
   handleDispatch({
     entries: book.entries,
     record: book.record,

@@ -113,7 +113,8 @@ export function approvalsApp(o: ApprovalsOptions): Hono<Env> {
       let closed = false;
       stream.onAbort(() => void (closed = true));
       while (!closed) {
-        const data = await waitingCalls(o.client).then(
+        // The live list must stay live: a turn slow to answer shows at a later refresh.
+        const data = await waitingCalls(o.client, { deadlineMs: 3000 }).then(
           (calls) => ({ event: 'inbox', data: JSON.stringify(calls) }),
           (err: Error) => ({ event: 'problem', data: JSON.stringify({ error: oneLine(err) }) }),
         );

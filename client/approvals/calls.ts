@@ -43,8 +43,12 @@ export interface CallView {
 const TRANSCRIPT_TAIL = 12;
 
 /** The inbox oldest first: the longest-waiting call is the one to decide next. */
-export async function waitingCalls(c: OpenWorkerClient, now = Date.now()): Promise<WaitingCall[]> {
-  const items = await inbox(c);
+export async function waitingCalls(
+  c: OpenWorkerClient,
+  opts: { deadlineMs?: number; now?: number } = {},
+): Promise<WaitingCall[]> {
+  const items = await inbox(c, opts.deadlineMs ? { deadlineMs: opts.deadlineMs } : {});
+  const now = opts.now ?? Date.now();
   return items
     .map((i) => ({ ...i, waitedMs: i.since ? Math.max(0, now - Date.parse(i.since)) : 0 }))
     .sort((a, b) => a.since.localeCompare(b.since));

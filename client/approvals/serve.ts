@@ -1,7 +1,9 @@
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import type { OpenWorkerClient } from '../connection';
+import { randomUUID } from 'node:crypto';
 import { approvalsApp, type ApprovalsOptions } from './app';
+import { startNotifier } from './notifier';
 
 export interface ApprovalsServer {
   url: string;
@@ -11,7 +13,15 @@ export interface ApprovalsServer {
 /** Serves the approvals app on host:port (port 0: any free one) until closed. */
 export async function startApprovalsServer(
   client: OpenWorkerClient,
-  opts: Omit<ApprovalsOptions, 'client'> & { port?: number; host?: string } = {},
+  opts: Omit<ApprovalsOptions, 'client'> & {
+    port?: number;
+    host?: string;
+    /** Webhooks to POST to when a call parks (Slack-compatible). */
+    notify?: string[];
+    /** Where operators reach this app, for the links in notifications (default: the URL it listens on). */
+    publicUrl?: string;
+    leaseMs?: number;
+  } = {},
 ): Promise<ApprovalsServer> {
   const app = approvalsApp({ client, ...opts });
   const host = opts.host ?? '127.0.0.1';
@@ -28,12 +38,25 @@ export async function startApprovalsServer(
     );
   });
   const { port } = server.address() as AddressInfo;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const notifier = opts.notify?.length
+    ? startNotifier({
+        client,
+        urls: opts.notify,
+        publicUrl: opts.publicUrl ?? url,
+        replica: `approvals-${randomUUID().slice(0, 8)}`,
+        ...(opts.pollMs ? { pollMs: opts.pollMs } : {}),
+        ...(opts.leaseMs ? { leaseMs: opts.leaseMs } : {}),
+      })
+    : undefined;
   return {
-    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
+    url,
+    close: async () => {
+      await notifier?.stop();
+      await new Promise<void>((resolve) => {
         server.close(() => resolve());
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-      }),
+      });
+    },
   };
 }

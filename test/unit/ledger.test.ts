@@ -33,6 +33,8 @@ const INPUTS: { [K in LedgerInput['type']]: Extract<LedgerInput, { type: K }> } 
   recovery_decided: { type: 'recovery_decided', decision: 'retry', by: 'carol', reason: 'checked' },
   retry_fenced: { type: 'retry_fenced', until: '2024-01-01T00:02:07.000Z', attempt: 1, by: 'carol' },
   decision_refused: { type: 'decision_refused', kind: 'approve', by: 'mallory', why: 'unsigned' },
+  notification_claimed: { type: 'notification_claimed', park: 'approval', by: 'replica-a', until: LATER },
+  notified: { type: 'notified', park: 'approval', by: 'replica-a', delivered: 1, failed: 0 },
 };
 
 describe('ledger: TRANSITIONS table (every input × every state)', () => {

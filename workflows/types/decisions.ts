@@ -78,3 +78,21 @@ export interface DispatchAnswer {
   proceed: boolean;
   reason?: string;
 }
+
+/** A notifier's claim on a parked call's notification (the `notify` update; workflows/notifications.ts). */
+export interface NotifyClaim {
+  executionId: string;
+  /** `approval`, or `recovery-<n>` for the call's n-th park in recovery_required. */
+  park: string;
+  by: string;
+  leaseMs: number;
+}
+
+/** A notifier's report that it sent a claimed notification (the `notified` signal). */
+export interface NotifiedReport {
+  executionId: string;
+  park: string;
+  by: string;
+  delivered: number;
+  failed: number;
+}
