@@ -34,6 +34,8 @@ export interface DecisionTarget {
   waitMs?: number;
   /** Sign the decision with this approver key (see client/keys.ts); `by` is then the key's name. */
   key?: ApproverKeyPair;
+  /** A signature made elsewhere (the approvals page signs in the browser) over what the turn will check. */
+  signature?: DecisionSignature;
 }
 
 export interface DecisionOutcome {
@@ -116,7 +118,8 @@ async function sendAll(
       ...(item.kind === 'approve' && argsDigest ? { argsDigest } : {}),
       ...item.extra,
     };
-    return key ? { ...payload, signature: signFor(key, item, { ...binding, argsDigest }, workflowId) } : payload;
+    if (key) return { ...payload, signature: signFor(key, item, { ...binding, argsDigest }, workflowId) };
+    return target.signature ? { ...payload, signature: target.signature } : payload;
   });
   const what = items.length === 1 ? items[0]!.kind : `${items.length} decisions`;
   try {

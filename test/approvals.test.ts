@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -244,6 +244,51 @@ describe('approvals app (API and page, two replicas)', function () {
       }, 'the turn completes');
       assert.equal(done.ledger[0]!.recoveredBy, 'bob');
       assert.equal(w.sink.deliveries(messageIdFor(executionId)), 1, 'never sent again');
+    });
+
+    it('a worker that counts only signed approvals: the browser signs with its own Ed25519 key', async () => {
+      const page = await signIn(a.url, alice);
+      try {
+        await page.click('#key-link');
+        await page.click('#create-key');
+        const publicKey = (await page.textContent('#public-key'))!;
+        const keyId = (await page.textContent('#key-id'))!;
+        assert.match(keyId, /^ed25519:[0-9a-f]{16}$/);
+        const approvers = join(dir, 'approvers.json');
+        writeFileSync(
+          approvers,
+          JSON.stringify({ approvers: { alice: publicKey }, policy: [{ tool: '*', approvers: ['alice'] }] }),
+        );
+        await w.worker(scripted([{ toolCalls: [email('s1', 'ann@example.com')] }, { text: 'Sent.' }]), {
+          extraArgs: ['--approvers', approvers],
+        });
+        const sessionId = uniq('appr-signed');
+        const parked = await startTurn(w.c, sessionId, 'send the report to ann');
+        assert.equal(parked.ledger[0]!.approval?.signed, true);
+        // Unsigned, the API refuses and says how to sign.
+        const unsigned = await call(a.url, '/api/decisions', alice, {
+          executionId: parked.ledger[0]!.executionId,
+          action: 'approve',
+          argsDigest: parked.ledger[0]!.argsDigest,
+        });
+        assert.equal(unsigned.status, 400);
+        assert.match(unsigned.body.error!, /counts only signed decisions from alice: sign with this browser's key/);
+        await page.goto(`${a.url}/#/`);
+        await pageText(page, new RegExp(sessionId), 'the waiting call');
+        await page.click(`tr.call:has-text("${sessionId}")`);
+        await pageText(page, /This browser signs as alice/, 'the signing key on the call page');
+        assert.equal(await page.$('#action-approve_session'), null, 'standing approvals are not signed here');
+        await page.click('#action-approve');
+        await pageText(page, /approve: applied/, 'the signed approval applied');
+        const done = await eventually(async () => {
+          const s = await turnStatus(w.c, parked.workflowId);
+          return s.closed && s;
+        }, 'the turn completes');
+        assert.equal(done.ledger[0]!.approvedBy, 'alice');
+        assert.equal(done.ledger[0]!.signedApproval?.keyId, keyId);
+      } finally {
+        await page.close();
+      }
     });
   });
 });

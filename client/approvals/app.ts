@@ -7,7 +7,7 @@ import { secureHeaders } from 'hono/secure-headers';
 import { streamSSE } from 'hono/streaming';
 import type { OpenWorkerClient } from '../connection';
 import { OpenWorkerError } from '../session';
-import { callView, decide, resolveCall, waitingCalls, type CallRef, type DecisionRequest } from './calls';
+import { callView, decide, resolveCall, signRequest, waitingCalls, type CallRef, type DecisionRequest } from './calls';
 import { PAGE_CSS, PAGE_HTML, PAGE_JS } from './page';
 import { operatorOf, tokensFile } from './tokens';
 
@@ -96,18 +96,25 @@ export function approvalsApp(o: ApprovalsOptions): Hono<Env> {
     const ref = await resolveCall(o.client, c.req.param('executionId'), refFromQuery(c));
     return c.json(await callView(o.client, ref));
   });
-  app.post('/api/decisions', async (c) => {
+  const decisionOf = async (c: Context): Promise<DecisionRequest> => {
     const body = await c.req.json<Partial<DecisionRequest>>().catch(() => undefined);
     if (!body || typeof body.executionId !== 'string' || typeof body.action !== 'string')
-      throw new OpenWorkerError('send { executionId, action, argsDigest, reason?, result? }', 'bad_input');
+      throw new OpenWorkerError('send { executionId, action, argsDigest, reason?, result?, signature? }', 'bad_input');
     if (typeof body.argsDigest !== 'string')
       throw new OpenWorkerError(
         'argsDigest is required: a decision is bound to the arguments it was made on',
         'bad_input',
       );
-    const outcome = await decide(o.client, c.get('operator'), body as DecisionRequest);
+    return body as DecisionRequest;
+  };
+  app.post('/api/decisions', async (c) => {
+    const outcome = await decide(o.client, c.get('operator'), await decisionOf(c));
     return c.json(outcome, outcome.outcome === 'ignored' ? 409 : 200);
   });
+  // What the operator's browser key signs for a decision; the signature then goes with /api/decisions.
+  app.post('/api/sign-request', async (c) =>
+    c.json(await signRequest(o.client, c.get('operator'), await decisionOf(c))),
+  );
   app.get('/api/events', (c) =>
     streamSSE(c, async (stream) => {
       let closed = false;

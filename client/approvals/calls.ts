@@ -1,7 +1,8 @@
 import { turnWorkflowId } from '../../workflows/definitions';
+import { decisionToSign, resultDigestOf, signedMessage } from '../../workflows/signatures';
 import { executionIdFor } from '../../workflows/identity';
 import { pendingFence } from '../../workflows/ledger';
-import type { LedgerEntry, Message, RecoveryDecision } from '../../workflows/types';
+import type { DecisionSignature, LedgerEntry, Message, RecoveryDecision } from '../../workflows/types';
 import type { OpenWorkerClient } from '../connection';
 import { approve, recover, reject, type DecisionOutcome } from '../decisions';
 import { approveAlways } from '../grants';
@@ -106,7 +107,7 @@ export async function callView(c: OpenWorkerClient, ref: CallRef): Promise<CallV
     notApplied: notApplied(status.decisions, ref.toolCallId),
     ...(actions.length && entry.approval?.signed
       ? {
-          needsSignature: `this worker counts only signed decisions from ${entry.approval.allowed.join(', ') || 'its approvers'}: decide with the CLI and a key (openworker-temporal approve ${ref.sessionId} ${ref.toolCallId} --key <name>)`,
+          needsSignature: `this worker counts only signed decisions from ${entry.approval.allowed.join(', ') || 'its approvers'}: sign with this browser's key (registered in the worker's approvers file), or use the CLI (openworker-temporal approve ${ref.sessionId} ${ref.toolCallId} --key <name>)`,
         }
       : {}),
     ...(fence ? { fence: { until: fence.until, attempt: fence.attempt } } : {}),
@@ -121,12 +122,15 @@ export interface DecisionRequest {
   argsDigest: string;
   reason?: string;
   result?: unknown;
+  /** Where the worker counts only signed decisions: the operator's browser signed `signRequest`'s message. */
+  signature?: DecisionSignature;
 }
 
-/** One decision, as the operator `by`, bound to the arguments they saw. */
-export async function decide(c: OpenWorkerClient, by: string, d: DecisionRequest): Promise<DecisionOutcome> {
-  const ref = await resolveCall(c, d.executionId, d.ref);
-  const view = await callView(c, ref);
+const SIGNABLE: readonly Action[] = ['approve', 'reject', 'retry', 'succeeded', 'failed'];
+
+/** Checks a decision against the call as it is now; the view it was checked on. */
+async function check(c: OpenWorkerClient, d: DecisionRequest): Promise<CallView> {
+  const view = await callView(c, await resolveCall(c, d.executionId, d.ref));
   if (view.entry.argsDigest !== d.argsDigest)
     throw new OpenWorkerError(
       `the arguments changed since the page showed them (${d.argsDigest.slice(0, 20)}…, now ${view.entry.argsDigest.slice(0, 20)}…): reload and decide again`,
@@ -137,8 +141,57 @@ export async function decide(c: OpenWorkerClient, by: string, d: DecisionRequest
       `'${d.action}' does not apply to a call that is ${view.entry.state}${view.actions.length ? `; it takes ${view.actions.join(', ')}` : ''}`,
       'bad_input',
     );
-  if (view.needsSignature) throw new OpenWorkerError(view.needsSignature, 'bad_input');
-  const t = { sessionId: ref.sessionId, turn: ref.turn, toolCallId: ref.toolCallId, by };
+  return view;
+}
+
+/**
+ * The exact bytes the operator's key signs for this decision (workflows/signatures.ts), as the turn
+ * will rebuild them: the call, its arguments, the decision, the park and result it answers, who, when.
+ */
+export async function signRequest(
+  c: OpenWorkerClient,
+  by: string,
+  d: DecisionRequest,
+  now = new Date(),
+): Promise<{ message: string; signedAt: string; by: string }> {
+  const view = await check(c, d);
+  if (!SIGNABLE.includes(d.action))
+    throw new OpenWorkerError(
+      `'${d.action}' cannot be signed here; a standing approval is made with the CLI`,
+      'bad_input',
+    );
+  const recover = d.action !== 'approve' && d.action !== 'reject';
+  const signedAt = now.toISOString();
+  const message = signedMessage({
+    executionId: view.executionId,
+    argsDigest: view.entry.argsDigest,
+    decision: decisionToSign(recover ? 'recover' : d.action, d.action),
+    by,
+    signedAt,
+    ...(recover ? { park: view.entry.events.filter((e) => e.type === 'recovery_required').length } : {}),
+    ...(recover && d.result !== undefined ? { resultDigest: resultDigestOf(d.result) } : {}),
+  });
+  return { message: Buffer.from(message).toString('base64'), signedAt, by };
+}
+
+/** One decision, as the operator `by`, bound to the arguments they saw. */
+export async function decide(c: OpenWorkerClient, by: string, d: DecisionRequest): Promise<DecisionOutcome> {
+  const view = await check(c, d);
+  const ref = view.ref;
+  if (view.needsSignature && !d.signature && d.action !== 'reject')
+    throw new OpenWorkerError(view.needsSignature, 'bad_input');
+  if (d.signature && !SIGNABLE.includes(d.action))
+    throw new OpenWorkerError(
+      `'${d.action}' cannot be signed here; a standing approval is made with the CLI`,
+      'bad_input',
+    );
+  const t = {
+    sessionId: ref.sessionId,
+    turn: ref.turn,
+    toolCallId: ref.toolCallId,
+    by,
+    ...(d.signature ? { signature: d.signature } : {}),
+  };
   switch (d.action) {
     case 'approve':
       return approve(c, { ...t, argsDigest: d.argsDigest });

@@ -110,7 +110,11 @@ async function showCall(executionId, query) {
   const outcome = el('p', { id: 'outcome' });
   const reason = el('input', { placeholder: 'reason (sent with reject, recorded with recovery decisions)', id: 'reason' });
   const result = el('textarea', { placeholder: 'result as JSON (for "It succeeded")', id: 'result', rows: 3 });
-  const buttons = v.actions.map((a) => {
+  // Where the worker counts only signed decisions, this browser's key signs (standing approvals: CLI).
+  let key = v.needsSignature ? await loadKey() : undefined;
+  const keyInfo = v.needsSignature ? keyPanel(key, (k) => { key = k; }) : '';
+  const offered = v.needsSignature ? v.actions.filter((a) => a !== 'approve_session' && a !== 'approve_target') : v.actions;
+  const buttons = offered.map((a) => {
     // Only approving is a default; no recovery decision is, least of all running it again.
     const b = el('button', { className: a === 'approve' ? 'primary' : '', type: 'button', id: 'action-' + a }, LABELS[a]);
     b.onclick = async () => {
@@ -118,6 +122,10 @@ async function showCall(executionId, query) {
       try {
         const body = { executionId, ref: v.ref, action: a, argsDigest: e.argsDigest, reason: reason.value || undefined };
         if (a === 'succeeded' && result.value.trim()) body.result = JSON.parse(result.value);
+        if (v.needsSignature && a !== 'reject') {
+          if (!key) throw new Error('create a signing key first, and have it added to the approvers file');
+          body.signature = await sign(key, body);
+        }
         const r = await api('/api/decisions', body);
         outcome.className = r.outcome === 'ignored' ? 'error' : 'ok';
         outcome.textContent = a + ': ' + r.outcome + (r.why ? ' (' + r.why + ')' : '') + (r.fence ? ', runs after ' + r.fence.until : '');
@@ -141,8 +149,8 @@ async function showCall(executionId, query) {
     parkedWhy(e) ? el('p', { className: 'error', id: 'parked-why' }, 'Why it parked: ' + parkedWhy(e) +
       (e.dispatched ? '. The tool was called: retry only if you know the first call had no effect.' : '.')) : '',
     v.fence ? el('p', {}, 'A retry waits until ' + v.fence.until + ' (the last attempt\\'s window).') : '',
-    v.needsSignature ? el('p', { className: 'error' }, v.needsSignature) : '',
-    v.actions.length && !v.needsSignature ? el('section', { className: 'actions' }, el('h3', {}, 'Decide as ' + me),
+    v.needsSignature ? el('section', {}, el('p', { className: 'error', id: 'needs-signature' }, v.needsSignature), keyInfo) : '',
+    offered.length ? el('section', { className: 'actions' }, el('h3', {}, 'Decide as ' + me),
       reason, e.state === 'recovery_required' ? result : '', ...buttons, outcome) : outcome,
     v.notApplied.length ? el('section', { id: 'not-applied' }, el('h3', {}, 'Decisions not applied'),
       ...v.notApplied.map((d) => el('p', { className: 'error' }, d.at + ' ' + d.kind + (d.by ? ' by ' + d.by : '') + ': ' + d.why))) : '',
@@ -152,15 +160,60 @@ async function showCall(executionId, query) {
 }
 const parkedWhy = (e) => e.state === 'recovery_required' ? ([...e.events].reverse().find((ev) => ev.type === 'recovery_required') || {}).reason : undefined;
 let me = '';
+// The operator's signing key: Ed25519 in WebCrypto, its private half not extractable, kept in this
+// browser (IndexedDB). The server only ever sees the public half and signatures.
+const store = async (mode, fn) => {
+  const d = await new Promise((res, rej) => {
+    const r = indexedDB.open('openworker-approvals', 1);
+    r.onupgradeneeded = () => r.result.createObjectStore('keys');
+    r.onsuccess = () => res(r.result); r.onerror = () => rej(r.error);
+  });
+  return new Promise((res, rej) => {
+    const req = fn(d.transaction('keys', mode).objectStore('keys'));
+    req.onsuccess = () => res(req.result); req.onerror = () => rej(req.error);
+  });
+};
+const loadKey = () => store('readonly', (s) => s.get(me));
+const b64 = (buf) => btoa(String.fromCharCode(...new Uint8Array(buf)));
+const hex = (buf) => [...new Uint8Array(buf)].map((b) => b.toString(16).padStart(2, '0')).join('');
+async function createKey() {
+  const pair = await crypto.subtle.generateKey({ name: 'Ed25519' }, false, ['sign', 'verify']);
+  const raw = await crypto.subtle.exportKey('raw', pair.publicKey);
+  const key = { name: me, keyId: 'ed25519:' + hex(await crypto.subtle.digest('SHA-256', raw)).slice(0, 16), publicKey: b64(raw), privateKey: pair.privateKey };
+  await store('readwrite', (s) => s.put(key, me));
+  return key;
+}
+// The key's public half and id, or a button that makes one; onKey hears of a new key.
+function keyPanel(key, onKey) {
+  const panel = el('div', { id: 'signing-key' });
+  const show = () => panel.replaceChildren(key
+    ? el('p', { className: 'muted' }, 'This browser signs as ' + key.name + ' with key ', el('code', { id: 'key-id' }, key.keyId),
+        '. Its public key, for the worker’s approvers file ("' + key.name + '": "…"): ', el('code', { id: 'public-key' }, key.publicKey))
+    : el('p', {}, 'No signing key in this browser yet. ', Object.assign(el('button', { type: 'button', id: 'create-key' }, 'Create a signing key'),
+        { onclick: async () => { key = await createKey(); onKey(key); show(); } })));
+  show();
+  return panel;
+}
+async function showKeyPage() {
+  if (live) live.close();
+  main.replaceChildren(el('p', {}, el('a', { href: '#/' }, '← inbox')), el('h2', {}, 'Signing key'),
+    el('p', {}, 'Where a worker counts only signed decisions, this browser signs yours with an Ed25519 key that never leaves it. Give its public key to whoever keeps the worker’s approvers file.'),
+    keyPanel(await loadKey(), () => undefined));
+}
+async function sign(key, body) {
+  const req = await api('/api/sign-request', body);
+  const bytes = Uint8Array.from(atob(req.message), (ch) => ch.charCodeAt(0));
+  return { keyId: key.keyId, signedAt: req.signedAt, value: b64(await crypto.subtle.sign({ name: 'Ed25519' }, key.privateKey, bytes)) };
+}
 const fail = (err) => err.status === 401 ? signIn() : main.replaceChildren(el('p', { className: 'error' }, err.message));
 async function route() {
   try {
     me = (await api('/api/me')).name;
     const out = el('button', { type: 'button' }, 'sign out');
     out.onclick = async () => { await api('/api/logout', {}); document.getElementById('me').textContent = ''; signIn(); };
-    document.getElementById('me').replaceChildren(me + ' ', out);
+    document.getElementById('me').replaceChildren(me + ' ', el('a', { href: '#/key', id: 'key-link' }, 'signing key'), ' ', out);
     const m = /^#\\/calls\\/([^?]+)\\??(.*)$/.exec(location.hash);
-    if (m) await showCall(m[1], m[2]); else showInbox();
+    if (m) await showCall(m[1], m[2]); else if (location.hash === '#/key') await showKeyPage(); else showInbox();
   } catch (err) { fail(err); }
 }
 window.addEventListener('hashchange', route);
