@@ -177,7 +177,7 @@ describe('approvals app (API and page, two replicas)', function () {
       }
     });
 
-    it('reject with a reason from the page: nothing is sent, the rejection is audited under its operator', async () => {
+    it('a stale digest refused on the page, then reject with a reason: nothing is sent, audited under its operator', async () => {
       const s2 = uniq('appr-page-rej');
       await w.worker(scripted([{ toolCalls: [email('r1', 'zed@example.com')] }, { text: 'Not sent.' }]));
       const page = await signIn(a.url, alice);
@@ -186,6 +186,28 @@ describe('approvals app (API and page, two replicas)', function () {
         assert.equal(second.state, 'awaiting_approval');
         await pageText(page, new RegExp(s2), 'the waiting call');
         await page.click(`tr.call:has-text("${s2}")`);
+        // The arguments the page showed are not the call's any more (forged here in the page): refused, and said.
+        await page.evaluate(`{
+          const real = window.fetch.bind(window);
+          window.fetch = (url, init) => {
+            if (String(url).endsWith('/api/decisions') && typeof init?.body === 'string')
+              init = { ...init, body: JSON.stringify({ ...JSON.parse(init.body), argsDigest: 'sha256:stale' }) };
+            return real(url, init);
+          };
+        }`);
+        await page.click('#action-approve');
+        await pageText(
+          page,
+          /the arguments changed since the page showed them .*: reload and decide again/,
+          'the refusal',
+        );
+        assert.equal(
+          (await turnStatus(w.c, second.workflowId)).ledger[0]!.state,
+          'awaiting_approval',
+          'nothing was sent',
+        );
+        await page.reload();
+        await pageText(page, /Reject/, 'the call page again');
         await page.fill('#reason', 'zed left the company');
         await page.click('#action-reject');
         await pageText(page, /reject: applied/, 'the rejection');

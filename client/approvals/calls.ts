@@ -19,7 +19,7 @@ export interface CallRef {
   toolCallId: string;
 }
 
-export type Action = 'approve' | 'approve_session' | 'approve_target' | 'reject' | RecoveryDecision;
+export type Action = 'approve' | 'approve_session' | 'approve_target' | 'reject' | RecoveryDecision | 'retry_now';
 
 export interface WaitingCall extends InboxItem {
   waitedMs: number;
@@ -82,7 +82,9 @@ export async function resolveCall(
 export function actionsFor(e: LedgerEntry): Action[] {
   if (e.state === 'awaiting_approval')
     return ['approve', 'approve_session', ...(e.target ? (['approve_target'] as const) : []), 'reject'];
-  if (e.state === 'recovery_required') return ['retry', 'succeeded', 'failed'];
+  // retry_now: a decided retry that waits out the last attempt's window runs at once (the CLI's --now).
+  if (e.state === 'recovery_required')
+    return ['retry', ...(pendingFence(e) ? (['retry_now'] as const) : []), 'succeeded', 'failed'];
   return [];
 }
 
@@ -126,7 +128,7 @@ export interface DecisionRequest {
   signature?: DecisionSignature;
 }
 
-const SIGNABLE: readonly Action[] = ['approve', 'reject', 'retry', 'succeeded', 'failed'];
+const SIGNABLE: readonly Action[] = ['approve', 'reject', 'retry', 'retry_now', 'succeeded', 'failed'];
 
 /** Checks a decision against the call as it is now; the view it was checked on. */
 async function check(c: OpenWorkerClient, d: DecisionRequest): Promise<CallView> {
@@ -165,7 +167,11 @@ export async function signRequest(
   const message = signedMessage({
     executionId: view.executionId,
     argsDigest: view.entry.argsDigest,
-    decision: decisionToSign(recover ? 'recover' : d.action, d.action),
+    decision: decisionToSign(
+      recover ? 'recover' : d.action,
+      d.action === 'retry_now' ? 'retry' : d.action,
+      d.action === 'retry_now',
+    ),
     by,
     signedAt,
     ...(recover ? { park: view.entry.events.filter((e) => e.type === 'recovery_required').length } : {}),
@@ -207,7 +213,8 @@ export async function decide(c: OpenWorkerClient, by: string, d: DecisionRequest
     default:
       return recover(c, {
         ...t,
-        decision: d.action,
+        decision: d.action === 'retry_now' ? 'retry' : d.action,
+        ...(d.action === 'retry_now' ? { skipFence: true } : {}),
         ...(d.result !== undefined ? { result: d.result } : {}),
         ...(d.reason ? { reason: d.reason } : {}),
       });

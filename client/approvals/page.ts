@@ -102,7 +102,7 @@ function showInbox() {
   live.onerror = () => api('/api/me').catch((err) => err.status === 401 && signIn());
 }
 const LABELS = { approve: 'Approve once', approve_session: 'Approve, and always for this session', approve_target: 'Approve, and always for this target',
-  reject: 'Reject', retry: 'Retry (run it again)', succeeded: 'It succeeded', failed: 'It failed' };
+  reject: 'Reject', retry: 'Retry (run it again)', retry_now: 'Retry now, without waiting out the last attempt', succeeded: 'It succeeded', failed: 'It failed' };
 async function showCall(executionId, query) {
   if (live) live.close();
   const v = await api('/api/calls/' + executionId + '?' + query);
