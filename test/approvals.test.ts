@@ -135,7 +135,7 @@ describe('approvals app (API and page, two replicas)', function () {
       return page;
     };
 
-    it('approve with a grant from the page: the next call of the tool needs no approval', async () => {
+    it('approve with a grant from the page: the next call of the tool needs no approval; the grant listed and revoked there', async () => {
       const s1 = uniq('appr-page');
       await w.worker(
         scripted([
@@ -172,6 +172,16 @@ describe('approvals app (API and page, two replicas)', function () {
         );
         assert.equal(done.ledger[0]!.approvedBy, 'alice');
         assert.ok(done.ledger[1]!.grantId, 'c2 was approved by the standing approval');
+        // The grant, listed on the call's page with what it approved, and revoked from there.
+        await page.reload();
+        const grantId = done.ledger[1]!.grantId!;
+        await pageText(
+          page,
+          new RegExp(`${grantId} send_email \\(any target\\) by alice · approved 1 call`),
+          'the grant',
+        );
+        await page.click(`#revoke-${grantId}`);
+        await pageText(page, /revoked by alice/, 'the revoke');
       } finally {
         await page.close();
       }

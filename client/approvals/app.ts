@@ -6,6 +6,7 @@ import { csrf } from 'hono/csrf';
 import { secureHeaders } from 'hono/secure-headers';
 import { streamSSE } from 'hono/streaming';
 import type { OpenWorkerClient } from '../connection';
+import { listGrants, revoke } from '../grants';
 import { OpenWorkerError } from '../session';
 import { callView, decide, resolveCall, signRequest, waitingCalls, type CallRef, type DecisionRequest } from './calls';
 import { PAGE_CSS, PAGE_HTML, PAGE_JS } from './page';
@@ -115,6 +116,13 @@ export function approvalsApp(o: ApprovalsOptions): Hono<Env> {
   app.post('/api/sign-request', async (c) =>
     c.json(await signRequest(o.client, c.get('operator'), await decisionOf(c))),
   );
+  app.get('/api/sessions/:sessionId/grants', async (c) => c.json(await listGrants(o.client, c.req.param('sessionId'))));
+  app.post('/api/grants/revoke', async (c) => {
+    const body = await c.req.json<{ sessionId?: unknown; grantId?: unknown }>().catch(() => undefined);
+    if (typeof body?.sessionId !== 'string' || typeof body.grantId !== 'string')
+      throw new OpenWorkerError('send { sessionId, grantId }', 'bad_input');
+    return c.json(await revoke(o.client, { sessionId: body.sessionId, grantId: body.grantId, by: c.get('operator') }));
+  });
   app.get('/api/events', (c) =>
     streamSSE(c, async (stream) => {
       let closed = false;

@@ -155,6 +155,7 @@ async function showCall(executionId, query) {
     v.notApplied.length ? el('section', { id: 'not-applied' }, el('h3', {}, 'Decisions not applied'),
       ...v.notApplied.map((d) => el('p', { className: 'error' }, d.at + ' ' + d.kind + (d.by ? ' by ' + d.by : '') + ': ' + d.why))) : '',
     el('section', {}, el('h3', {}, 'Ledger'), el('table', { id: 'ledger' }, ...events)),
+    grantsPanel(v.ref.sessionId),
     el('section', {}, el('h3', {}, 'Transcript (last messages)'),
       ...v.transcript.map((m) => el('div', {}, el('strong', {}, m.role + ': '), typeof m.content === 'string' ? m.content.slice(0, 600) : JSON.stringify(m.content).slice(0, 600)))));
 }
@@ -192,6 +193,28 @@ function keyPanel(key, onKey) {
     : el('p', {}, 'No signing key in this browser yet. ', Object.assign(el('button', { type: 'button', id: 'create-key' }, 'Create a signing key'),
         { onclick: async () => { key = await createKey(); onKey(key); show(); } })));
   show();
+  return panel;
+}
+// The session's standing approvals, each with the calls it let through, and a revoke for the active ones.
+function grantsPanel(sessionId) {
+  const panel = el('section', { id: 'grants' }, el('h3', {}, 'Standing approvals in this session'));
+  api('/api/sessions/' + encodeURIComponent(sessionId) + '/grants').then((gs) => {
+    if (!gs.length) return panel.append(el('p', { className: 'muted' }, 'None: every call that needs approval asks.'));
+    for (const g of gs) {
+      const row = el('p', {}, el('code', {}, g.id), ' ', g.tool + (g.target ? ' → ' + g.target : ' (any target)'), ' by ', g.by,
+        g.revokedAt ? el('span', { className: 'muted' }, ' · revoked by ' + g.revokedBy) : '',
+        el('span', { className: 'muted' }, ' · approved ' + g.approved.length + ' call(s)'));
+      if (!g.revokedAt) {
+        const b = el('button', { type: 'button', id: 'revoke-' + g.id }, 'Revoke');
+        b.onclick = async () => {
+          try { await api('/api/grants/revoke', { sessionId, grantId: g.id }); panel.replaceWith(grantsPanel(sessionId)); }
+          catch (err) { row.append(el('span', { className: 'error' }, ' ' + err.message)); }
+        };
+        row.append(' ', b);
+      }
+      panel.append(row);
+    }
+  }, (err) => panel.append(el('p', { className: 'error' }, err.message)));
   return panel;
 }
 async function showKeyPage() {
