@@ -1,3 +1,4 @@
+import { notAppliedDecisions } from '../workflows/details';
 import { pendingFence } from '../workflows/ledger';
 import { notificationState, type NotificationState } from '../workflows/notifications';
 import type { DecisionRecord, ImportInfo, LedgerEntry, Message, RefusedMessage, TurnState } from '../workflows/types';
@@ -7,22 +8,17 @@ import { OpenWorkerError, queryWithDeadline, sessionStatus, turnStatus } from '.
 /** A decision the turn received and did not apply (a signal cannot answer its sender), with why. */
 export type NotApplied = Pick<DecisionRecord, 'at' | 'kind' | 'toolCallId' | 'by' | 'why'>;
 
-const NOT_APPLIED_SHOWN = 5;
 const INBOX_CONCURRENCY = 8;
 
-/** The turn's latest decisions that were not applied, optionally those naming one call. */
-export function notApplied(decisions: readonly DecisionRecord[], toolCallId?: string): NotApplied[] {
-  return decisions
-    .filter((d) => d.outcome === 'ignored' && (toolCallId === undefined || d.toolCallId === toolCallId))
-    .slice(-NOT_APPLIED_SHOWN)
-    .map(({ at, kind, toolCallId: id, by, why }) => ({
-      at,
-      kind,
-      ...(id ? { toolCallId: id } : {}),
-      ...(by ? { by } : {}),
-      ...(why ? { why } : {}),
-    }));
-}
+/** The turn's latest decisions that were not applied (workflows/details.ts), as `show` and the inbox list them. */
+export const notApplied = (decisions: readonly DecisionRecord[], toolCallId?: string): NotApplied[] =>
+  notAppliedDecisions(decisions, toolCallId).map(({ at, kind, toolCallId: id, by, why }) => ({
+    at,
+    kind,
+    ...(id ? { toolCallId: id } : {}),
+    ...(by ? { by } : {}),
+    ...(why ? { why } : {}),
+  }));
 
 export interface ExecutionView extends LedgerEntry {
   turnWorkflowId: string;

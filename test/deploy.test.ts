@@ -3,7 +3,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { GetBucketLifecycleConfigurationCommand, S3Client } from '@aws-sdk/client-s3';
+import { GetBucketLifecycleConfigurationCommand } from '@aws-sdk/client-s3';
 import { resolveConnectConfig } from '../runtime/connection';
 import { DYNAMIC_CONFIG } from '../dev/server';
 import { resolveTemporalCli } from '../dev/temporalCli';
@@ -148,12 +148,7 @@ describe('docs/deploy.md, every command run as written', function () {
     assert.match(listed.stdout, /OpenWorkerSession\s+Keyword/);
 
     // The lifecycle rule on the prefix.
-    const bucket = new S3Client({
-      endpoint: s3.endpoint,
-      region: s3.region,
-      forcePathStyle: true,
-      credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
-    });
+    const bucket = s3.client();
     try {
       const rules = (await bucket.send(new GetBucketLifecycleConfigurationCommand({ Bucket: BUCKET }))).Rules ?? [];
       assert.deepEqual(

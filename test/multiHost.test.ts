@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { connectClient } from '../client/connection';
 import { approve } from '../client/decisions';
 import { turnStatus } from '../client/session';
@@ -116,12 +116,7 @@ describe('several hosts: payloads in S3, no shared disk', function () {
     assert.equal(view.transcript.find((m) => m.role === 'user')?.content, long, 'the whole transcript');
 
     // What went to S3 is under the prefix and sealed; no host kept a payload on its disk.
-    const bucket = new S3Client({
-      endpoint: s3.endpoint,
-      region: s3.region,
-      forcePathStyle: true,
-      credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
-    });
+    const bucket = s3.client();
     try {
       const listed = await bucket.send(new ListObjectsV2Command({ Bucket: BUCKET }));
       const objectKeys = (listed.Contents ?? []).map((o) => o.Key!);

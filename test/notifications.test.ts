@@ -113,14 +113,14 @@ describe('notifications when a call parks (webhooks, replicas, leases)', functio
     }
   });
 
-  it('a receiver that fails is retried; a claim left by a dead notifier is taken over when its lease ends', async () => {
+  it('a receiver that fails is retried; a claim its notifier never reported (as when it dies after claiming) is taken over when its lease ends', async () => {
     const hook = await receiver(2);
     try {
       await w.worker(scripted([email('c1'), { text: 'done' }]));
       const sessionId = uniq('notify-lease');
       const parked = await startTurn(w.c, sessionId, 'send ann the plan');
       const executionId = parked.ledger[0]!.executionId;
-      // A notifier claims the park and dies before sending (nothing sends on its behalf).
+      // A notifier claims the park and never reports (as if it died before sending).
       await w.c.client.workflow
         .getHandle(parked.workflowId)
         .executeUpdate(notifyUpdate, { args: [{ executionId, park: 'approval', by: 'dead-replica', leaseMs: 2000 }] });

@@ -15,19 +15,11 @@ describe('test S3 server (SeaweedFS)', function () {
   this.timeout(60_000);
   let server: S3Server;
   let s3: S3Client;
-  const clientFor = (s: S3Server, secretAccessKey = s.secretAccessKey): S3Client =>
-    new S3Client({
-      endpoint: s.endpoint,
-      region: s.region,
-      forcePathStyle: true,
-      credentials: { accessKeyId: s.accessKeyId, secretAccessKey },
-      maxAttempts: 1,
-    });
 
   before(async function () {
     this.timeout(90_000);
     server = await startS3Server();
-    s3 = clientFor(server);
+    s3 = server.client();
   });
   after(async () => {
     s3?.destroy();
@@ -63,7 +55,7 @@ describe('test S3 server (SeaweedFS)', function () {
   });
 
   it('rejects a request signed with the wrong secret', async () => {
-    const wrong = clientFor(server, 'not-the-secret');
+    const wrong = server.client('not-the-secret');
     try {
       await assert.rejects(wrong.send(new ListBucketsCommand({})), (e: Error) => e.name === 'SignatureDoesNotMatch');
     } finally {

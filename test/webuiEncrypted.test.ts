@@ -34,6 +34,19 @@ describe('Temporal Web UI with encrypted payloads and a codec token (headless Ch
   let connection: Connection | undefined;
   let browser: Browser | undefined;
 
+  // A client with the keys the worker has, on this test's server and task queue.
+  const keyedClient = (): OpenWorkerClient => ({
+    client: new Client({
+      connection: connection!,
+      dataConverter: defaultDataConverter({ ...process.env, OPENWORKER_ENCRYPTION_KEYS: keys }),
+    }),
+    connection: connection!,
+    address: server!.address,
+    namespace: 'default',
+    taskQueue: w.taskQueue,
+    close: async () => undefined,
+  });
+
   before(async function () {
     requireChromium(this);
     dir = mkdtempSync(join(tmpdir(), 'openworker-webui-enc-'));
@@ -65,17 +78,7 @@ describe('Temporal Web UI with encrypted payloads and a codec token (headless Ch
       { text: 'done' },
     ]);
     await w.worker(script, { address: server!.address, env: { OPENWORKER_ENCRYPTION_KEYS: keys } });
-    const keyed: OpenWorkerClient = {
-      client: new Client({
-        connection: connection!,
-        dataConverter: defaultDataConverter({ ...process.env, OPENWORKER_ENCRYPTION_KEYS: keys }),
-      }),
-      connection: connection!,
-      address: server!.address,
-      namespace: 'default',
-      taskQueue: w.taskQueue,
-      close: async () => undefined,
-    };
+    const keyed = keyedClient();
     const sessionId = uniq('webui-enc');
     const parked = await startTurn(keyed, sessionId, `email ${to} the ${secret}`);
     assert.equal(parked.state, 'awaiting_approval');
@@ -146,17 +149,7 @@ describe('Temporal Web UI with encrypted payloads and a codec token (headless Ch
       { text: 'done' },
     ]);
     await w.worker(script, { address: server!.address, env: { OPENWORKER_ENCRYPTION_KEYS: keys } });
-    const keyed: OpenWorkerClient = {
-      client: new Client({
-        connection: connection!,
-        dataConverter: defaultDataConverter({ ...process.env, OPENWORKER_ENCRYPTION_KEYS: keys }),
-      }),
-      connection: connection!,
-      address: server!.address,
-      namespace: 'default',
-      taskQueue: w.taskQueue,
-      close: async () => undefined,
-    };
+    const keyed = keyedClient();
     const parked = await startTurn(keyed, uniq('webui-signal'), 'email ann the plan');
     assert.equal(parked.state, 'awaiting_approval');
     const page = await browser!.newPage({ viewport: { width: 1400, height: 1000 } });

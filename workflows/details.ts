@@ -1,7 +1,17 @@
 import { invariantViolations, pendingFence } from './ledger';
-import type { TurnStatus } from './types';
+import type { DecisionRecord, TurnStatus } from './types';
 
-const IGNORED_SHOWN = 5;
+const NOT_APPLIED_SHOWN = 5;
+
+/**
+ * The turn's latest decisions that were not applied, optionally those naming one call: a signal
+ * cannot answer its sender, so the details, `show`, the inbox and the approvals page list these.
+ */
+export function notAppliedDecisions(decisions: readonly DecisionRecord[], toolCallId?: string): DecisionRecord[] {
+  return decisions
+    .filter((d) => d.outcome === 'ignored' && (toolCallId === undefined || d.toolCallId === toolCallId))
+    .slice(-NOT_APPLIED_SHOWN);
+}
 
 const cell = (text: string): string => text.replace(/\|/g, '\\|').replace(/\n/g, ' ').slice(0, 120);
 
@@ -32,8 +42,7 @@ export function renderDetails(status: TurnStatus): string {
         `\`${cell(e.toolCallId)}\`: retry decided by ${cell(fence.by)}, waiting out attempt ${fence.attempt} until ${fence.until.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')} (a slow system may still apply it). A newer \`recover\` replaces it; \`"skipFence": true\` runs it now.`,
       );
   }
-  // A signal cannot answer its sender: a decision the turn did not apply is shown here, with why.
-  const ignored = status.decisions.filter((d) => d.outcome === 'ignored').slice(-IGNORED_SHOWN);
+  const ignored = notAppliedDecisions(status.decisions);
   if (ignored.length) {
     lines.push(
       '',

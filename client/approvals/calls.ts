@@ -88,14 +88,23 @@ export function actionsFor(e: LedgerEntry): Action[] {
   return [];
 }
 
+/** The call's page: what a decision is checked against, and the session's last messages. */
 export async function callView(c: OpenWorkerClient, ref: CallRef): Promise<CallView> {
+  const [view, transcript] = await Promise.all([
+    turnView(c, ref),
+    sessionStatus(c, ref.sessionId)
+      .then((s) => s.transcript.slice(-TRANSCRIPT_TAIL))
+      .catch(() => [] as Message[]),
+  ]);
+  return { ...view, transcript };
+}
+
+/** The call as its turn has it now: a decision needs only this, not the transcript. */
+async function turnView(c: OpenWorkerClient, ref: CallRef): Promise<Omit<CallView, 'transcript'>> {
   const workflowId = turnWorkflowId(ref.sessionId, ref.turn);
   const status = await turnStatus(c, workflowId);
   const entry = status.ledger.find((e) => e.toolCallId === ref.toolCallId);
   if (!entry) throw new OpenWorkerError(`no tool call '${ref.toolCallId}' in ${workflowId}`, 'not_found');
-  const transcript = await sessionStatus(c, ref.sessionId)
-    .then((s) => s.transcript.slice(-TRANSCRIPT_TAIL))
-    .catch(() => [] as Message[]);
   const fence = pendingFence(entry);
   const actions = status.closed ? [] : actionsFor(entry);
   return {
@@ -104,7 +113,6 @@ export async function callView(c: OpenWorkerClient, ref: CallRef): Promise<CallV
     workflowId,
     turnState: status.state,
     entry,
-    transcript,
     actions,
     notApplied: notApplied(status.decisions, ref.toolCallId),
     ...(actions.length && entry.approval?.signed
@@ -131,8 +139,8 @@ export interface DecisionRequest {
 const SIGNABLE: readonly Action[] = ['approve', 'reject', 'retry', 'retry_now', 'succeeded', 'failed'];
 
 /** Checks a decision against the call as it is now; the view it was checked on. */
-async function check(c: OpenWorkerClient, d: DecisionRequest): Promise<CallView> {
-  const view = await callView(c, await resolveCall(c, d.executionId, d.ref));
+async function check(c: OpenWorkerClient, d: DecisionRequest): Promise<Omit<CallView, 'transcript'>> {
+  const view = await turnView(c, await resolveCall(c, d.executionId, d.ref));
   if (view.entry.argsDigest !== d.argsDigest)
     throw new OpenWorkerError(
       `the arguments changed since the page showed them (${d.argsDigest.slice(0, 20)}…, now ${view.entry.argsDigest.slice(0, 20)}…): reload and decide again`,

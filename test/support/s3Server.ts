@@ -20,6 +20,8 @@ export interface S3Server {
   region: string;
   pid: number;
   createBucket(name: string): Promise<void>;
+  /** A client of this server (the caller destroys it); another secret tests signing. */
+  client(secretAccessKey?: string): S3Client;
   stop(): Promise<void>;
 }
 
@@ -154,13 +156,15 @@ async function startOnce(): Promise<S3Server> {
   let spawnError: Error | undefined;
   proc.once('error', (e) => (spawnError = e));
 
-  const client = new S3Client({
-    endpoint,
-    region,
-    forcePathStyle: true,
-    credentials: { accessKeyId, secretAccessKey },
-    maxAttempts: 1,
-  });
+  const clientWith = (secret = secretAccessKey): S3Client =>
+    new S3Client({
+      endpoint,
+      region,
+      forcePathStyle: true,
+      credentials: { accessKeyId, secretAccessKey: secret },
+      maxAttempts: 1,
+    });
+  const client = clientWith();
   const stop = async (): Promise<void> => {
     client.destroy();
     // No pid: spawn itself failed, so there is no 'exit' to wait for.
@@ -203,6 +207,7 @@ async function startOnce(): Promise<S3Server> {
     async createBucket(name) {
       await client.send(new CreateBucketCommand({ Bucket: name }));
     },
+    client: clientWith,
     stop,
   };
 }
