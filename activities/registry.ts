@@ -16,6 +16,11 @@ export interface ToolRegistry {
   descriptors(): ToolDescriptor[];
   /** Looks up and validates the model's tool calls; never throws for bad model output. */
   plan(calls: readonly ToolCall[]): PlannedCall[];
+  /**
+   * Replaces the whole set (an MCP server changed its list): checked like the first, and on a problem
+   * the old set stays and the error is thrown. Calls already planned keep the spec they were planned with.
+   */
+  setTools(tools: readonly Tool[]): void;
 }
 
 export function specOf(tool: Tool): ToolSpec {
@@ -48,20 +53,24 @@ export function describeIssues(error: {
 /** `maxArgsBytes`: the limit for tools that set none (a tool's own `maxArgsBytes` wins). */
 export function createRegistry(tools: readonly Tool[], options: { maxArgsBytes?: number } = {}): ToolRegistry {
   const defaultMaxArgs = options.maxArgsBytes ?? DEFAULT_LIMITS.maxArgsBytes;
-  // A Map, not an object: a model naming `__proto__` or `toString` finds no tool.
-  const byName = new Map<string, Tool>();
-  for (const tool of tools) {
-    if (!isTool(tool))
-      throw new TypeError(`not a tool: ${JSON.stringify(tool)?.slice(0, 80)}; build tools with defineTool()`);
-    if (byName.has(tool.name)) throw new Error(`two tools are named '${tool.name}'; tool names must be unique`);
-    specOf(tool); // fail at startup, not mid-turn, on a bad duration
-    byName.set(tool.name, tool);
-  }
-  const descriptors = [...byName.values()].map((t) => ({
-    name: t.name,
-    description: t.description,
-    inputSchema: jsonSchemaOf(t),
-  }));
+  const index = (given: readonly Tool[]) => {
+    // A Map, not an object: a model naming `__proto__` or `toString` finds no tool.
+    const map = new Map<string, Tool>();
+    for (const tool of given) {
+      if (!isTool(tool))
+        throw new TypeError(`not a tool: ${JSON.stringify(tool)?.slice(0, 80)}; build tools with defineTool()`);
+      if (map.has(tool.name)) throw new Error(`two tools are named '${tool.name}'; tool names must be unique`);
+      specOf(tool); // fail at startup, not mid-turn, on a bad duration
+      map.set(tool.name, tool);
+    }
+    const described = [...map.values()].map((t) => ({
+      name: t.name,
+      description: t.description,
+      inputSchema: t.jsonSchema ?? jsonSchemaOf(t),
+    }));
+    return { map, described };
+  };
+  let { map: byName, described: descriptors } = index(tools);
 
   const planOne = (call: ToolCall, index: number): PlannedCall => {
     const { toolCallId, name } = boundedCallFields(call, index);
@@ -116,6 +125,9 @@ export function createRegistry(tools: readonly Tool[], options: { maxArgsBytes?:
     names: () => [...byName.keys()],
     descriptors: () => descriptors,
     plan: (calls) => calls.map(planOne),
+    setTools: (next) => {
+      ({ map: byName, described: descriptors } = index(next));
+    },
   };
 }
 

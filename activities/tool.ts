@@ -36,6 +36,8 @@ export interface ToolConfig<S extends Schema, R> {
   name: string;
   description: string;
   input: S;
+  /** The JSON Schema the model is shown, when the input came as one (MCP tools); default: derived from `input`. */
+  jsonSchema?: Record<string, unknown>;
   effect?: ToolEffect;
   requiresApproval?: boolean;
   recovery?: RecoveryPolicy;

@@ -50,6 +50,7 @@ function workerCommand(program: Command): void {
       '--approvers <file>',
       "approvers' public keys and policy (default: $OPENWORKER_APPROVERS); see docs/security.md, Signed approvals",
     )
+    .option('--mcp <file>', 'MCP servers whose tools this worker serves (default: $OPENWORKER_MCP); see docs/mcp.md')
     .addOption(
       new Option('--only <tasks>', 'poll only workflow tasks or only activity (model and tool) tasks').choices([
         'workflows',

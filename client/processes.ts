@@ -12,6 +12,7 @@ import { startApprovalsServer } from './approvals/serve';
 import { createToken } from './approvals/tokens';
 import { defaultApprover } from './decisions';
 import { ensureLocalKeyFile } from '../runtime/encryption';
+import { describeMcpTools } from '../activities/mcp/servers';
 import { createWorker } from '../worker/worker';
 import { connectClient } from './connection';
 import { formatTurn } from './format';
@@ -104,11 +105,12 @@ export interface RunWorkerOptions {
   shutdownGrace: string;
   approvers?: string;
   only?: 'workflows' | 'activities';
+  mcp?: string;
 }
 
 export async function runWorker(opts: RunWorkerOptions): Promise<void> {
   installRuntime();
-  const { worker, connection, taskQueue, tools, model, approvers } = await createWorker({
+  const { worker, connection, taskQueue, tools, model, approvers, mcp } = await createWorker({
     address: opts.address,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
@@ -118,7 +120,9 @@ export async function runWorker(opts: RunWorkerOptions): Promise<void> {
     shutdownGraceTime: opts.shutdownGrace,
     ...(opts.approvers ? { approvers: opts.approvers } : {}),
     ...(opts.only ? { only: opts.only } : {}),
+    ...(opts.mcp ? { mcp: opts.mcp } : {}),
   });
+  for (const line of describeMcpTools(mcp?.listed() ?? [])) console.log(line);
   const signing = approvers
     ? `, approvers ${[...new Set(approvers.approvers.map((a) => a.name))].join(', ')} (${approvers.policy ? `policy of ${approvers.policy.length} rules: signed approvals only` : 'no policy: signatures checked when present'})`
     : '';
@@ -130,6 +134,7 @@ export async function runWorker(opts: RunWorkerOptions): Promise<void> {
   try {
     await worker.run(); // returns after SIGINT/SIGTERM once running tool calls finish (shutdown grace)
   } finally {
+    await mcp?.close();
     await connection.close();
   }
 }

@@ -30,6 +30,7 @@ export const SETTINGS = {
     "the approvals app's operator tokens, hashed (default <state dir>/approvals-tokens.json)",
   OPENWORKER_CODEC_TOKEN: "the codec endpoint's token (default: a fresh one per start)",
   OPENWORKER_APPROVERS: "the worker's approvers file (public keys and policy)",
+  OPENWORKER_MCP: "the worker's MCP servers file (default for --mcp)",
   OPENWORKER_KEYS_DIR: 'where the CLI keeps approver key pairs (default ~/.openworker/keys)',
   OPENWORKER_APPROVER_KEY: 'which approver key signs (default: the only one)',
   OPENWORKER_SMTP_HOST: "send_email's SMTP server",

@@ -9,6 +9,7 @@ import { faultSinks } from '../activities/faults';
 import { defaultDataConverter } from '../runtime/dataConverter';
 import type { ModelProvider } from '../activities/model';
 import { loadModel } from '../activities/models';
+import type { ToolRegistry } from '../activities/registry';
 import { createRegistry } from '../activities/registry';
 import type { ApproversConfig } from '../activities/approvers';
 import { approversFromEnv, loadApprovers, withApprovals } from '../activities/approvers';
@@ -22,6 +23,10 @@ import { resolveConnectConfig } from '../runtime/connection';
 import { workflowBundlerOptions } from './bundle';
 import { ensureSearchAttributes } from './searchAttributes';
 import { readChoice, readString } from '../runtime/config';
+import type { McpServerConfig } from '../activities/mcp/config';
+import { loadMcpConfig } from '../activities/mcp/config';
+import type { McpToolSet } from '../activities/mcp/pool';
+import { startMcp } from '../activities/mcp/pool';
 
 export interface WorkerConfig extends ConnectOptions {
   /** Tools besides the built-in ones. */
@@ -54,6 +59,10 @@ export interface WorkerConfig extends ConnectOptions {
   only?: 'workflows' | 'activities';
   /** Where protected calls record "dispatched" (default: OPENWORKER_DISPATCH_MARKER, else heartbeat). */
   dispatchMarker?: 'heartbeat' | 'update';
+  /** MCP servers whose tools this worker serves, or the path of an MCP servers file. Default: $OPENWORKER_MCP. */
+  mcp?: McpServerConfig[] | string;
+  /** Lines worth an operator's eye (an MCP connection closed, a tool list that changed). Default: stderr. */
+  log?: (line: string) => void;
 }
 
 export const DEFAULT_MAX_CACHED_WORKFLOWS = 100;
@@ -101,6 +110,14 @@ export async function resolveTools(config: WorkerConfig): Promise<Tool[]> {
   return [...seen.values()];
 }
 
+/** The MCP servers of `--mcp` or $OPENWORKER_MCP, connected and listed; none when neither is set. */
+async function mcpFrom(given: WorkerConfig['mcp'], log: (line: string) => void): Promise<McpToolSet | undefined> {
+  const source = given ?? readString('OPENWORKER_MCP');
+  if (!source) return undefined;
+  const configs = typeof source === 'string' ? loadMcpConfig(source) : source;
+  return configs.length ? startMcp(configs, { log }) : undefined;
+}
+
 export function workflowSource():
   { workflowBundle: { codePath: string } } | { workflowsPath: string; bundlerOptions: typeof workflowBundlerOptions } {
   const bundle = join(__dirname, '..', 'workflow-bundle.js');
@@ -109,7 +126,69 @@ export function workflowSource():
     : { workflowsPath: require.resolve('../workflows'), bundlerOptions: workflowBundlerOptions };
 }
 
-/** Creates (but does not run) a worker for the turn and session workflows and their activities. */
+/**
+ * The worker's tools: its own and its MCP servers', in one registry. An MCP server that changes its
+ * list swaps the new tools in; one whose new list clashes keeps the old.
+ */
+async function buildRegistry(
+  config: WorkerConfig,
+  limits: Limits,
+  approvers: ApproversConfig | undefined,
+): Promise<{ registry: ToolRegistry; mcp?: McpToolSet }> {
+  const own = await resolveTools(config);
+  const log = config.log ?? ((line: string) => console.error(line));
+  // MCP tools are called by activities only: a workflows-only worker does not connect.
+  const mcp = config.only === 'workflows' ? undefined : await mcpFrom(config.mcp, log);
+  let registry: ToolRegistry;
+  try {
+    registry = withApprovals(
+      createRegistry([...own, ...(mcp?.tools() ?? [])], { maxArgsBytes: limits.maxArgsBytes }),
+      approvers,
+    );
+  } catch (err) {
+    await mcp?.close();
+    throw err;
+  }
+  mcp?.onChange((tools) => {
+    try {
+      registry.setTools([...own, ...tools]);
+      log(`mcp: tools now ${tools.map((t) => t.name).join(', ') || '(none)'}`);
+    } catch (err) {
+      log(`mcp: the changed tool list was not taken, the old one stays: ${(err as Error).message}`);
+    }
+  });
+  return { registry, ...(mcp ? { mcp } : {}) };
+}
+
+async function connectWorker(cfg: ReturnType<typeof resolveConnectConfig>): Promise<NativeConnection> {
+  const connectOpts = {
+    address: cfg.address,
+    ...(cfg.tls ? { tls: cfg.tls as never } : {}),
+    ...(cfg.apiKey ? { apiKey: cfg.apiKey } : {}),
+    ...(cfg.metadata ? { metadata: cfg.metadata } : {}),
+  };
+  let connection: NativeConnection;
+  try {
+    connection = await NativeConnection.connect(connectOpts);
+  } catch (err) {
+    throw new Error(
+      `cannot reach Temporal at ${cfg.address} (${(err as Error).message}); start one with 'openworker-temporal server' or set TEMPORAL_ADDRESS`,
+    );
+  }
+  // Search attributes must exist before a turn upserts them, or its workflow task fails.
+  const admin = await Connection.connect(connectOpts);
+  try {
+    await ensureSearchAttributes(admin, cfg.namespace);
+  } finally {
+    await admin.close();
+  }
+  return connection;
+}
+
+/**
+ * Creates (but does not run) a worker for the turn and session workflows and their activities.
+ * `mcp`, when present, holds the MCP connections: close it after the worker stopped.
+ */
 export async function createWorker(config: WorkerConfig = {}): Promise<{
   worker: Worker;
   connection: NativeConnection;
@@ -117,6 +196,7 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{
   tools: string[];
   model: string;
   approvers?: ApproversConfig;
+  mcp?: McpToolSet;
 }> {
   const cfg = resolveConnectConfig(config);
   const approvers =
@@ -124,61 +204,42 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{
   const limits: Limits = { ...limitsFromEnv(process.env), ...config.limits };
   const dispatchMarker =
     config.dispatchMarker ?? readChoice('OPENWORKER_DISPATCH_MARKER', ['heartbeat', 'update'] as const, 'heartbeat');
-  const registry = withApprovals(
-    createRegistry(await resolveTools(config), { maxArgsBytes: limits.maxArgsBytes }),
-    approvers,
-  );
   const model = typeof config.model === 'object' ? config.model : loadModel(config.model ?? 'demo');
-  const connectOpts = {
-    address: cfg.address,
-    ...(cfg.tls ? { tls: cfg.tls as never } : {}),
-    ...(cfg.apiKey ? { apiKey: cfg.apiKey } : {}),
-    ...(cfg.metadata ? { metadata: cfg.metadata } : {}),
-  };
-  let connection = config.connection;
-  if (!connection) {
-    try {
-      connection = await NativeConnection.connect(connectOpts);
-    } catch (err) {
-      throw new Error(
-        `cannot reach Temporal at ${cfg.address} (${(err as Error).message}); start one with 'openworker-temporal server' or set TEMPORAL_ADDRESS`,
-      );
-    }
-    // Search attributes must exist before a turn upserts them, or its workflow task fails.
-    const admin = await Connection.connect(connectOpts);
-    try {
-      await ensureSearchAttributes(admin, cfg.namespace);
-    } finally {
-      await admin.close();
-    }
+  const { registry, mcp } = await buildRegistry(config, limits, approvers);
+  try {
+    const connection = config.connection ?? (await connectWorker(cfg));
+    const worker = await Worker.create({
+      connection,
+      namespace: cfg.namespace,
+      taskQueue: cfg.taskQueue,
+      ...(config.only === 'activities' ? {} : workflowSource()),
+      ...(config.only === 'workflows'
+        ? {}
+        : { activities: createActivities({ registry, model, limits, dispatchMarker }) }),
+      sinks: faultSinks(),
+      // Payloads are encrypted when keys are configured; long transcripts stay out of history (stored
+      // by hash, history keeps a reference).
+      dataConverter: defaultDataConverter(),
+      identity: config.identity ?? `openworker@${hostname()}:${process.pid}`,
+      // A deploy must not turn running tool calls into unknown outcomes.
+      shutdownGraceTime: config.shutdownGraceTime ?? '60s',
+      // After a crash, the turn's next task first waits on the dead worker's sticky queue (the server
+      // trusts a sticky poller seen in the last 10 s); 1 s gets a lost call to recovery_required
+      // within heartbeat + 2 s (npm run bench). A live worker starts its tasks in tens of ms.
+      stickyQueueScheduleToStartTimeout: config.stickyQueueTimeout ?? '1s',
+      maxCachedWorkflows: config.maxCachedWorkflows ?? cacheFromEnv(),
+    });
+    return {
+      worker,
+      connection,
+      taskQueue: cfg.taskQueue,
+      tools: registry.names(),
+      model: model.name,
+      ...(approvers ? { approvers } : {}),
+      ...(mcp ? { mcp } : {}),
+    };
+  } catch (err) {
+    await mcp?.close();
+    throw err;
   }
-  const worker = await Worker.create({
-    connection,
-    namespace: cfg.namespace,
-    taskQueue: cfg.taskQueue,
-    ...(config.only === 'activities' ? {} : workflowSource()),
-    ...(config.only === 'workflows'
-      ? {}
-      : { activities: createActivities({ registry, model, limits, dispatchMarker }) }),
-    sinks: faultSinks(),
-    // Payloads are encrypted when keys are configured; long transcripts stay out of history (stored
-    // by hash, history keeps a reference).
-    dataConverter: defaultDataConverter(),
-    identity: config.identity ?? `openworker@${hostname()}:${process.pid}`,
-    // A deploy must not turn running tool calls into unknown outcomes.
-    shutdownGraceTime: config.shutdownGraceTime ?? '60s',
-    // After a crash, the turn's next task first waits on the dead worker's sticky queue (the server
-    // trusts a sticky poller seen in the last 10 s); 1 s gets a lost call to recovery_required
-    // within heartbeat + 2 s (npm run bench). A live worker starts its tasks in tens of ms.
-    stickyQueueScheduleToStartTimeout: config.stickyQueueTimeout ?? '1s',
-    maxCachedWorkflows: config.maxCachedWorkflows ?? cacheFromEnv(),
-  });
-  return {
-    worker,
-    connection,
-    taskQueue: cfg.taskQueue,
-    tools: registry.names(),
-    model: model.name,
-    ...(approvers ? { approvers } : {}),
-  };
 }

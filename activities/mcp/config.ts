@@ -21,6 +21,8 @@ const ToolOverride = z
     target: z.string().min(1).optional(),
     timeoutMs: z.number().int().positive().optional(),
     heartbeatMs: z.number().int().positive().optional(),
+    /** Reads only: false runs the read as an activity of its own (a cancel reaches it within a heartbeat). */
+    local: z.boolean().optional(),
   })
   .strict();
 export type ToolOverride = z.infer<typeof ToolOverride>;

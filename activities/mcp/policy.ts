@@ -24,6 +24,8 @@ export interface McpToolPolicy {
   target?: string;
   timeoutMs?: number;
   heartbeatMs?: number;
+  /** A read as a local activity (default) or an activity of its own. */
+  local?: boolean;
   /** Where each field came from, for the worker's start-up line and the docs. */
   from: {
     effect: 'config' | 'annotation' | 'default';
@@ -55,6 +57,7 @@ export function policyFor(server: McpServerConfig, tool: string, annotations: Mc
     ...(set.target ? { target: set.target } : {}),
     ...(set.timeoutMs ? { timeoutMs: set.timeoutMs } : {}),
     ...(set.heartbeatMs ? { heartbeatMs: set.heartbeatMs } : {}),
+    ...(set.local !== undefined && effect === 'read' ? { local: set.local } : {}),
     from: {
       effect: set.effect ? 'config' : hints.readOnlyHint === true ? 'annotation' : 'default',
       recovery: set.recovery

@@ -5,7 +5,7 @@ import type { McpServerConfig } from './config';
 import { policyFor, type McpAnnotations, type McpToolPolicy } from './policy';
 
 // Talking to MCP servers with the official client: connect over stdio or Streamable HTTP, list
-// the tools and decide each one's policy. (Running a call as a durable tool activity comes next.)
+// the tools and decide each one's policy. activities/mcp/tools.ts makes them tools of the registry.
 
 export interface McpTool {
   server: string;
@@ -18,8 +18,20 @@ export interface McpTool {
   policy: McpToolPolicy;
 }
 
-export async function connectMcp(server: McpServerConfig, name = 'openworker-temporal'): Promise<Client> {
-  const client = new Client({ name, version: '0.1.0' });
+export interface ConnectOptions {
+  /** The server said its tool list changed (debounced by the SDK). */
+  onToolsChanged?: () => void;
+  /** The connection closed (the server exited, the HTTP session ended, or close() was called). */
+  onClose?: () => void;
+}
+
+export async function connectMcp(server: McpServerConfig, opts: ConnectOptions = {}): Promise<Client> {
+  const onToolsChanged = opts.onToolsChanged;
+  const client = new Client(
+    { name: 'openworker-temporal', version: '0.1.0' },
+    onToolsChanged ? { listChanged: { tools: { autoRefresh: false, onChanged: () => onToolsChanged() } } } : {},
+  );
+  if (opts.onClose) client.onclose = opts.onClose;
   const transport =
     server.transport === 'stdio'
       ? new StdioClientTransport({
@@ -71,4 +83,19 @@ export async function listMcpTools(server: McpServerConfig, client: Client): Pro
     names.set(t.policy.name, t.tool);
   }
   return tools;
+}
+
+/** One line per server for the worker's start: each tool with the policy it got. */
+export function describeMcpTools(tools: readonly McpTool[]): string[] {
+  const by = new Map<string, string[]>();
+  for (const t of tools) {
+    const p = t.policy;
+    const how = p.denied
+      ? 'denied'
+      : p.effect === 'read'
+        ? `read${p.requiresApproval ? ', asks' : ''}`
+        : `${p.requiresApproval ? 'asks' : 'unasked'}, ${p.recovery}`;
+    by.set(t.server, [...(by.get(t.server) ?? []), `${p.denied ? t.tool : p.name} (${how})`]);
+  }
+  return [...by].map(([server, list]) => `mcp ${server}: ${list.length} tools: ${list.join(', ')}`);
 }

@@ -1,0 +1,260 @@
+import { strict as assert } from 'node:assert';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { CallToolRequestSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { describeIssues, createRegistry } from '../../activities/registry';
+import { inputFromJsonSchema } from '../../activities/mcp/schema';
+import { policyFor } from '../../activities/mcp/policy';
+import type { McpServerConfig } from '../../activities/mcp/config';
+import type { McpTool } from '../../activities/mcp/servers';
+import { describeMcpTools } from '../../activities/mcp/servers';
+import { EXECUTION_ID_META, callMcpTool, toolFromMcp, valueOf } from '../../activities/mcp/tools';
+import type { ToolContext } from '../../activities/tool';
+import { ToolFailure, defineTool } from '../../activities/tool';
+
+// MCP tools in process: JSON Schemas as tool inputs, and how each kind of answer from a real MCP
+// server (the SDK's McpServer over its in-memory transport) becomes an outcome.
+
+const issuesOf = (schema: Record<string, unknown>, value: unknown): string => {
+  const r = inputFromJsonSchema(schema).safeParse(value);
+  return r.success ? 'ok' : describeIssues(r.error);
+};
+
+describe('MCP: JSON Schema inputs', () => {
+  const object = {
+    type: 'object',
+    properties: { path: { type: 'string' }, opts: { type: 'object', properties: { n: { type: 'integer' } } } },
+    required: ['path'],
+    additionalProperties: false,
+  };
+  const cases: [string, Record<string, unknown>, unknown, string][] = [
+    ['valid', object, { path: 'a' }, 'ok'],
+    ['a missing field is named', object, {}, 'path: required'],
+    ['a wrong type, nested', object, { path: 'a', opts: { n: 1.5 } }, 'opts.n: must be integer'],
+    ['an extra field', object, { path: 'a', x: 1 }, '(input): must NOT have additional properties'],
+    ['not an object', object, 'a', '(input): must be object'],
+    [
+      'draft 2020-12 with $defs and $ref',
+      {
+        $schema: 'https://json-schema.org/draft/2020-12/schema',
+        $defs: { p: { type: 'string', minLength: 2 } },
+        type: 'object',
+        properties: { p: { $ref: '#/$defs/p' } },
+      },
+      { p: 'x' },
+      'p: must NOT have fewer than 2 characters',
+    ],
+    [
+      'formats are checked',
+      { type: 'object', properties: { u: { type: 'string', format: 'uri' } } },
+      { u: 'no' },
+      'u: must match format "uri"',
+    ],
+  ];
+  for (const [name, schema, value, expected] of cases) it(name, () => assert.equal(issuesOf(schema, value), expected));
+
+  it('a schema that cannot compile is refused in one line', () => {
+    assert.throws(
+      () => inputFromJsonSchema({ type: 'object', properties: { a: { $ref: '#/nowhere' } } }),
+      /^Error: its input schema cannot be used: can't resolve reference #\/nowhere/,
+    );
+  });
+
+  it('two servers may use one $id for different schemas', () => {
+    const a = inputFromJsonSchema({ $id: 'urn:x', type: 'object', required: ['a'] });
+    const b = inputFromJsonSchema({ $id: 'urn:x', type: 'object', required: ['b'] });
+    assert.equal(a.safeParse({ a: 1 }).success, true);
+    assert.equal(b.safeParse({ a: 1 }).success, false);
+  });
+});
+
+describe('MCP: what the model sees of a result', () => {
+  const cases: [string, CallToolResult, unknown][] = [
+    [
+      'text blocks, joined',
+      {
+        content: [
+          { type: 'text', text: 'a' },
+          { type: 'text', text: 'b' },
+        ],
+      },
+      'a\nb',
+    ],
+    ['structured content first', { content: [{ type: 'text', text: '{}' }], structuredContent: { n: 1 } }, { n: 1 }],
+    [
+      'other blocks, as they are',
+      { content: [{ type: 'image', data: 'AA==', mimeType: 'image/png' }] },
+      [{ type: 'image', data: 'AA==', mimeType: 'image/png' }],
+    ],
+  ];
+  for (const [name, result, expected] of cases) it(name, () => assert.deepEqual(valueOf(result), expected));
+});
+
+describe('MCP: answers become outcomes (a real McpServer, in memory)', () => {
+  const seen: Record<string, unknown>[] = [];
+  let client: Client;
+  let server: McpServer;
+  let release: () => void = () => undefined;
+  const config = { name: 'mem', transport: 'stdio', command: 'x' } as McpServerConfig;
+  const listed = (tool: string, schema: Record<string, unknown> = { type: 'object' }): McpTool => ({
+    server: 'mem',
+    tool,
+    description: tool,
+    inputSchema: schema,
+    annotations: {},
+    policy: policyFor(config, tool),
+  });
+  const ctx = (signal = new AbortController().signal): ToolContext => ({
+    executionId: 'owx-0123',
+    attempt: 2,
+    sessionId: 's',
+    turn: 1,
+    toolCallId: 'c1',
+    signal,
+    heartbeat: () => undefined,
+  });
+  const call = (tool: string, args: Record<string, unknown> = {}, signal?: AbortSignal) =>
+    callMcpTool(async () => client, listed(tool), args, ctx(signal));
+
+  beforeEach(async () => {
+    server = new McpServer({ name: 'mem', version: '1' });
+    server.registerTool('ok', { inputSchema: { n: z.number().optional() } }, async (args, extra) => {
+      seen.push({ args, meta: extra._meta });
+      return { content: [{ type: 'text', text: 'done' }] };
+    });
+    server.registerTool('fails', {}, async () => ({
+      isError: true,
+      content: [{ type: 'text', text: 'card declined' }],
+    }));
+    server.registerTool('throws', {}, async (): Promise<CallToolResult> => {
+      throw new McpError(ErrorCode.InternalError, 'db down');
+    });
+    server.registerTool('waits', {}, (extra) => {
+      seen.push({ waiting: true });
+      return new Promise((resolve) => {
+        release = () => resolve({ content: [{ type: 'text', text: 'late' }] });
+        extra.signal.addEventListener('abort', () => seen.push({ cancelled: true }));
+      });
+    });
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await server.connect(a);
+    client = new Client({ name: 't', version: '1' });
+    await client.connect(b);
+    seen.length = 0;
+  });
+  afterEach(async () => {
+    release();
+    await client.close();
+    await server.close();
+  });
+
+  it('a result: its text; the execution ID and attempt travel in _meta', async () => {
+    assert.equal(await call('ok', { n: 1 }), 'done');
+    assert.deepEqual(seen[0]!.args, { n: 1 });
+    const meta = seen[0]!.meta as Record<string, unknown>;
+    assert.deepEqual([meta[EXECUTION_ID_META], meta['openworker/attempt']], ['owx-0123', 2]);
+  });
+
+  it('isError: a definite failure with the server’s text', async () => {
+    await assert.rejects(call('fails'), (e: Error) => e instanceof ToolFailure && e.message === 'card declined');
+  });
+
+  it('an unknown tool or invalid params: a definite failure', async () => {
+    await assert.rejects(call('nope'), (e: Error) => e instanceof ToolFailure && /Tool nope not found/.test(e.message));
+    await assert.rejects(call('ok', { n: 'x' }), (e: Error) => e instanceof ToolFailure && /n/.test(e.message));
+  });
+
+  it('a tool that throws: McpServer answers isError, a definite failure', async () => {
+    await assert.rejects(call('throws'), (e: Error) => e instanceof ToolFailure && /db down/.test(e.message));
+  });
+
+  it('a JSON-RPC error other than a refusal: unknown outcome', async () => {
+    const low = new Server({ name: 'low', version: '1' }, { capabilities: { tools: {} } });
+    low.setRequestHandler(CallToolRequestSchema, () => {
+      throw new McpError(ErrorCode.InternalError, 'db down mid-write');
+    });
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await low.connect(a);
+    const c = new Client({ name: 't', version: '1' });
+    await c.connect(b);
+    try {
+      await assert.rejects(
+        callMcpTool(async () => c, listed('x'), {}, ctx()),
+        (e: Error) => !(e instanceof ToolFailure) && /MCP server 'mem', tool 'x': .*db down mid-write/.test(e.message),
+      );
+    } finally {
+      await c.close();
+      await low.close();
+    }
+  });
+
+  it('the connection closes mid-call: unknown outcome', async () => {
+    const pending = call('waits');
+    await new Promise((r) => setTimeout(r, 20));
+    await server.close();
+    await assert.rejects(
+      pending,
+      (e: Error) => !(e instanceof ToolFailure) && /MCP server 'mem'.*closed/i.test(e.message),
+    );
+  });
+
+  it('aborting sends notifications/cancelled and ends as unknown', async () => {
+    const stop = new AbortController();
+    const pending = call('waits', {}, stop.signal);
+    await new Promise((r) => setTimeout(r, 20));
+    stop.abort('turn cancelled');
+    await assert.rejects(pending, (e: Error) => !(e instanceof ToolFailure));
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(seen, [{ waiting: true }, { cancelled: true }]);
+  });
+
+  it('no connection: not sent, a definite failure for a protected call', async () => {
+    const t = listed('ok');
+    await assert.rejects(
+      callMcpTool(() => Promise.reject(new Error('spawn ENOENT')), t, {}, ctx()),
+      (e: Error) => e instanceof ToolFailure && e.message === 'not sent: spawn ENOENT',
+    );
+  });
+});
+
+describe('MCP: tools in the registry', () => {
+  const config = { name: 'mem', transport: 'stdio', command: 'x' } as McpServerConfig;
+  const mcp = (tool: string, annotations = {}): McpTool => ({
+    server: 'mem',
+    tool,
+    description: `does ${tool}`,
+    inputSchema: { type: 'object', properties: { to: { type: 'string' } }, required: ['to'] },
+    annotations,
+    policy: policyFor({ ...config, tools: { send: { target: 'to' }, drop: { deny: true } } }, tool, annotations),
+  });
+  const source = () => Promise.reject(new Error('unused'));
+
+  it('the model sees the server’s schema; the plan carries the policy and the target', () => {
+    const reg = createRegistry([toolFromMcp(mcp('send'), source)!]);
+    assert.deepEqual(reg.descriptors()[0]!.inputSchema, mcp('send').inputSchema);
+    const [planned] = reg.plan([{ id: 'c1', name: 'mem__send', arguments: { to: 'bob' } }]);
+    assert.deepEqual([planned!.spec!.effect, planned!.spec!.recovery, planned!.target], ['external', 'manual', 'bob']);
+    const [bad] = reg.plan([{ id: 'c2', name: 'mem__send', arguments: {} }]);
+    assert.equal(bad!.invalid, "invalid arguments for 'mem__send': to: required");
+  });
+
+  it('a denied tool is not a tool', () => assert.equal(toolFromMcp(mcp('drop'), source), undefined));
+
+  it('setTools swaps the set; a clash keeps the old one', () => {
+    const own = defineTool({ name: 'mem__look', description: 'd', input: z.object({}), execute: () => 1 });
+    const reg = createRegistry([own]);
+    reg.setTools([own, toolFromMcp(mcp('send'), source)!]);
+    assert.deepEqual(reg.names(), ['mem__look', 'mem__send']);
+    assert.throws(() => reg.setTools([own, toolFromMcp(mcp('look'), source)!]), /two tools are named 'mem__look'/);
+    assert.deepEqual(reg.names(), ['mem__look', 'mem__send']);
+  });
+
+  it('the start-up line names each tool with its policy', () => {
+    const lines = describeMcpTools([mcp('send'), mcp('look', { readOnlyHint: true }), mcp('drop')]);
+    assert.deepEqual(lines, ['mcp mem: 3 tools: mem__send (asks, manual), mem__look (read), drop (denied)']);
+  });
+});
