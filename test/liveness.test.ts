@@ -153,6 +153,19 @@ describe('liveness: no wedged turn, no stale grant', function () {
     await recordHistory(parked.workflowId, 'turn-dispatch-update-then-not-started');
   });
 
+  it('workers split with --only: a read runs as a local activity on the workflow worker', async () => {
+    const script = scripted([
+      { toolCalls: [{ id: 'r1', name: 'lookup_contact', arguments: { name: 'bob' } }] },
+      { text: 'found' },
+    ]);
+    await w.worker(script, { extraArgs: ['--only', 'workflows'] });
+    await w.worker(script, { extraArgs: ['--only', 'activities'] });
+    const t = await turnClosed(w.c, await startTurn(w.c, uniq('split-read'), 'find bob'));
+    assert.equal(t.state, 'completed', t.error);
+    assert.deepEqual([t.ledger[0]!.state, t.ledger[0]!.runs], ['succeeded', 1], JSON.stringify(t.ledger[0]));
+    await healthy(t);
+  });
+
   it('a grant revoked while a model response is pending approves none of its calls', async () => {
     const fake = await startFakeModelServer();
     try {

@@ -137,8 +137,8 @@ async function buildRegistry(
 ): Promise<{ registry: ToolRegistry; mcp?: McpToolSet }> {
   const own = await resolveTools(config);
   const log = config.log ?? ((line: string) => console.error(line));
-  // MCP tools are called by activities only: a workflows-only worker does not connect.
-  const mcp = config.only === 'workflows' ? undefined : await mcpFrom(config.mcp, log);
+  // Every worker connects, a workflows-only one too: it runs the reads, as local activities.
+  const mcp = await mcpFrom(config.mcp, log);
   let registry: ToolRegistry;
   try {
     registry = withApprovals(
@@ -213,9 +213,10 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{
       namespace: cfg.namespace,
       taskQueue: cfg.taskQueue,
       ...(config.only === 'activities' ? {} : workflowSource()),
-      ...(config.only === 'workflows'
-        ? {}
-        : { activities: createActivities({ registry, model, limits, dispatchMarker }) }),
+      activities: createActivities({ registry, model, limits, dispatchMarker }),
+      // A workflows-only worker still runs the turn's local activities (reads): it just takes no
+      // activity tasks from the queue.
+      ...(config.only === 'workflows' ? { enableNonLocalActivities: false } : {}),
       sinks: faultSinks(),
       // Payloads are encrypted when keys are configured; long transcripts stay out of history (stored
       // by hash, history keeps a reference).
