@@ -41,6 +41,7 @@ async function main(): Promise<void> {
       model: benchModel(),
       tools: benchTools,
       builtins: false,
+      mcp: [], // the bench's tools only, whatever OPENWORKER_MCP says
       identity,
       ...(sticky ? { stickyQueueTimeout: sticky } : {}),
       ...(maxCachedWorkflows !== undefined ? { maxCachedWorkflows } : {}),

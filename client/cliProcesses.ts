@@ -73,6 +73,7 @@ function devCommand(program: Command): void {
       defaultModelSpec(),
     )
     .option('--tools <module>', 'extra tools module (repeatable)', (v: string, prev: string[]) => [...prev, v], [])
+    .option('--mcp <file>', "MCP servers for the worker's tools (see docs/mcp.md)")
     .option('--no-demo', 'do not start the demo turn')
     .option('--approvals-port <port>', 'the approvals app (0: any free port)', port, 8234)
     .addOption(

@@ -148,6 +148,7 @@ export interface DevOptions {
   demo: boolean;
   recovery: 'reconcile' | 'manual';
   approvalsPort?: number;
+  mcp?: string;
 }
 
 const BIN = path.join(__dirname, '..', '..', 'bin', 'openworker-temporal.js');
@@ -190,6 +191,7 @@ export async function runDev(opts: DevOptions): Promise<void> {
       '--model',
       opts.model,
       ...opts.tools.flatMap((t) => ['--tools', t]),
+      ...(opts.mcp ? ['--mcp', path.resolve(opts.mcp)] : []),
     ];
     // Armed faults apply to the first worker only, so the restarted one can recover.
     const faults = starts++ === 0 ? (readString('OPENWORKER_FAULTS') ?? '') : '';

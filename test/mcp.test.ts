@@ -1,10 +1,14 @@
 import { strict as assert } from 'node:assert';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { parseMcpConfig } from '../activities/mcp/config';
 import { connectMcp, listMcpTools } from '../activities/mcp/servers';
+import type { McpToolSet } from '../activities/mcp/pool';
+import { startMcp } from '../activities/mcp/pool';
+import type { ToolContext } from '../activities/tool';
+import { eventually } from './support/scenario';
 import { ROOT } from './support/processes';
 
 // Real MCP servers nobody here wrote (@modelcontextprotocol/server-filesystem, server-everything),
@@ -92,5 +96,94 @@ describe('MCP servers: tools and their policies (real servers over stdio)', func
       connectMcp(bad!),
       /^Error: MCP server 'gone' \('.*no-such-binary'\) did not start or answer: /,
     );
+  });
+});
+
+describe('MCP connections: one per server, lent to every call (the recorder over stdio)', function () {
+  this.timeout(60_000);
+  const RECORDER = join(__dirname, 'support', 'mcpRecorder.js');
+  let dir: string;
+  let logFile: string;
+  let set: McpToolSet | undefined;
+  const lines: string[] = [];
+  const events = (): Record<string, unknown>[] =>
+    existsSync(logFile)
+      ? readFileSync(logFile, 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as Record<string, unknown>)
+      : [];
+  const ctx = (n: number): ToolContext => ({
+    executionId: `owx-${n}`,
+    attempt: 1,
+    sessionId: 's',
+    turn: 1,
+    toolCallId: `c${n}`,
+    signal: new AbortController().signal,
+    heartbeat: () => undefined,
+  });
+  const start = async () => {
+    const configs = parseMcpConfig(
+      { servers: { rec: { command: process.execPath, args: [RECORDER], env: { RECORDER_LOG: logFile } } } },
+      'test',
+    );
+    set = await startMcp(configs, { log: (l) => lines.push(l) });
+    const tool = (name: string) => set!.tools().find((t) => t.name === `rec__${name}`)!;
+    return tool;
+  };
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'openworker-mcpc-'));
+    logFile = join(dir, 'log.jsonl');
+    lines.length = 0;
+  });
+  afterEach(async () => {
+    await set?.close();
+    set = undefined;
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  it('a server that died: the next calls, side by side, share one new connection', async () => {
+    const tool = await start();
+    assert.equal(await tool('note').execute({ text: 'one' }, ctx(1)), 'noted: one');
+    const first = events().find((e) => e.event === 'started')!.pid as number;
+    process.kill(first, 'SIGKILL');
+    await eventually(async () => lines.some((l) => /connection closed/.test(l)), 'the pool sees the close');
+    const results = await Promise.all([2, 3, 4].map((n) => tool('note').execute({ text: `n${n}` }, ctx(n))));
+    assert.deepEqual(results, ['noted: n2', 'noted: n3', 'noted: n4']);
+    const started = events().filter((e) => e.event === 'started');
+    assert.equal(started.length, 2, 'one new server process, not one per call');
+    const notes = events().filter((e) => e.event === 'note');
+    assert.deepEqual(
+      notes.map((e) => [e.executionId, e.pid]),
+      [['owx-1', first], ...[2, 3, 4].map((n) => [`owx-${n}`, started[1]!.pid])].sort(),
+    );
+  });
+
+  it("a server's stderr is read as it writes (half a megabyte does not block it) and logged by line", async () => {
+    const tool = await start();
+    assert.equal(await tool('shout').execute({}, ctx(1)), 'shouted');
+    assert.ok(
+      lines.some((l) => l === `mcp rec stderr: ${'x'.repeat(200)}`),
+      lines.slice(0, 3).join('\n'),
+    );
+    assert.ok(
+      lines.every((l) => l.length <= 320),
+      'each line is cut',
+    );
+  });
+
+  it('close() ends the server process', async () => {
+    await start();
+    const pid = events().find((e) => e.event === 'started')!.pid as number;
+    await set!.close();
+    await eventually(async () => !alive(pid), 'the server exits');
   });
 });

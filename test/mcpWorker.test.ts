@@ -285,14 +285,18 @@ describe('MCP tools in a worker (real MCP servers, real Temporal)', function () 
 
   it('server-everything over Streamable HTTP: a read runs unasked, a tool without hints asks', async () => {
     const port = await freePort();
-    const server = spawn(process.execPath, [bin('mcp-server-everything'), 'streamableHttp'], {
-      env: { ...process.env, PORT: String(port) },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    try {
+    const serve = async () => {
+      const proc = spawn(process.execPath, [bin('mcp-server-everything'), 'streamableHttp'], {
+        env: { ...process.env, PORT: String(port) },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       let err = '';
-      server.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+      proc.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
       await eventually(async () => /listening on port/.test(err), 'server-everything listens');
+      return proc;
+    };
+    let server = await serve();
+    try {
       await mcpWorker(
         scripted([
           {
@@ -302,6 +306,8 @@ describe('MCP tools in a worker (real MCP servers, real Temporal)', function () 
             ],
           },
           { text: 'done' },
+          { toolCalls: [{ id: 't2', name: 'ev__toggle-simulated-logging', arguments: {} }] },
+          { text: 'toggled again' },
         ]),
         { extra: { ev: { url: `http://127.0.0.1:${port}/mcp` } } },
       );
@@ -313,6 +319,16 @@ describe('MCP tools in a worker (real MCP servers, real Temporal)', function () 
       await approve(w.c, { sessionId, toolCallId: 't1', by: 'alice' });
       const done = await turnClosed(w.c, parked);
       assert.equal(done.ledger.find((e) => e.toolCallId === 't1')!.state, 'succeeded');
+      // The server restarts and forgets the worker's session: the next call is turned away (HTTP 400),
+      // provably not taken, so it is sent again on a new session; nobody is asked twice.
+      server.kill('SIGKILL');
+      await exited(server);
+      server = await serve();
+      const again = await startTurn(w.c, sessionId, 'toggle again');
+      await approve(w.c, { sessionId, toolCallId: 't2', by: 'alice' });
+      const done2 = await turnClosed(w.c, again);
+      const t2 = done2.ledger.find((e) => e.toolCallId === 't2')!;
+      assert.deepEqual([t2.state, t2.runs], ['succeeded', 1], JSON.stringify(t2));
     } finally {
       server.kill('SIGKILL');
       await exited(server);

@@ -23,6 +23,8 @@ const ToolOverride = z
     heartbeatMs: z.number().int().positive().optional(),
     /** Reads only: false runs the read as an activity of its own (a cancel reaches it within a heartbeat). */
     local: z.boolean().optional(),
+    /** What an `isError: true` result means: failed (default, as MCP says), or unknown for a tool that may fail after it acted. */
+    errorResult: z.enum(['failed', 'unknown']).optional(),
   })
   .strict();
 export type ToolOverride = z.infer<typeof ToolOverride>;

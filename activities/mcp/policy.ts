@@ -26,6 +26,8 @@ export interface McpToolPolicy {
   heartbeatMs?: number;
   /** A read as a local activity (default) or an activity of its own. */
   local?: boolean;
+  /** What an `isError: true` result means (default failed). */
+  errorResult: 'failed' | 'unknown';
   /** Where each field came from, for the worker's start-up line and the docs. */
   from: {
     effect: 'config' | 'annotation' | 'default';
@@ -58,6 +60,7 @@ export function policyFor(server: McpServerConfig, tool: string, annotations: Mc
     ...(set.timeoutMs ? { timeoutMs: set.timeoutMs } : {}),
     ...(set.heartbeatMs ? { heartbeatMs: set.heartbeatMs } : {}),
     ...(set.local !== undefined && effect === 'read' ? { local: set.local } : {}),
+    errorResult: set.errorResult ?? 'failed',
     from: {
       effect: set.effect ? 'config' : hints.readOnlyHint === true ? 'annotation' : 'default',
       recovery: set.recovery

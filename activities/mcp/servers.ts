@@ -1,6 +1,9 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ListToolsResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
 import type { McpServerConfig } from './config';
 import { policyFor, type McpAnnotations, type McpToolPolicy } from './policy';
 
@@ -23,6 +26,32 @@ export interface ConnectOptions {
   onToolsChanged?: () => void;
   /** The connection closed (the server exited, the HTTP session ended, or close() was called). */
   onClose?: () => void;
+  /** Where a stdio server's stderr goes, a line at a time (default: dropped, but always read). */
+  log?: (line: string) => void;
+}
+
+/** Bounds starting a server and each tools/list page: a server that hangs there fails the start, not a call. */
+export const LIST_TIMEOUT_MS = 30_000;
+const MAX_PAGES = 100;
+const LINE_CAP = 300;
+
+function transportFor(server: McpServerConfig, log: (line: string) => void) {
+  if (server.transport === 'http')
+    return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: server.headers ?? {} } });
+  // Only the variables the config names, over the SDK's safe few (PATH, HOME, USER, …): a server
+  // never sees the worker's Temporal key, model keys or payload keys.
+  const transport = new StdioClientTransport({
+    command: server.command,
+    args: server.args ?? [],
+    ...(server.env ? { env: server.env } : {}),
+    stderr: 'pipe',
+  });
+  // Read, always: a full pipe would block the server, and an unread one keeps its exit from being seen.
+  if (transport.stderr)
+    createInterface({ input: transport.stderr as Readable }).on('line', (line) =>
+      log(`mcp ${server.name} stderr: ${line.slice(0, LINE_CAP)}`),
+    );
+  return transport;
 }
 
 export async function connectMcp(server: McpServerConfig, opts: ConnectOptions = {}): Promise<Client> {
@@ -32,19 +61,9 @@ export async function connectMcp(server: McpServerConfig, opts: ConnectOptions =
     onToolsChanged ? { listChanged: { tools: { autoRefresh: false, onChanged: () => onToolsChanged() } } } : {},
   );
   if (opts.onClose) client.onclose = opts.onClose;
-  const transport =
-    server.transport === 'stdio'
-      ? new StdioClientTransport({
-          command: server.command,
-          args: server.args ?? [],
-          ...(server.env ? { env: { ...(process.env as Record<string, string>), ...server.env } } : {}),
-          stderr: 'pipe',
-        })
-      : new StreamableHTTPClientTransport(new URL(server.url), {
-          requestInit: { headers: server.headers ?? {} },
-        });
+  const transport = transportFor(server, opts.log ?? (() => undefined));
   try {
-    await client.connect(transport);
+    await client.connect(transport, { timeout: LIST_TIMEOUT_MS });
   } catch (err) {
     const how = server.transport === 'stdio' ? `'${server.command}'` : server.url;
     throw new Error(
@@ -57,9 +76,19 @@ export async function connectMcp(server: McpServerConfig, opts: ConnectOptions =
 /** Every tool the server lists (all pages), with its policy; denied tools are kept, marked, for the audit. */
 export async function listMcpTools(server: McpServerConfig, client: Client): Promise<McpTool[]> {
   const tools: McpTool[] = [];
+  const cursors = new Set<string>();
   let cursor: string | undefined;
   do {
-    const page = await client.listTools(cursor ? { cursor } : {});
+    if (cursors.size >= MAX_PAGES || (cursor && cursors.has(cursor)))
+      throw new Error(`MCP server '${server.name}' keeps paging its tool list (${cursors.size} pages)`);
+    if (cursor) cursors.add(cursor);
+    // request(), not listTools(): listTools also compiles every output schema, and one it cannot
+    // compile would fail the whole list.
+    const page = await client.request(
+      { method: 'tools/list', params: cursor ? { cursor } : {} },
+      ListToolsResultSchema,
+      { timeout: LIST_TIMEOUT_MS },
+    );
     for (const t of page.tools) {
       const annotations = (t.annotations ?? {}) as McpAnnotations;
       tools.push({

@@ -1,18 +1,17 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { CallToolResultSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Tool, ToolContext } from '../tool';
-import { ToolFailure, defineTool } from '../tool';
+import { ToolFailure, UnknownOutcome, defineTool } from '../tool';
+import type { CallFailure } from './outcomes';
+import { classifyCallError, errorResultRan, textOf, valueOf } from './outcomes';
 import { inputFromJsonSchema } from './schema';
 import type { McpTool } from './servers';
 
 // An MCP tool as a tool of the registry: the same activity, execution ID, dispatch marker and
-// ledger as a defineTool tool. What the server answers decides the outcome:
-//   a result                              → succeeded
-//   isError: true                         → a definite failure the model reads
-//   a JSON-RPC refusal (no such tool, invalid params) → the same: the server did not run it
-//   no connection before the request      → not sent (a definite failure, or retried where safe)
-//   anything after the request was sent   → outcome unknown: the recovery policy decides
+// ledger as a defineTool tool. What the server answers decides the outcome (activities/mcp/outcomes.ts):
+//   a result → succeeded; isError → failed (the model reads it); a refusal → failed;
+//   not sent → failed, or retried where that is safe; anything else → outcome unknown.
 
 /** The request `_meta` key that carries the execution ID: a server that deduplicates uses it as the key. */
 export const EXECUTION_ID_META = 'openworker/executionId';
@@ -20,54 +19,30 @@ export const EXECUTION_ID_META = 'openworker/executionId';
 export const ATTEMPT_META = 'openworker/attempt';
 
 const DEFAULT_TIMEOUT_MS = 120_000;
-const TEXT_CAP = 4_000;
 
-/** Answers from the server that mean it did not run the tool. */
-const REFUSALS = new Set<number>([ErrorCode.MethodNotFound, ErrorCode.InvalidParams]);
-
-export type McpClientSource = (server: string) => Promise<Client>;
-
-/** The text blocks of a result, joined; what the model reads of an error. */
-export function textOf(result: CallToolResult): string {
-  return (result.content ?? [])
-    .flatMap((c) => (c.type === 'text' ? [c.text] : []))
-    .join('\n')
-    .slice(0, TEXT_CAP);
+/** A connection lent to one call; `release(true)` says it broke, so the next call opens another. */
+export interface McpLease {
+  client: Client;
+  release(broken?: boolean): void;
 }
+export type McpConnections = (server: string) => Promise<McpLease>;
 
-/** What the model sees of a successful call: structured content, else the text, else the blocks. */
-export function valueOf(result: CallToolResult): unknown {
-  if (result.structuredContent !== undefined) return result.structuredContent;
-  const content = result.content ?? [];
-  return content.every((c) => c.type === 'text') ? content.map((c) => c.text).join('\n') : content;
-}
+type Sent = { result: CallToolResult } | { failure: CallFailure; message: string };
 
-/** Sends one `tools/call` and maps the answer onto the tool outcomes (above). */
-export async function callMcpTool(
-  source: McpClientSource,
-  t: McpTool,
-  args: Record<string, unknown>,
-  ctx: ToolContext,
-): Promise<unknown> {
-  const { server, tool, policy } = t;
-  const retriedByTemporal = policy.effect === 'read' || policy.recovery === 'idempotent';
-  let client: Client;
+/** One `tools/call` on a lent connection; a failure comes back classified, never thrown. */
+async function send(lease: McpLease, t: McpTool, args: Record<string, unknown>, ctx: ToolContext): Promise<Sent> {
+  // A signal of our own, detached when the call ends: the SDK never removes its listener, and a
+  // later abort would send notifications/cancelled for a call that already finished.
+  const stop = new AbortController();
+  const onAbort = (): void => stop.abort(ctx.signal.reason);
+  ctx.signal.addEventListener('abort', onAbort, { once: true });
+  let broken = false;
   try {
-    client = await source(server);
-  } catch (err) {
-    const why = `not sent: ${(err as Error).message}`;
-    // Safe to run again: Temporal retries a read or an idempotent call; the others end here.
-    throw retriedByTemporal ? new Error(why) : new ToolFailure(why);
-  }
-  let result: CallToolResult;
-  try {
-    // request(), not callTool(): callTool's own output checks throw after the server applied the call,
-    // as errors that look like refusals.
-    result = await client.request(
+    const result = await lease.client.request(
       {
         method: 'tools/call',
         params: {
-          name: tool,
+          name: t.tool,
           arguments: args,
           _meta: { [EXECUTION_ID_META]: ctx.executionId, [ATTEMPT_META]: ctx.attempt },
         },
@@ -75,25 +50,71 @@ export async function callMcpTool(
       CallToolResultSchema,
       {
         // Aborting sends MCP's notifications/cancelled (a read cancelled with its turn, a shutdown).
-        signal: ctx.signal,
-        timeout: policy.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-        resetTimeoutOnProgress: true,
+        signal: stop.signal,
+        timeout: t.policy.timeoutMs ?? DEFAULT_TIMEOUT_MS,
         onprogress: (p) => ctx.heartbeat({ progress: p.progress, total: p.total }),
       },
     );
+    return { result };
   } catch (err) {
-    if (err instanceof McpError && REFUSALS.has(err.code))
-      throw new ToolFailure(`MCP server '${server}' refused the call: ${err.message}`);
-    // Not an answer but a broken transport (a failed POST, a closed pipe): the next call connects again.
-    if (!(err instanceof McpError)) await client.close().catch(() => undefined);
-    throw new Error(`MCP server '${server}', tool '${tool}': ${(err as Error).message.split('\n')[0]}`);
+    const failure = classifyCallError(err, stop.signal.aborted);
+    broken = failure.broken;
+    const why = (err as Error)?.message?.split('\n')[0] ?? String(err);
+    return { failure, message: `MCP server '${t.server}', tool '${t.tool}': ${why}` };
+  } finally {
+    ctx.signal.removeEventListener('abort', onAbort);
+    lease.release(broken);
   }
-  if (result.isError) throw new ToolFailure(textOf(result) || `tool '${tool}' reported an error`);
+}
+
+/** Sends one `tools/call` and maps the answer onto the tool outcomes (above). */
+export async function callMcpTool(
+  connections: McpConnections,
+  t: McpTool,
+  args: Record<string, unknown>,
+  ctx: ToolContext,
+): Promise<unknown> {
+  const { server, tool, policy } = t;
+  // Safe to run again: Temporal retries a read or an idempotent call; the others end as failed.
+  const notSent = (why: string): Error =>
+    policy.effect === 'read' || policy.recovery === 'idempotent'
+      ? new Error(`not sent: ${why}`)
+      : new ToolFailure(`not sent: ${why}`);
+  const attempt = async (): Promise<Sent> => {
+    let lease: McpLease;
+    try {
+      lease = await connections(server);
+    } catch (err) {
+      throw notSent((err as Error).message);
+    }
+    if (ctx.signal.aborted) {
+      lease.release();
+      throw notSent('stopped before the request was sent');
+    }
+    return send(lease, t, args, ctx);
+  };
+  let sent = await attempt();
+  // A request that provably never reached the server (its connection had closed, the HTTP server
+  // restarted and forgot the session) is sent once more, on a new connection.
+  if ('failure' in sent && sent.failure.outcome === 'not_sent') sent = await attempt();
+  if ('failure' in sent) {
+    const { failure, message } = sent;
+    if (failure.outcome === 'refused') throw new ToolFailure(message);
+    if (failure.outcome === 'not_sent') throw notSent(message);
+    throw new Error(message);
+  }
+  const { result } = sent;
+  if (result.isError) {
+    const text = textOf(result) || `tool '${tool}' reported an error`;
+    if (policy.errorResult === 'unknown' || errorResultRan(result))
+      throw new UnknownOutcome(`MCP server '${server}' answered an error after the tool ran: ${text}`);
+    throw new ToolFailure(text);
+  }
   return valueOf(result);
 }
 
 /** The registry tool for a listed MCP tool; undefined for a denied one. */
-export function toolFromMcp(t: McpTool, source: McpClientSource): Tool | undefined {
+export function toolFromMcp(t: McpTool, connections: McpConnections): Tool | undefined {
   const { policy } = t;
   if (policy.denied) return undefined;
   const target = policy.target;
@@ -116,6 +137,6 @@ export function toolFromMcp(t: McpTool, source: McpClientSource): Tool | undefin
       ...(policy.timeoutMs ? { startToClose: policy.timeoutMs } : {}),
       ...(policy.heartbeatMs ? { heartbeat: policy.heartbeatMs } : {}),
     },
-    execute: (input, ctx) => callMcpTool(source, t, input, ctx),
+    execute: (input, ctx) => callMcpTool(connections, t, input, ctx),
   });
 }

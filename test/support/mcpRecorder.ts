@@ -63,5 +63,17 @@ server.registerTool(
   },
 );
 
+// Half a megabyte on stderr, then an answer: the worker must keep reading it or the server blocks.
+server.registerTool(
+  'shout',
+  { description: 'Writes a lot to stderr.', inputSchema: {}, annotations: { readOnlyHint: true } },
+  async () => {
+    await new Promise<void>((resolve) =>
+      process.stderr.write('x'.repeat(200) + '\n'.repeat(1) + 'y'.repeat(512 * 1024) + '\n', () => resolve()),
+    );
+    return { content: [{ type: 'text', text: 'shouted' }] };
+  },
+);
+
 log({ event: 'started' });
 void server.connect(new StdioServerTransport());

@@ -3,6 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolRequestSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
@@ -12,9 +13,10 @@ import { policyFor } from '../../activities/mcp/policy';
 import type { McpServerConfig } from '../../activities/mcp/config';
 import type { McpTool } from '../../activities/mcp/servers';
 import { describeMcpTools } from '../../activities/mcp/servers';
-import { EXECUTION_ID_META, callMcpTool, toolFromMcp, valueOf } from '../../activities/mcp/tools';
+import { EXECUTION_ID_META, callMcpTool, toolFromMcp } from '../../activities/mcp/tools';
+import { classifyCallError, valueOf } from '../../activities/mcp/outcomes';
 import type { ToolContext } from '../../activities/tool';
-import { ToolFailure, defineTool } from '../../activities/tool';
+import { ToolFailure, UnknownOutcome, defineTool } from '../../activities/tool';
 
 // MCP tools in process: JSON Schemas as tool inputs, and how each kind of answer from a real MCP
 // server (the SDK's McpServer over its in-memory transport) becomes an outcome.
@@ -35,7 +37,7 @@ describe('MCP: JSON Schema inputs', () => {
     ['valid', object, { path: 'a' }, 'ok'],
     ['a missing field is named', object, {}, 'path: required'],
     ['a wrong type, nested', object, { path: 'a', opts: { n: 1.5 } }, 'opts.n: must be integer'],
-    ['an extra field', object, { path: 'a', x: 1 }, '(input): must NOT have additional properties'],
+    ['an extra field', object, { path: 'a', x: 1 }, 'x: not allowed'],
     ['not an object', object, 'a', '(input): must be object'],
     [
       'draft 2020-12 with $defs and $ref',
@@ -57,6 +59,34 @@ describe('MCP: JSON Schema inputs', () => {
   ];
   for (const [name, schema, value, expected] of cases) it(name, () => assert.equal(issuesOf(schema, value), expected));
 
+  it('patterns run on RE2: a catastrophic pattern answers at once', () => {
+    const schema = { type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } } };
+    const started = Date.now();
+    assert.equal(issuesOf(schema, { s: 'a'.repeat(40) + 'b' }), 's: must match pattern "^(a+)+$"');
+    assert.ok(Date.now() - started < 1000, `${Date.now() - started} ms`);
+    assert.equal(issuesOf(schema, { s: 'aaa' }), 'ok');
+  });
+
+  it('a pattern RE2 cannot run is left to the server', () => {
+    assert.equal(issuesOf({ type: 'object', properties: { s: { pattern: '^(?!x)' } } }, { s: 'x' }), 'ok');
+  });
+
+  it('a schema that refers to itself forever: an issue, not an exception', () => {
+    assert.match(issuesOf({ $ref: '#' }, {}), /^\(input\): the server's schema cannot check them: /);
+  });
+
+  it('draft-07 when the schema says so; a schema that refers to itself by $id', () => {
+    const d7 = { $schema: 'http://json-schema.org/draft-07/schema#', type: 'array', items: [{ type: 'string' }] };
+    assert.equal(issuesOf(d7, [1]), '0: must be string');
+    const byId = {
+      $id: 'https://example.com/tree',
+      type: 'object',
+      properties: { child: { $ref: 'https://example.com/tree#/$defs/leaf' } },
+      $defs: { leaf: { type: 'integer' } },
+    };
+    assert.equal(issuesOf(byId, { child: 'x' }), 'child: must be integer');
+  });
+
   it('a schema that cannot compile is refused in one line', () => {
     assert.throws(
       () => inputFromJsonSchema({ type: 'object', properties: { a: { $ref: '#/nowhere' } } }),
@@ -65,11 +95,41 @@ describe('MCP: JSON Schema inputs', () => {
   });
 
   it('two servers may use one $id for different schemas', () => {
-    const a = inputFromJsonSchema({ $id: 'urn:x', type: 'object', required: ['a'] });
-    const b = inputFromJsonSchema({ $id: 'urn:x', type: 'object', required: ['b'] });
+    const a = inputFromJsonSchema({ $id: 'https://example.com/x', type: 'object', required: ['a'] });
+    const b = inputFromJsonSchema({ $id: 'https://example.com/x', type: 'object', required: ['b'] });
     assert.equal(a.safeParse({ a: 1 }).success, true);
     assert.equal(b.safeParse({ a: 1 }).success, false);
   });
+});
+
+describe('MCP: a failed call, classified', () => {
+  const refused = { outcome: 'refused', broken: false };
+  const notSent = { outcome: 'not_sent', broken: true };
+  const unknown = (broken: boolean) => ({ outcome: 'unknown', broken });
+  const fetchFailed = (code: string) => Object.assign(new TypeError('fetch failed'), { cause: { code } });
+  const cases: [string, unknown, boolean, object][] = [
+    ['no such tool', new McpError(ErrorCode.MethodNotFound, 'x'), false, refused],
+    ['invalid params', new McpError(ErrorCode.InvalidParams, 'x'), false, refused],
+    ['a server error', new McpError(ErrorCode.InternalError, 'x'), false, unknown(false)],
+    ['our request timeout', new McpError(ErrorCode.RequestTimeout, 'x'), false, unknown(false)],
+    ['the connection closed mid-call', new McpError(ErrorCode.ConnectionClosed, 'x'), false, unknown(true)],
+    ['our own abort', new Error('turn cancelled'), true, unknown(false)],
+    ['a connection already closed', new Error('Not connected'), false, notSent],
+    ['an HTTP server that forgot the session', new StreamableHTTPError(404, 'Not Found'), false, notSent],
+    [
+      'an HTTP server that turns the POST away (400)',
+      new StreamableHTTPError(400, 'No valid session ID'),
+      false,
+      notSent,
+    ],
+    ['an HTTP server that answers 500', new StreamableHTTPError(500, 'boom'), false, unknown(true)],
+    ['connection refused', fetchFailed('ECONNREFUSED'), false, notSent],
+    ['connection reset', fetchFailed('ECONNRESET'), false, unknown(true)],
+    ['a result that does not parse', Object.assign(new Error('bad'), { name: 'ZodError' }), false, unknown(false)],
+    ['a closed pipe', Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }), false, unknown(true)],
+  ];
+  for (const [name, err, aborted, expected] of cases)
+    it(name, () => assert.deepEqual(classifyCallError(err, aborted), expected));
 });
 
 describe('MCP: what the model sees of a result', () => {
@@ -118,7 +178,7 @@ describe('MCP: answers become outcomes (a real McpServer, in memory)', () => {
     heartbeat: () => undefined,
   });
   const call = (tool: string, args: Record<string, unknown> = {}, signal?: AbortSignal) =>
-    callMcpTool(async () => client, listed(tool), args, ctx(signal));
+    callMcpTool(async () => ({ client, release: () => undefined }), listed(tool), args, ctx(signal));
 
   beforeEach(async () => {
     server = new McpServer({ name: 'mem', version: '1' });
@@ -129,6 +189,9 @@ describe('MCP: answers become outcomes (a real McpServer, in memory)', () => {
     server.registerTool('fails', {}, async () => ({
       isError: true,
       content: [{ type: 'text', text: 'card declined' }],
+    }));
+    server.registerTool('badOutput', { outputSchema: { n: z.number() } }, async () => ({
+      content: [{ type: 'text', text: 'applied' }],
     }));
     server.registerTool('throws', {}, async (): Promise<CallToolResult> => {
       throw new McpError(ErrorCode.InternalError, 'db down');
@@ -168,6 +231,24 @@ describe('MCP: answers become outcomes (a real McpServer, in memory)', () => {
     await assert.rejects(call('ok', { n: 'x' }), (e: Error) => e instanceof ToolFailure && /n/.test(e.message));
   });
 
+  it('isError from the server’s own output check, made after the tool ran: unknown outcome', async () => {
+    await assert.rejects(
+      call('badOutput'),
+      (e: Error) =>
+        e instanceof UnknownOutcome &&
+        /answered an error after the tool ran: .*Output validation error/.test(e.message),
+    );
+  });
+
+  it('errorResult: unknown makes every isError an unknown outcome', async () => {
+    const t = listed('fails');
+    const lenient = { ...t, policy: { ...t.policy, errorResult: 'unknown' as const } };
+    await assert.rejects(
+      callMcpTool(async () => ({ client, release: () => undefined }), lenient, {}, ctx()),
+      (e: Error) => e instanceof UnknownOutcome && /card declined/.test(e.message),
+    );
+  });
+
   it('a tool that throws: McpServer answers isError, a definite failure', async () => {
     await assert.rejects(call('throws'), (e: Error) => e instanceof ToolFailure && /db down/.test(e.message));
   });
@@ -183,7 +264,7 @@ describe('MCP: answers become outcomes (a real McpServer, in memory)', () => {
     await c.connect(b);
     try {
       await assert.rejects(
-        callMcpTool(async () => c, listed('x'), {}, ctx()),
+        callMcpTool(async () => ({ client: c, release: () => undefined }), listed('x'), {}, ctx()),
         (e: Error) => !(e instanceof ToolFailure) && /MCP server 'mem', tool 'x': .*db down mid-write/.test(e.message),
       );
     } finally {
