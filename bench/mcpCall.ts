@@ -3,11 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseMcpConfig } from '../activities/mcp/config';
 import { startMcp } from '../activities/mcp/pool';
+import { inputFromJsonSchema } from '../activities/mcp/schema';
 import type { ToolContext } from '../activities/tool';
 
 // npm run bench:mcp — what an MCP server adds to a tool call, apart from Temporal: starting and
-// listing two stdio servers (server-filesystem and the test recorder), and one tools/call round trip
-// through the pool, the schema check and the outcome mapping. The durable part (history per call)
+// listing two stdio servers (server-filesystem and the test recorder), compiling a tool's schema,
+// and one tools/call round trip through the pool, the schema check and the outcome mapping. The durable part (history per call)
 // is the same as any tool's: see docs/performance.md.
 
 const ROOT = join(__dirname, '..', '..');
@@ -35,6 +36,10 @@ async function main(): Promise<void> {
   const set = await startMcp(configs);
   const startMs = performance.now() - started;
   const note = set.tools().find((t) => t.name === 'rec__note')!;
+  const schemas = set.listed().map((t) => t.inputSchema);
+  const compiling = performance.now();
+  for (let i = 0; i < 10; i++) for (const s of schemas) inputFromJsonSchema(s);
+  const compileMs = (performance.now() - compiling) / (10 * schemas.length);
   const ctx = (i: number): ToolContext => ({
     executionId: `owx-${i}`,
     attempt: 1,
@@ -60,6 +65,7 @@ async function main(): Promise<void> {
     JSON.stringify({
       startAndListMs: Math.round(startMs),
       tools: set.tools().length,
+      schemaCompileMs: compileMs.toFixed(2),
       calls: CALLS,
       callMs: { p50: pct(ms, 50), p99: pct(ms, 99) },
     }),

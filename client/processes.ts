@@ -122,7 +122,7 @@ export async function runWorker(opts: RunWorkerOptions): Promise<void> {
     ...(opts.only ? { only: opts.only } : {}),
     ...(opts.mcp ? { mcp: opts.mcp } : {}),
   });
-  for (const line of describeMcpTools(mcp?.listed() ?? [])) console.log(line);
+  for (const line of describeMcpTools(mcp?.listed() ?? [], new Set(tools))) console.log(line);
   const signing = approvers
     ? `, approvers ${[...new Set(approvers.approvers.map((a) => a.name))].join(', ')} (${approvers.policy ? `policy of ${approvers.policy.length} rules: signed approvals only` : 'no policy: signatures checked when present'})`
     : '';

@@ -180,6 +180,20 @@ describe('MCP connections: one per server, lent to every call (the recorder over
     );
   });
 
+  it('a changed list the worker refuses leaves the last accepted one', async () => {
+    const tool = await start();
+    const offered: string[][] = [];
+    set!.onChange((tools) => {
+      offered.push(tools.map((t) => t.name));
+      return false;
+    });
+    assert.equal(await tool('unlock').execute({}, ctx(1)), 'unlocked');
+    await eventually(async () => offered.length > 0, 'the new list is offered');
+    assert.ok(offered[0]!.includes('rec__extra'));
+    assert.ok(!set!.tools().some((t) => t.name === 'rec__extra'), 'the refused list is not kept');
+    assert.ok(!set!.listed().some((t) => t.tool === 'extra'));
+  });
+
   it('close() ends the server process', async () => {
     await start();
     const pid = events().find((e) => e.event === 'started')!.pid as number;

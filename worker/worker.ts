@@ -150,12 +150,16 @@ async function buildRegistry(
     throw err;
   }
   mcp?.onChange((tools) => {
+    const before = registry.names().join(', ');
     try {
       registry.setTools([...own, ...tools]);
-      log(`mcp: tools now ${tools.map((t) => t.name).join(', ') || '(none)'}`);
     } catch (err) {
       log(`mcp: the changed tool list was not taken, the old one stays: ${(err as Error).message}`);
+      return false;
     }
+    const now = registry.names().join(', ');
+    if (now !== before) log(`mcp: tools now ${tools.map((t) => t.name).join(', ') || '(none)'}`);
+    return true;
   });
   return { registry, ...(mcp ? { mcp } : {}) };
 }

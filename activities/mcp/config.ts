@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 
-// The worker's MCP servers (`worker --mcp FILE`, to come): how to reach each server and how
+// The worker's MCP servers (`worker --mcp FILE`, docs/mcp.md): how to reach each server and how
 // its tools are governed. Secrets never sit in the file: `${VAR}` in env and headers is read from the
 // worker's environment. Everything here is checked at start, with one line naming what is wrong.
 

@@ -15,10 +15,15 @@ export interface CallFailure {
 }
 
 const REFUSALS = new Set<number>([ErrorCode.MethodNotFound, ErrorCode.InvalidParams]);
+/** HTTP answers to the POST that mean it was not taken: bad request or a forgotten session, no access, rate limited. */
+const TURNED_AWAY = new Set<number>([400, 401, 403, 404, 429]);
 
 export function classifyCallError(err: unknown, aborted: boolean): CallFailure {
   if (err instanceof McpError) {
-    if (REFUSALS.has(err.code)) return { outcome: 'refused', broken: false };
+    // The SDK's server also answers "invalid params" when the result its tool returned fails the
+    // server's own check: the tool ran.
+    const resultRefused = err.code === ErrorCode.InvalidParams && /Invalid tools\/call result/.test(err.message);
+    if (REFUSALS.has(err.code) && !resultRefused) return { outcome: 'refused', broken: false };
     // A timeout, a closed connection, or any other error the server answered after it got the request.
     return { outcome: 'unknown', broken: err.code === ErrorCode.ConnectionClosed };
   }
@@ -26,14 +31,14 @@ export function classifyCallError(err: unknown, aborted: boolean): CallFailure {
   if (aborted) return { outcome: 'unknown', broken: false };
   // The SDK refuses to send on a connection that already closed.
   if (err instanceof Error && err.message === 'Not connected') return { outcome: 'not_sent', broken: true };
-  // The HTTP server turned the POST away (4xx: a session it forgot after a restart, a refused
-  // token, a rate limit): it did not take the request. A 5xx may come from a server that did.
-  const status = err instanceof StreamableHTTPError ? (err.code ?? 0) : 0;
-  if (status >= 400 && status < 500) return { outcome: 'not_sent', broken: true };
+  // The HTTP server turned the POST away: it did not take the request. Other answers (a 408 or 409
+  // from a proxy that forwarded it, a 5xx) may come after the server got it.
+  if (err instanceof StreamableHTTPError && TURNED_AWAY.has(err.code ?? 0))
+    return { outcome: 'not_sent', broken: true };
   const cause = (err as { cause?: { code?: string } } | undefined)?.cause;
   if (cause?.code === 'ECONNREFUSED') return { outcome: 'not_sent', broken: true };
   // A result that does not parse came from a server that ran: unknown, and the connection still works.
-  if ((err as Error | undefined)?.name === 'ZodError') return { outcome: 'unknown', broken: false };
+  if (Array.isArray((err as { issues?: unknown } | undefined)?.issues)) return { outcome: 'unknown', broken: false };
   // Anything else is the transport failing mid-request (a reset, a closed pipe).
   return { outcome: 'unknown', broken: true };
 }

@@ -9,19 +9,25 @@ import { toolFromMcp } from './tools';
 // One connection per MCP server per worker, lent to every call (MCP multiplexes requests). A
 // connection that closes or breaks is retired: the next call opens a new one, which also lists the
 // tools again, and the old one is closed once its last call has ended. A "tools changed"
-// notification lists them again too; the newest listing wins.
+// notification lists them again too; the newest listing wins, and one the worker refuses (a name
+// clash) leaves the last accepted one in place.
 
 export interface McpToolSet {
   /** Every listed tool of every server, with its policy; denied ones included, for the audit. */
   listed(): McpTool[];
-  /** The registry tools (denied ones left out). */
+  /** The registry tools (denied ones and ones whose schema cannot be used left out). */
   tools(): Tool[];
-  /** Called with every registry tool when a server's list changed; the worker swaps them into its registry. */
-  onChange(listener: (tools: Tool[]) => void): void;
+  /**
+   * Called with every registry tool when a server's list changed; returns whether the worker took
+   * them (a clash is refused, and the server keeps its last accepted list).
+   */
+  onChange(listener: (tools: Tool[]) => boolean): void;
   close(): Promise<void>;
 }
 
-interface Connection {
+type Log = (line: string) => void;
+
+interface McpConnection {
   client: Promise<Client>;
   /** Calls holding it. */
   calls: number;
@@ -35,9 +41,7 @@ interface ServerPool {
   close(): Promise<void>;
 }
 
-type Log = (line: string) => void;
-
-async function closeClient(conn: Connection): Promise<void> {
+async function closeClient(conn: McpConnection): Promise<void> {
   const client = await conn.client.catch(() => undefined);
   const transport = client?.transport as { terminateSession?: () => Promise<void> } | undefined;
   // An HTTP server keeps a session until told; a short bound, since it may be the thing that is down.
@@ -48,25 +52,23 @@ async function closeClient(conn: Connection): Promise<void> {
   await client?.close().catch(() => undefined);
 }
 
-function serverPool(config: McpServerConfig, log: Log, changed: () => void): ServerPool {
+/** A server's connections and its current tools. `accept` asks the worker to take a new list. */
+function serverPool(config: McpServerConfig, log: Log, accept: () => boolean): ServerPool {
   const name = config.name;
-  let current: Connection | undefined;
-  const open = new Set<Connection>();
+  let current: McpConnection | undefined;
+  const open = new Set<McpConnection>();
   let listings = 0;
+  let everListed = false;
   let closing = false;
 
-  const retire = (conn: Connection): void => {
+  const retire = (conn: McpConnection): void => {
     conn.retired = true;
     if (current === conn) current = undefined;
     if (conn.calls === 0 && open.delete(conn)) void closeClient(conn);
   };
 
-  const relist = async (client: Client): Promise<void> => {
-    const mine = ++listings;
-    const listed = await listMcpTools(config, client);
-    if (mine !== listings) return; // a newer listing started meanwhile: it wins
-    pool.listed = listed;
-    pool.tools = listed.flatMap((t) => {
+  const toolsOf = (listed: McpTool[]): Tool[] =>
+    listed.flatMap((t) => {
       try {
         return toolFromMcp(t, () => pool.lease()) ?? [];
       } catch (err) {
@@ -74,34 +76,49 @@ function serverPool(config: McpServerConfig, log: Log, changed: () => void): Ser
         return [];
       }
     });
-    changed();
+
+  const relist = async (client: Client): Promise<void> => {
+    const mine = ++listings;
+    const listed = await listMcpTools(config, client);
+    if (mine !== listings) return; // a newer listing started meanwhile: it wins
+    const before = { listed: pool.listed, tools: pool.tools };
+    Object.assign(pool, { listed, tools: toolsOf(listed) });
+    if (accept()) everListed = true;
+    else Object.assign(pool, before);
   };
 
-  const connect = (): Connection => {
-    const conn: Connection = { calls: 0, retired: false, client: undefined as unknown as Promise<Client> };
-    conn.client = (async () => {
-      const client = await connectMcp(config, {
-        log,
-        onToolsChanged: () => {
-          if (!conn.retired)
-            conn.client
-              .then(relist)
-              .catch((err: Error) => log(`mcp ${name}: could not list its tools again: ${err.message}`));
-        },
-        onClose: () => {
-          if (!closing && !conn.retired) log(`mcp ${name}: connection closed; the next call opens it again`);
-          retire(conn);
-        },
-      });
+  const openConnection = (): McpConnection => {
+    const first = !everListed;
+    let listedHere = false; // a notice before this connection's first listing has nothing to add
+    const connecting = connectMcp(config, {
+      log,
+      onToolsChanged: () => {
+        if (!listedHere || conn.retired) return;
+        void connecting
+          .then(relist)
+          .catch((err: Error) => log(`mcp ${name}: could not list its tools again: ${err.message}`));
+      },
+      onClose: () => {
+        if (!closing && !conn.retired) log(`mcp ${name}: connection closed; the next call opens it again`);
+        retire(conn);
+      },
+    });
+    const listing = connecting.then(async (client) => {
       try {
         await relist(client);
       } catch (err) {
-        await client.close().catch(() => undefined);
-        throw err;
+        // At start a server that cannot list stops the worker; later the tools it had stay.
+        if (first) {
+          await client.close().catch(() => undefined);
+          throw err;
+        }
+        log(`mcp ${name}: could not list its tools again, the last list stays: ${(err as Error).message}`);
       }
+      listedHere = true;
       return client;
-    })();
-    conn.client.catch(() => retire(conn));
+    });
+    const conn: McpConnection = { calls: 0, retired: false, client: listing };
+    listing.catch(() => retire(conn));
     open.add(conn);
     return conn;
   };
@@ -112,15 +129,15 @@ function serverPool(config: McpServerConfig, log: Log, changed: () => void): Ser
     async lease() {
       // Twice at most: the connection may close between its opening and this call taking it.
       for (let i = 0; i < 2; i++) {
-        if (closing) throw new Error('the worker is shutting down');
-        const conn = (current ??= connect());
+        if (closing) break;
+        const conn = (current ??= openConnection());
         const client = await conn.client;
-        if (conn.retired) continue;
+        if (conn.retired || closing) continue;
         conn.calls++;
         let released = false;
         return {
           client,
-          release(broken = false) {
+          release({ broken = false } = {}) {
             if (released) return;
             released = true;
             conn.calls--;
@@ -129,13 +146,16 @@ function serverPool(config: McpServerConfig, log: Log, changed: () => void): Ser
           },
         };
       }
-      throw new Error(`MCP server '${name}' closed the connection as it opened`);
+      throw new Error(
+        closing ? 'the worker is shutting down' : `MCP server '${name}' closed the connection as it opened`,
+      );
     },
     async close() {
       closing = true;
       const all = [...open];
       open.clear();
       current = undefined;
+      for (const conn of all) conn.retired = true;
       await Promise.all(all.map(closeClient));
     },
   };
@@ -145,10 +165,10 @@ function serverPool(config: McpServerConfig, log: Log, changed: () => void): Ser
 /** Connects to every server and lists its tools; a server that does not start fails the worker's start. */
 export async function startMcp(configs: readonly McpServerConfig[], opts: { log?: Log } = {}): Promise<McpToolSet> {
   const log = opts.log ?? (() => undefined);
-  let listener: ((tools: Tool[]) => void) | undefined;
+  let listener: ((tools: Tool[]) => boolean) | undefined;
   const pools: ServerPool[] = [];
   const tools = (): Tool[] => pools.flatMap((p) => p.tools);
-  for (const config of configs) pools.push(serverPool(config, log, () => listener?.(tools())));
+  for (const config of configs) pools.push(serverPool(config, log, () => listener?.(tools()) ?? true));
   const closeAll = async (): Promise<void> => void (await Promise.all(pools.map((p) => p.close())));
   try {
     // One by one, so a failure names its server; the lease is returned at once.

@@ -31,7 +31,7 @@ export interface ConnectOptions {
 }
 
 /** Bounds starting a server and each tools/list page: a server that hangs there fails the start, not a call. */
-export const LIST_TIMEOUT_MS = 30_000;
+export const START_AND_LIST_TIMEOUT_MS = 30_000;
 const MAX_PAGES = 100;
 const LINE_CAP = 300;
 
@@ -63,7 +63,7 @@ export async function connectMcp(server: McpServerConfig, opts: ConnectOptions =
   if (opts.onClose) client.onclose = opts.onClose;
   const transport = transportFor(server, opts.log ?? (() => undefined));
   try {
-    await client.connect(transport, { timeout: LIST_TIMEOUT_MS });
+    await client.connect(transport, { timeout: START_AND_LIST_TIMEOUT_MS });
   } catch (err) {
     const how = server.transport === 'stdio' ? `'${server.command}'` : server.url;
     throw new Error(
@@ -87,7 +87,7 @@ export async function listMcpTools(server: McpServerConfig, client: Client): Pro
     const page = await client.request(
       { method: 'tools/list', params: cursor ? { cursor } : {} },
       ListToolsResultSchema,
-      { timeout: LIST_TIMEOUT_MS },
+      { timeout: START_AND_LIST_TIMEOUT_MS },
     );
     for (const t of page.tools) {
       const annotations = (t.annotations ?? {}) as McpAnnotations;
@@ -114,16 +114,21 @@ export async function listMcpTools(server: McpServerConfig, client: Client): Pro
   return tools;
 }
 
-/** One line per server for the worker's start: each tool with the policy it got. */
-export function describeMcpTools(tools: readonly McpTool[]): string[] {
+/**
+ * One line per server for the worker's start: each tool with the policy it got. `served`: the
+ * registry's names, so a tool left out (its schema could not be used) says so.
+ */
+export function describeMcpTools(tools: readonly McpTool[], served: ReadonlySet<string>): string[] {
   const by = new Map<string, string[]>();
   for (const t of tools) {
     const p = t.policy;
     const how = p.denied
       ? 'denied'
-      : p.effect === 'read'
-        ? `read${p.requiresApproval ? ', asks' : ''}`
-        : `${p.requiresApproval ? 'asks' : 'unasked'}, ${p.recovery}`;
+      : !served.has(p.name)
+        ? 'left out'
+        : p.effect === 'read'
+          ? `read${p.requiresApproval ? ', asks' : ''}`
+          : `${p.requiresApproval ? 'asks' : 'unasked'}, ${p.recovery}`;
     by.set(t.server, [...(by.get(t.server) ?? []), `${p.denied ? t.tool : p.name} (${how})`]);
   }
   return [...by].map(([server, list]) => `mcp ${server}: ${list.length} tools: ${list.join(', ')}`);

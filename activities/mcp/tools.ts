@@ -20,12 +20,13 @@ export const ATTEMPT_META = 'openworker/attempt';
 
 const DEFAULT_TIMEOUT_MS = 120_000;
 
-/** A connection lent to one call; `release(true)` says it broke, so the next call opens another. */
+/** A connection lent to one call; `release({ broken: true })` retires it, so the next call opens another. */
 export interface McpLease {
   client: Client;
-  release(broken?: boolean): void;
+  release(opts?: { broken?: boolean }): void;
 }
-export type McpConnections = (server: string) => Promise<McpLease>;
+/** Lends the tool's server connection (activities/mcp/pool.ts). */
+export type McpConnections = () => Promise<McpLease>;
 
 type Sent = { result: CallToolResult } | { failure: CallFailure; message: string };
 
@@ -63,7 +64,7 @@ async function send(lease: McpLease, t: McpTool, args: Record<string, unknown>, 
     return { failure, message: `MCP server '${t.server}', tool '${t.tool}': ${why}` };
   } finally {
     ctx.signal.removeEventListener('abort', onAbort);
-    lease.release(broken);
+    lease.release({ broken });
   }
 }
 
@@ -83,7 +84,7 @@ export async function callMcpTool(
   const attempt = async (): Promise<Sent> => {
     let lease: McpLease;
     try {
-      lease = await connections(server);
+      lease = await connections();
     } catch (err) {
       throw notSent((err as Error).message);
     }

@@ -4,7 +4,12 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolRequestSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  LATEST_PROTOCOL_VERSION,
+  McpError,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { describeIssues, createRegistry } from '../../activities/registry';
@@ -110,6 +115,12 @@ describe('MCP: a failed call, classified', () => {
   const cases: [string, unknown, boolean, object][] = [
     ['no such tool', new McpError(ErrorCode.MethodNotFound, 'x'), false, refused],
     ['invalid params', new McpError(ErrorCode.InvalidParams, 'x'), false, refused],
+    [
+      'invalid params for the result (the tool ran)',
+      new McpError(ErrorCode.InvalidParams, 'Invalid tools/call result: [...]'),
+      false,
+      unknown(false),
+    ],
     ['a server error', new McpError(ErrorCode.InternalError, 'x'), false, unknown(false)],
     ['our request timeout', new McpError(ErrorCode.RequestTimeout, 'x'), false, unknown(false)],
     ['the connection closed mid-call', new McpError(ErrorCode.ConnectionClosed, 'x'), false, unknown(true)],
@@ -125,7 +136,9 @@ describe('MCP: a failed call, classified', () => {
     ['an HTTP server that answers 500', new StreamableHTTPError(500, 'boom'), false, unknown(true)],
     ['connection refused', fetchFailed('ECONNREFUSED'), false, notSent],
     ['connection reset', fetchFailed('ECONNRESET'), false, unknown(true)],
-    ['a result that does not parse', Object.assign(new Error('bad'), { name: 'ZodError' }), false, unknown(false)],
+    ['a result that does not parse', Object.assign(new Error('bad'), { issues: [] }), false, unknown(false)],
+    ['an HTTP 409 from a proxy that forwarded it', new StreamableHTTPError(409, 'conflict'), false, unknown(true)],
+    ['an HTTP 429', new StreamableHTTPError(429, 'slow down'), false, notSent],
     ['a closed pipe', Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }), false, unknown(true)],
   ];
   for (const [name, err, aborted, expected] of cases)
@@ -273,6 +286,60 @@ describe('MCP: answers become outcomes (a real McpServer, in memory)', () => {
     }
   });
 
+  /** A client connected to a bare peer that answers initialize properly and tools/call with `result`. */
+  const peerAnswering = async (result: unknown): Promise<Client> => {
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    a.onmessage = (m) => {
+      const msg = m as { id?: number; method?: string };
+      if (msg.id === undefined) return;
+      const answer =
+        msg.method === 'initialize'
+          ? {
+              protocolVersion: LATEST_PROTOCOL_VERSION,
+              capabilities: { tools: {} },
+              serverInfo: { name: 'p', version: '1' },
+            }
+          : result;
+      void a.send({ jsonrpc: '2.0', id: msg.id, result: answer } as never);
+    };
+    await a.start();
+    const c = new Client({ name: 't', version: '1' });
+    await c.connect(b);
+    return c;
+  };
+
+  it('a result that does not parse: unknown outcome, and the connection is kept', async () => {
+    const c = await peerAnswering({ content: 'not a list' });
+    const releases: unknown[] = [];
+    try {
+      await assert.rejects(
+        callMcpTool(async () => ({ client: c, release: (o) => releases.push(o) }), listed('x'), {}, ctx()),
+        (e: Error) => !(e instanceof ToolFailure) && /MCP server 'mem', tool 'x'/.test(e.message),
+      );
+      assert.deepEqual(releases, [{ broken: false }]);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('"invalid params" for the result the tool returned (the SDK server’s own check): unknown outcome', async () => {
+    const low = new Server({ name: 'low', version: '1' }, { capabilities: { tools: {} } });
+    low.setRequestHandler(CallToolRequestSchema, () => ({ content: 'not a list' }) as never);
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await low.connect(a);
+    const c = new Client({ name: 't', version: '1' });
+    await c.connect(b);
+    try {
+      await assert.rejects(
+        callMcpTool(async () => ({ client: c, release: () => undefined }), listed('x'), {}, ctx()),
+        (e: Error) => !(e instanceof ToolFailure) && /Invalid tools\/call result/.test(e.message),
+      );
+    } finally {
+      await c.close();
+      await low.close();
+    }
+  });
+
   it('the connection closes mid-call: unknown outcome', async () => {
     const pending = call('waits');
     await new Promise((r) => setTimeout(r, 20));
@@ -335,7 +402,10 @@ describe('MCP: tools in the registry', () => {
   });
 
   it('the start-up line names each tool with its policy', () => {
-    const lines = describeMcpTools([mcp('send'), mcp('look', { readOnlyHint: true }), mcp('drop')]);
-    assert.deepEqual(lines, ['mcp mem: 3 tools: mem__send (asks, manual), mem__look (read), drop (denied)']);
+    const listed = [mcp('send'), mcp('look', { readOnlyHint: true }), mcp('drop'), mcp('odd')];
+    const lines = describeMcpTools(listed, new Set(['mem__send', 'mem__look']));
+    assert.deepEqual(lines, [
+      'mcp mem: 4 tools: mem__send (asks, manual), mem__look (read), drop (denied), mem__odd (left out)',
+    ]);
   });
 });
