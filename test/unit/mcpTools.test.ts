@@ -266,24 +266,35 @@ describe('MCP: answers become outcomes (a real McpServer, in memory)', () => {
     await assert.rejects(call('throws'), (e: Error) => e instanceof ToolFailure && /db down/.test(e.message));
   });
 
-  it('a JSON-RPC error other than a refusal: unknown outcome', async () => {
+  /** Calls tool 'x' on a low-level SDK Server whose tools/call handler is `handler`; the call's error. */
+  const errorFromLowLevel = async (handler: () => unknown): Promise<Error> => {
     const low = new Server({ name: 'low', version: '1' }, { capabilities: { tools: {} } });
-    low.setRequestHandler(CallToolRequestSchema, () => {
-      throw new McpError(ErrorCode.InternalError, 'db down mid-write');
-    });
+    low.setRequestHandler(CallToolRequestSchema, handler as never);
     const [a, b] = InMemoryTransport.createLinkedPair();
     await low.connect(a);
     const c = new Client({ name: 't', version: '1' });
     await c.connect(b);
     try {
-      await assert.rejects(
-        callMcpTool(async () => ({ client: c, release: () => undefined }), listed('x'), {}, ctx()),
-        (e: Error) => !(e instanceof ToolFailure) && /MCP server 'mem', tool 'x': .*db down mid-write/.test(e.message),
+      const r = await callMcpTool(async () => ({ client: c, release: () => undefined }), listed('x'), {}, ctx()).then(
+        () => undefined,
+        (e: Error) => e,
       );
+      assert.ok(r, 'the call failed');
+      return r;
     } finally {
       await c.close();
       await low.close();
     }
+  };
+
+  it('a JSON-RPC error other than a refusal: unknown outcome', async () => {
+    const e = await errorFromLowLevel(() => {
+      throw new McpError(ErrorCode.InternalError, 'db down mid-write');
+    });
+    assert.ok(
+      !(e instanceof ToolFailure) && /MCP server 'mem', tool 'x': .*db down mid-write/.test(e.message),
+      e.message,
+    );
   });
 
   /** A client connected to a bare peer that answers initialize properly and tools/call with `result`. */
@@ -323,21 +334,8 @@ describe('MCP: answers become outcomes (a real McpServer, in memory)', () => {
   });
 
   it('"invalid params" for the result the tool returned (the SDK server’s own check): unknown outcome', async () => {
-    const low = new Server({ name: 'low', version: '1' }, { capabilities: { tools: {} } });
-    low.setRequestHandler(CallToolRequestSchema, () => ({ content: 'not a list' }) as never);
-    const [a, b] = InMemoryTransport.createLinkedPair();
-    await low.connect(a);
-    const c = new Client({ name: 't', version: '1' });
-    await c.connect(b);
-    try {
-      await assert.rejects(
-        callMcpTool(async () => ({ client: c, release: () => undefined }), listed('x'), {}, ctx()),
-        (e: Error) => !(e instanceof ToolFailure) && /Invalid tools\/call result/.test(e.message),
-      );
-    } finally {
-      await c.close();
-      await low.close();
-    }
+    const e = await errorFromLowLevel(() => ({ content: 'not a list' }));
+    assert.ok(!(e instanceof ToolFailure) && /Invalid tools\/call result/.test(e.message), e.message);
   });
 
   it('the connection closes mid-call: unknown outcome', async () => {
