@@ -1,4 +1,6 @@
 import { strict as assert } from 'node:assert';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseMcpConfig, type McpServerConfig } from '../../activities/mcp/config';
 import { policyFor, registryName, type McpAnnotations } from '../../activities/mcp/policy';
 
@@ -116,4 +118,20 @@ describe('MCP: the config file', () => {
   ];
   for (const [name, raw, why] of bad)
     it(`refuses ${name} in one line`, () => assert.throws(() => parseMcpConfig(raw, 'mcp.json', env), why));
+});
+
+describe('MCP: the config in docs/mcp.md', () => {
+  it('parses, and gives the policies the page describes', () => {
+    const page = readFileSync(join(__dirname, '..', '..', '..', 'docs', 'mcp.md'), 'utf8');
+    const block = /```json\n([\s\S]*?)\n```/.exec(page)?.[1];
+    assert.ok(block, 'a json block on the page');
+    const [files, tickets] = parseMcpConfig(JSON.parse(block), 'docs/mcp.md', { TICKETS_TOKEN: 't0k' });
+    assert.equal(files!.transport, 'stdio');
+    assert.equal(tickets!.transport === 'http' && tickets!.headers?.Authorization, 'Bearer t0k');
+    const write = policyFor(files!, 'write_file', { idempotentHint: true });
+    assert.deepEqual([write.recovery, write.target], ['manual', 'path'], 'the config overrides the hint');
+    assert.equal(policyFor(files!, 'move_file').denied, true);
+    const ticket = policyFor(tickets!, 'create_ticket');
+    assert.deepEqual([ticket.effect, ticket.recovery, ticket.timeoutMs], ['external', 'idempotent', 30_000]);
+  });
 });
