@@ -248,6 +248,34 @@ describe('MCP tools in a worker (real MCP servers, real Temporal)', function () 
     assert.equal(recorded().filter((e) => e.event === 'received').length, 1, 'the held call was never sent again');
   });
 
+  it('SIGTERM while an approved MCP call runs: the worker lets it finish, then stops its server', async () => {
+    const script = scripted([
+      { toolCalls: [{ id: 's1', name: 'rec__slow_note', arguments: { text: 'drain' } }] },
+      { text: 'noted' },
+    ]);
+    const w1 = await mcpWorker(script);
+    const sessionId = uniq('mcp-drain');
+    const parked = await startTurn(w.c, sessionId, 'note slowly');
+    await approve(w.c, { sessionId, toolCallId: 's1', by: 'alice' });
+    const received = await recordedEvent('received');
+    await w1.kill('SIGTERM');
+    assert.equal(w1.proc.exitCode, 0, w1.output().slice(-1000));
+    assert.equal(recorded().filter((e) => e.event === 'note').length, 1, 'the call finished before the worker exited');
+    await eventually(async () => {
+      try {
+        process.kill(received.pid as number, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    }, 'the MCP server stops with its worker');
+    await mcpWorker(script);
+    const done = await turnClosed(w.c, parked);
+    assert.deepEqual([done.ledger[0]!.state, done.ledger[0]!.runs], ['succeeded', 1]);
+    assert.equal(done.ledger[0]!.result, 'noted: drain');
+    assert.equal(recorded().filter((e) => e.event === 'note').length, 1, 'once');
+  });
+
   it('cancelling a turn sends notifications/cancelled for a read in flight', async () => {
     await mcpWorker(
       scripted([{ toolCalls: [{ id: 's1', name: 'rec__slow_lookup', arguments: { query: 'q' } }] }, { text: 'x' }]),

@@ -26,6 +26,18 @@ server.registerTool(
   },
 );
 
+// Takes its time, so a test can stop the worker while the call is in flight.
+server.registerTool(
+  'slow_note',
+  { description: 'Writes a note after 1.5 s.', inputSchema: { text: z.string() } },
+  async ({ text }, extra) => {
+    log({ event: 'received', tool: 'slow_note', ...meta(extra) });
+    await new Promise((r) => setTimeout(r, 1_500));
+    log({ event: 'note', text, ...meta(extra) });
+    return { content: [{ type: 'text', text: `noted: ${text}` }] };
+  },
+);
+
 // Never answers: the test kills this server (SIGKILL) or cancels the call while it waits.
 const hold = async (tool: string, extra: { _meta?: Record<string, unknown>; signal: AbortSignal }) => {
   log({ event: 'received', tool, ...meta(extra) });
