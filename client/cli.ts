@@ -4,6 +4,7 @@ import { cancelCommand, sessionCommands, showCommand } from './cliSessions';
 import { decisionCommands, keyCommands } from './cliDecisions';
 import { storageCommands } from './cliStorage';
 import { approvalsCommands } from './cliApprovals';
+import { mcpCommands } from './cliMcp';
 import { OpenWorkerError } from './session';
 
 // The commands live in sibling modules by subject; they are added here in the order the help lists them.
@@ -24,6 +25,7 @@ export function buildCli(): Command {
   showCommand(program);
   storageCommands(program);
   approvalsCommands(program);
+  mcpCommands(program);
 
   return program;
 }

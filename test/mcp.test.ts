@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -9,7 +9,7 @@ import type { McpToolSet } from '../activities/mcp/pool';
 import { startMcp } from '../activities/mcp/pool';
 import type { ToolContext } from '../activities/tool';
 import { eventually } from './support/scenario';
-import { ROOT } from './support/processes';
+import { ROOT, runCli } from './support/processes';
 
 // Real MCP servers nobody here wrote (@modelcontextprotocol/server-filesystem, server-everything),
 // over stdio: their tools listed, each with the policy its annotations and the config give it.
@@ -88,6 +88,37 @@ describe('MCP servers: tools and their policies (real servers over stdio)', func
     const untrusted = await listMcpTools(config(false), client);
     const echoUntrusted = untrusted.find((t) => t.tool === 'echo')!;
     assert.deepEqual([echoUntrusted.policy.effect, echoUntrusted.policy.requiresApproval], ['external', true]);
+  });
+
+  it('mcp check: each tool with what it gets and where that came from; errors in one line', async () => {
+    const file = join(dir, 'check.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        servers: {
+          files: {
+            command: process.execPath,
+            args: [bin('mcp-server-filesystem'), dir],
+            tools: { write_file: { recovery: 'manual' }, move_file: { deny: true } },
+          },
+        },
+      }),
+    );
+    const ok = await runCli(['mcp', 'check', '--mcp', file]);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(ok.stdout, /^files\/read_text_file +as files__read_text_file: read \(annotation\), runs unasked$/m);
+    assert.match(
+      ok.stdout,
+      /^files\/write_file +as files__write_file: external \(default\), asks for approval, recovery manual \(config\)$/m,
+    );
+    assert.match(ok.stdout, /^files\/move_file +denied by the config$/m);
+    const json = JSON.parse((await runCli(['--json', 'mcp', 'check', '--mcp', file])).stdout) as { tools: unknown[] };
+    assert.ok(json.tools.length >= 10);
+    const none = await runCli(['mcp', 'check'], { env: { OPENWORKER_MCP: '' } });
+    assert.deepEqual([none.code, none.stderr], [2, 'error: mcp check: give --mcp <file> or set OPENWORKER_MCP\n']);
+    const bad = await runCli(['mcp', 'check', '--mcp', join(dir, 'nope.json')]);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /^error: MCP config .*nope\.json: ENOENT/);
   });
 
   it('a server that does not start: one line naming it', async () => {
