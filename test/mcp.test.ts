@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -9,12 +9,11 @@ import type { McpToolSet } from '../activities/mcp/pool';
 import { startMcp } from '../activities/mcp/pool';
 import type { ToolContext } from '../activities/tool';
 import { eventually } from './support/scenario';
-import { ROOT, runCli } from './support/processes';
+import { RECORDER, mcpBin, recorderEvents } from './support/mcpServers';
+import { runCli } from './support/processes';
 
 // Real MCP servers nobody here wrote (@modelcontextprotocol/server-filesystem, server-everything),
 // over stdio: their tools listed, each with the policy its annotations and the config give it.
-
-const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
 
 describe('MCP servers: tools and their policies (real servers over stdio)', function () {
   this.timeout(60_000);
@@ -32,7 +31,7 @@ describe('MCP servers: tools and their policies (real servers over stdio)', func
         servers: {
           files: {
             command: process.execPath,
-            args: [bin('mcp-server-filesystem'), dir],
+            args: [mcpBin('mcp-server-filesystem'), dir],
             // The server calls write_file idempotent; here a second write must never happen unasked.
             tools: { write_file: { recovery: 'manual', target: 'path' }, move_file: { deny: true } },
           },
@@ -75,7 +74,7 @@ describe('MCP servers: tools and their policies (real servers over stdio)', func
       parseMcpConfig(
         {
           servers: {
-            ev: { command: process.execPath, args: [bin('mcp-server-everything'), 'stdio'], trustAnnotations },
+            ev: { command: process.execPath, args: [mcpBin('mcp-server-everything'), 'stdio'], trustAnnotations },
           },
         },
         'test',
@@ -98,7 +97,7 @@ describe('MCP servers: tools and their policies (real servers over stdio)', func
         servers: {
           files: {
             command: process.execPath,
-            args: [bin('mcp-server-filesystem'), dir],
+            args: [mcpBin('mcp-server-filesystem'), dir],
             tools: { write_file: { recovery: 'manual' }, move_file: { deny: true } },
           },
         },
@@ -132,18 +131,11 @@ describe('MCP servers: tools and their policies (real servers over stdio)', func
 
 describe('MCP connections: one per server, lent to every call (the recorder over stdio)', function () {
   this.timeout(60_000);
-  const RECORDER = join(__dirname, 'support', 'mcpRecorder.js');
   let dir: string;
   let logFile: string;
   let set: McpToolSet | undefined;
   const lines: string[] = [];
-  const events = (): Record<string, unknown>[] =>
-    existsSync(logFile)
-      ? readFileSync(logFile, 'utf8')
-          .split('\n')
-          .filter(Boolean)
-          .map((l) => JSON.parse(l) as Record<string, unknown>)
-      : [];
+  const events = () => recorderEvents(logFile);
   const ctx = (n: number): ToolContext => ({
     executionId: `owx-${n}`,
     attempt: 1,

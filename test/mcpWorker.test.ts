@@ -18,17 +18,15 @@ import { sendMessage, sessionStatus, turnStatus } from '../client/session';
 import type { WaitedTurn } from '../client/session';
 import { freePort } from '../dev/server';
 import type { LedgerEntry } from '../workflows/types';
-import { ROOT, exited, runCli } from './support/processes';
+import { exited, runCli } from './support/processes';
 import { eventually, scripted, startTurn, turnClosed, uniq } from './support/scenario';
 import { useWorld } from './support/world';
+import { RECORDER, mcpBin, recorderEvents } from './support/mcpServers';
 import { eventsForCall } from './support/eventCounts';
 
 // A worker started with --mcp serves the tools of real MCP servers: server-filesystem and
 // server-everything (nobody here wrote them), and test/support/mcpRecorder.ts, which logs the
 // `_meta`, held calls and cancellations it sees. Crashes are real SIGKILLs at points the worker reports.
-
-const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
-const RECORDER = join(__dirname, 'support', 'mcpRecorder.js');
 
 describe('MCP tools in a worker (real MCP servers, real Temporal)', function () {
   this.timeout(120_000);
@@ -52,7 +50,7 @@ describe('MCP tools in a worker (real MCP servers, real Temporal)', function () 
       servers: {
         files: {
           command: process.execPath,
-          args: [bin('mcp-server-filesystem'), files],
+          args: [mcpBin('mcp-server-filesystem'), files],
           // The server calls write_file idempotent; a second write must never happen unasked here.
           tools: { write_file: { recovery: 'manual', target: 'path' }, move_file: { deny: true } },
         },
@@ -71,13 +69,7 @@ describe('MCP tools in a worker (real MCP servers, real Temporal)', function () 
   };
   const mcpWorker = (model: string, opts: { faults?: string; extra?: Record<string, unknown> } = {}) =>
     w.worker(model, { ...(opts.faults ? { faults: opts.faults } : {}), extraArgs: ['--mcp', mcpFile(opts.extra)] });
-  const recorded = (): Record<string, unknown>[] =>
-    existsSync(recorderLog)
-      ? readFileSync(recorderLog, 'utf8')
-          .split('\n')
-          .filter(Boolean)
-          .map((l) => JSON.parse(l) as Record<string, unknown>)
-      : [];
+  const recorded = () => recorderEvents(recorderLog);
   const recordedEvent = (event: string, n = 1) =>
     eventually(async () => {
       const found = recorded().filter((e) => e.event === event);
@@ -314,7 +306,7 @@ describe('MCP tools in a worker (real MCP servers, real Temporal)', function () 
   it('server-everything over Streamable HTTP: a read runs unasked, a tool without hints asks', async () => {
     const port = await freePort();
     const serve = async () => {
-      const proc = spawn(process.execPath, [bin('mcp-server-everything'), 'streamableHttp'], {
+      const proc = spawn(process.execPath, [mcpBin('mcp-server-everything'), 'streamableHttp'], {
         env: { ...process.env, PORT: String(port) },
         stdio: ['ignore', 'ignore', 'pipe'],
       });

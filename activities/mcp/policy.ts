@@ -45,10 +45,17 @@ export function policyFor(server: McpServerConfig, tool: string, annotations: Mc
   const own: ToolOverride = server.tools?.[tool] ?? {};
   const set = { ...server.defaults, ...own };
   const hints = server.trustAnnotations === false ? {} : annotations;
-  const effect: ToolEffect = set.effect ?? (hints.readOnlyHint === true ? 'read' : 'external');
-  const recovery: RecoveryPolicy =
-    set.recovery ??
-    (effect === 'external' && server.dedupes ? 'idempotent' : hints.idempotentHint === true ? 'idempotent' : 'manual');
+  // Where each decision comes from first; the value follows from it.
+  const effectFrom = set.effect ? 'config' : hints.readOnlyHint === true ? 'annotation' : 'default';
+  const effect: ToolEffect = set.effect ?? (effectFrom === 'annotation' ? 'read' : 'external');
+  const recoveryFrom = set.recovery
+    ? 'config'
+    : effect === 'external' && server.dedupes
+      ? 'server dedupes'
+      : hints.idempotentHint === true
+        ? 'annotation'
+        : 'default';
+  const recovery: RecoveryPolicy = set.recovery ?? (recoveryFrom === 'default' ? 'manual' : 'idempotent');
   return {
     name: own.name ?? registryName(server.name, tool),
     denied: set.deny === true,
@@ -61,15 +68,6 @@ export function policyFor(server: McpServerConfig, tool: string, annotations: Mc
     ...(set.heartbeatMs ? { heartbeatMs: set.heartbeatMs } : {}),
     ...(set.local !== undefined && effect === 'read' ? { local: set.local } : {}),
     errorResult: set.errorResult ?? 'failed',
-    from: {
-      effect: set.effect ? 'config' : hints.readOnlyHint === true ? 'annotation' : 'default',
-      recovery: set.recovery
-        ? 'config'
-        : effect === 'external' && server.dedupes
-          ? 'server dedupes'
-          : hints.idempotentHint === true
-            ? 'annotation'
-            : 'default',
-    },
+    from: { effect: effectFrom, recovery: recoveryFrom },
   };
 }
