@@ -12,6 +12,7 @@ import type { SessionStatus, TurnResult, TurnState, TurnStatus } from '../workfl
 import { messageProblem } from '../workflows/limits';
 import type { OpenWorkerClient } from './connection';
 import { liveWorkers, noWorkerMessage } from './workers';
+import { pendingBeats, withHeartbeatMarkers } from './liveDispatch';
 import { readInt } from '../runtime/config';
 
 const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/;
@@ -142,7 +143,9 @@ export async function turnStatus(
   }
   if (description.status.name === 'RUNNING') {
     const s = await queryWithDeadline(c, `turn ${workflowId}`, () => handle.query(turnStatusQuery));
-    return { ...s, workflowId, closed: false };
+    // A dispatch marker the turn has not learned yet is in its running attempt's heartbeat.
+    const beats = await pendingBeats(c.client.options.loadedDataConverter, description.raw.pendingActivities);
+    return { ...s, ledger: withHeartbeatMarkers(s.ledger, beats), workflowId, closed: false };
   }
   if (description.status.name === 'COMPLETED') {
     const r = (await handle.result()) as TurnResult;

@@ -1,4 +1,5 @@
 import { invariantViolations, pendingFence } from './ledger';
+import { isProtected } from './policy';
 import type { DecisionRecord, TurnStatus } from './types';
 
 const NOT_APPLIED_SHOWN = 5;
@@ -35,6 +36,12 @@ export function renderDetails(status: TurnStatus): string {
     }
   }
   for (const e of status.ledger) {
+    // The marker is an awaited heartbeat: the server has it while the tool runs, this table only after.
+    if (e.state === 'running' && e.runs > 0 && e.effect && e.recovery && isProtected(e.effect, e.recovery))
+      lines.push(
+        '',
+        `\`${cell(e.toolCallId)}\` is running: once its tool is called, its activity's last heartbeat (Pending Activities) says \`"dispatched": true\`; this table shows it when the attempt reports.`,
+      );
     const fence = pendingFence(e);
     if (fence)
       lines.push(
