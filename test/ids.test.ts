@@ -4,7 +4,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { resolveCall } from '../client/approvals/calls';
 import { approve } from '../client/decisions';
 import { importSession } from '../client/import';
-import { OpenWorkerError, sendMessage, turnStatus } from '../client/session';
+import { OpenWorkerError, sendMessage, sessionStatus, turnStatus } from '../client/session';
 import { sessionWorkflowId, turnWorkflowId } from '../workflows/ids';
 import { executionIdFor } from '../workflows/identity';
 import { recordHistory } from './support/histories';
@@ -79,6 +79,28 @@ describe('workflow IDs: one session is never another one’s turn', function () 
       /^error: message \S+ NOT delivered: session-taken-\S+ runs a 'notASession' workflow, not a session, and drops it; use another session id/,
     );
     await w.c.client.workflow.getHandle(sessionWorkflowId(y)).terminate('test done');
+  });
+
+  it('a turn whose ID another client took fails to start, is recorded failed, and the session goes on', async () => {
+    await w.worker(scripted([{ text: 'second answered' }]));
+    const z = uniq('squatted');
+    await w.c.client.workflow.start('notASession', {
+      workflowId: turnWorkflowId(z, 1),
+      taskQueue: w.taskQueue,
+      workflowExecutionTimeout: '1 minute',
+    });
+    await sendMessage(w.c, { sessionId: z, text: 'first' });
+    // Not waitForTurn: the turn's ID names the other workflow, which answers no status query.
+    const s = await eventually(async () => {
+      const st = await sessionStatus(w.c, z);
+      return st.turns[0]?.state === 'failed' && st;
+    }, 'turn 1 is recorded failed');
+    assert.equal(s.turns.length, 1);
+    assert.match(s.turns[0]!.error ?? '', /already started|already exists/i);
+    const second = await startTurn(w.c, z, 'second', 15_000);
+    assert.equal(second.state, 'completed');
+    assert.equal(second.turn, 2);
+    await w.c.client.workflow.getHandle(turnWorkflowId(z, 1)).terminate('test done');
   });
 
   it('a raw start of a session with a refused id, or under another workflow ID, fails at once with the reason', async () => {
