@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { WorkflowHandle } from '@temporalio/client';
 import { messageSignal, sessionStatusQuery, turnStatusQuery, OpenWorkerSession } from '../workflows/definitions';
-import { parseWorkflowId, sessionIdProblem, sessionWorkflowId, turnOf, turnProblem } from '../workflows/ids';
+import { parseWorkflowId, sessionIdProblem, sessionWorkflowId, turnProblem } from '../workflows/ids';
 import type { SessionStatus, TurnResult, TurnState, TurnStatus } from '../workflows/types';
 import { messageProblem } from '../workflows/limits';
 import type { OpenWorkerClient } from './connection';
@@ -119,9 +119,9 @@ export async function sendMessage(
     }
     throw err;
   }
-  // signalWithStart signals whatever runs under the ID, whatever its type. A workflow started there
-  // outside this client (a raw start, or a turn of a session id that builds before the ID rule
-  // allowed) has no message handler: the message is lost there, so it is an error, never "queued".
+  // signalWithStart signals whatever runs under the ID, whatever its type. A workflow that another
+  // Temporal client started there (or a turn of a session whose id an older build allowed) has no
+  // message handler: the message is lost there, so it is an error, never "queued".
   const other = await notASession(c, workflowId, signaledRunId);
   if (other)
     throw new OpenWorkerError(
@@ -211,9 +211,10 @@ export async function activeTurn(
   }
   const children = description.raw.pendingChildren ?? [];
   const turns = children
-    .map((ch) => ch.workflowId ?? '')
-    .map((id) => ({ workflowId: id, turn: turnOf(id) ?? NaN }))
-    .filter((t) => Number.isFinite(t.turn))
+    .map((ch) => ({ workflowId: ch.workflowId ?? '', named: parseWorkflowId(ch.workflowId ?? '') }))
+    .flatMap(({ workflowId, named }) =>
+      named?.kind === 'turn' && named.sessionId === sessionId ? [{ workflowId, turn: named.turn }] : [],
+    )
     .sort((a, b) => b.turn - a.turn);
   return turns[0];
 }
