@@ -30,6 +30,8 @@ export {
   DEFAULT_TASK_QUEUE,
   IMPORT_MESSAGE_ID,
 } from './workflows/definitions';
+export { parseWorkflowId, sessionIdProblem } from './workflows/ids';
+export type { ParsedWorkflowId } from './workflows/ids';
 export type * from './workflows/types';
 export { connectClient } from './client/connection';
 export { resolveConnectConfig } from './runtime/connection';

@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import type { OpenWorkerClient } from '../client/connection';
 import { recover } from '../client/decisions';
 import { executionIdFor } from '../workflows/identity';
+import { parseWorkflowId } from '../workflows/ids';
 import { AFTER_EXECUTE, ARMED, CALL, duplicateEffects, parkedIn, sleep, startTurn, within } from './durability';
 import { eventMs } from './events';
 import type { BenchWorker } from './procs';
@@ -80,7 +81,7 @@ export async function scaleOut(
         for await (const wf of c.client.workflow.list({ query })) {
           if (resolved.has(wf.workflowId)) continue;
           resolved.add(wf.workflowId);
-          const sessionId = /^session-(.+)-turn-1$/.exec(wf.workflowId)![1]!;
+          const sessionId = parseWorkflowId(wf.workflowId)!.sessionId;
           const h = c.client.workflow.getHandle(wf.workflowId);
           const evs = (await h.fetchHistory()).events ?? [];
           const applied = readFileSync(opts.effectsFile, 'utf8')

@@ -21,7 +21,7 @@ export async function cancelTurn(
   const sessionId = checkSessionId(input.sessionId);
   let workflowId: string;
   if (input.turn !== undefined) {
-    if (!Number.isInteger(input.turn) || input.turn < 1)
+    if (!Number.isSafeInteger(input.turn) || input.turn < 1)
       throw new OpenWorkerError(`--turn must be a positive integer, got ${input.turn}`, 'bad_input');
     workflowId = turnWorkflowId(sessionId, input.turn);
   } else {

@@ -1,6 +1,7 @@
 import { createInterface } from 'node:readline';
 import type { LedgerEntry } from '../workflows/types';
 import { pendingFence } from '../workflows/ledger';
+import { turnOf } from '../workflows/ids';
 import { cancelTurn } from './cancel';
 import type { ApprovalAnswer } from './chatView';
 import {
@@ -104,7 +105,7 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
     if (following && current && !cancelling) {
       cancelling = { workflowId: current };
       print('^C cancelling the turn…');
-      const turn = Number(/-turn-(\d+)$/.exec(current)?.[1]);
+      const turn = turnOf(current);
       cancelTurn(c, { sessionId, turn, waitMs: 0 }).catch((err: Error) => {
         cancelling = undefined; // not cancelled: keep asking, and let Ctrl-C try again
         print(`could not cancel: ${err.message.split('\n')[0]}`);
@@ -137,7 +138,7 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
       a = parseApproval(line, e);
       if (!a) print(`  answer y, a${e.target ? ', t' : ''} or n`);
     }
-    const target = { sessionId, toolCallId: e.toolCallId, by, turn: Number(/-turn-(\d+)$/.exec(current!)?.[1]) };
+    const target = { sessionId, toolCallId: e.toolCallId, by, turn: turnOf(current!) };
     if (a.kind === 'once') decided('approve', await approve(c, { ...target, argsDigest: e.argsDigest }));
     else if (a.kind === 'always') {
       const d = await approveAlways(c, { ...target, argsDigest: e.argsDigest, always: a.scope });
@@ -169,7 +170,7 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
         sessionId,
         toolCallId: e.toolCallId,
         by,
-        turn: Number(/-turn-(\d+)$/.exec(current!)?.[1]),
+        turn: turnOf(current!),
         decision: d,
         reason: 'decided in chat',
       }),

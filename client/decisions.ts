@@ -82,7 +82,7 @@ async function sendAll(
   const sessionId = checkSessionId(target.sessionId);
   let turn: number;
   if (target.turn !== undefined) {
-    if (!Number.isInteger(target.turn) || target.turn < 1)
+    if (!Number.isSafeInteger(target.turn) || target.turn < 1)
       throw new OpenWorkerError(`--turn must be a positive integer, got ${target.turn}`, 'bad_input');
     turn = target.turn;
   } else {

@@ -13,7 +13,7 @@ import { MAX_TARGET } from '../workflows/grants';
 import type { OpenWorkerClient } from './connection';
 import type { DecisionOutcome, DecisionTarget } from './decisions';
 import { approve, defaultApprover } from './decisions';
-import { activeTurn, checkSessionId, OpenWorkerError, queryWithDeadline, sessionStatus } from './session';
+import { activeTurn, checkSessionId, checkTurn, OpenWorkerError, queryWithDeadline, sessionStatus } from './session';
 import { showSession } from './inspect';
 
 export interface GrantOutcome {
@@ -194,7 +194,7 @@ export async function approveAlways(
   t: DecisionTarget & { argsDigest?: string; always: 'session' | 'target' },
 ): Promise<DecisionOutcome & { grant?: GrantOutcome }> {
   const sessionId = checkSessionId(t.sessionId);
-  const turn = t.turn ?? (await activeTurn(c, sessionId))?.turn;
+  const turn = t.turn !== undefined ? checkTurn(t.turn) : (await activeTurn(c, sessionId))?.turn;
   if (!turn)
     throw new OpenWorkerError(
       `session '${sessionId}' has no running turn waiting for decisions; see 'openworker-temporal show ${sessionId}'`,

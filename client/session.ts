@@ -1,21 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { WorkflowHandle } from '@temporalio/client';
-import {
-  messageSignal,
-  sessionStatusQuery,
-  sessionWorkflowId,
-  turnStatusQuery,
-  OpenWorkerSession,
-} from '../workflows/definitions';
+import { messageSignal, sessionStatusQuery, turnStatusQuery, OpenWorkerSession } from '../workflows/definitions';
+import { parseWorkflowId, sessionIdProblem, sessionWorkflowId, turnProblem } from '../workflows/ids';
 import type { SessionStatus, TurnResult, TurnState, TurnStatus } from '../workflows/types';
 import { messageProblem } from '../workflows/limits';
 import type { OpenWorkerClient } from './connection';
 import { liveWorkers, noWorkerMessage } from './workers';
 import { pendingBeats, withHeartbeatMarkers } from './liveDispatch';
 import { readInt } from '../runtime/config';
-
-const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/;
 
 export class OpenWorkerError extends Error {
   constructor(
@@ -27,14 +20,18 @@ export class OpenWorkerError extends Error {
   }
 }
 
+/** The session ID, or a bad_input error naming what is wrong with it (workflows/ids.ts has the rule). */
 export function checkSessionId(sessionId: string): string {
-  if (typeof sessionId !== 'string' || !SESSION_ID.test(sessionId)) {
-    throw new OpenWorkerError(
-      `invalid session id '${sessionId}': use 1-100 letters, digits, '.', '_', ':' or '-', starting with a letter or digit`,
-      'bad_input',
-    );
-  }
+  const problem = sessionIdProblem(sessionId);
+  if (problem) throw new OpenWorkerError(problem, 'bad_input');
   return sessionId;
+}
+
+/** The turn number, or a bad_input error. */
+export function checkTurn(turn: number): number {
+  const problem = turnProblem(turn);
+  if (problem) throw new OpenWorkerError(problem, 'bad_input');
+  return turn;
 }
 
 // After a worker dies, the server first routes queries to that worker's sticky queue and only
@@ -97,8 +94,9 @@ export async function sendMessage(
   if (problem) throw new OpenWorkerError(`${problem}; nothing was sent`, 'bad_input');
   const messageId = input.messageId ?? randomUUID();
   const workflowId = sessionWorkflowId(sessionId);
+  let signaledRunId: string;
   try {
-    await c.client.workflow.signalWithStart('session', {
+    ({ signaledRunId } = await c.client.workflow.signalWithStart('session', {
       workflowId,
       taskQueue: c.taskQueue,
       args: [{ sessionId }],
@@ -109,17 +107,35 @@ export async function sendMessage(
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       typedSearchAttributes: [{ key: OpenWorkerSession, value: sessionId }],
       staticSummary: `Session ${sessionId}`,
-    });
+    }));
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) {
+      const other = await notASession(c, workflowId);
       throw new OpenWorkerError(
-        `session '${sessionId}' has ended (its workflow ${workflowId} is closed); use a new session id`,
+        other
+          ? `message not sent: ${workflowId} is taken by a closed '${other}' workflow, not a session; use another session id`
+          : `session '${sessionId}' has ended (its workflow ${workflowId} is closed); use a new session id`,
         'bad_input',
       );
     }
     throw err;
   }
+  // signalWithStart signals whatever runs under the ID, whatever its type. A workflow that another
+  // Temporal client started there (or a turn of a session whose id an older build allowed) has no
+  // message handler: the message is lost there, so it is an error, never "queued".
+  const other = await notASession(c, workflowId, signaledRunId);
+  if (other)
+    throw new OpenWorkerError(
+      `message ${messageId} NOT delivered: ${workflowId} runs a '${other}' workflow, not a session, and drops it; use another session id`,
+      'bad_input',
+    );
   return { sessionId, sessionWorkflowId: workflowId, messageId };
+}
+
+/** The workflow type under `workflowId` when it is not a session (one describe, answered by the server). */
+async function notASession(c: OpenWorkerClient, workflowId: string, runId?: string): Promise<string | undefined> {
+  const d = await c.client.workflow.getHandle(workflowId, runId).describe();
+  return d.type === 'session' ? undefined : d.type;
 }
 
 export async function sessionStatus(c: OpenWorkerClient, sessionId: string): Promise<SessionStatus> {
@@ -164,11 +180,11 @@ export async function turnStatus(
       workflowId,
       closed: true,
     };
-  const [, sessionId, n] = /^session-(.+)-turn-(\d+)$/.exec(workflowId) ?? [];
+  const named = parseWorkflowId(workflowId);
   const state: TurnState = description.status.name === 'CANCELLED' ? 'cancelled' : 'failed';
   return {
-    sessionId: sessionId ?? '',
-    turn: Number(n ?? 0),
+    sessionId: named?.sessionId ?? '',
+    turn: named?.kind === 'turn' ? named.turn : 0,
     state,
     iteration: 0,
     ledger: [],
@@ -198,9 +214,10 @@ export async function activeTurn(
   }
   const children = description.raw.pendingChildren ?? [];
   const turns = children
-    .map((ch) => ch.workflowId ?? '')
-    .map((id) => ({ workflowId: id, turn: Number(/-turn-(\d+)$/.exec(id)?.[1] ?? NaN) }))
-    .filter((t) => Number.isFinite(t.turn))
+    .map((ch) => ({ workflowId: ch.workflowId ?? '', named: parseWorkflowId(ch.workflowId ?? '') }))
+    .flatMap(({ workflowId, named }) =>
+      named?.kind === 'turn' && named.sessionId === sessionId ? [{ workflowId, turn: named.turn }] : [],
+    )
     .sort((a, b) => b.turn - a.turn);
   return turns[0];
 }

@@ -78,6 +78,11 @@ describe('CLI errors (one line, what to do, no hanging)', function () {
       ],
       [['turn', 'bad id!', 'hi', ...q], 2, /^error: invalid session id 'bad id!': use 1-100 letters/],
       [
+        ['approve', 'x-turn-1', 'c1', ...q],
+        2,
+        /^error: invalid session id 'x-turn-1': it ends in '-turn-<digits>', so its workflow ID would be a turn's \(session-<id>-turn-<n>\); use another id, e.g. 'x-turn1'$/,
+      ],
+      [
         ['turn', uniq('big'), 'x'.repeat(40_000), ...q],
         2,
         /^error: the message is 40000 bytes; the limit is 32768 bytes: shorten it, or attach large content through a tool; nothing was sent$/,

@@ -83,7 +83,7 @@ describe('standing approvals (grants)', function () {
     await approve(w.c, { sessionId, toolCallId: 'c4', by: 'carol' });
     assert.equal((await closed(t3)).state, 'completed');
 
-    await recordHistory(`session-${sessionId}`, 'session-grants');
+    await recordHistory(sessionWorkflowId(sessionId), 'session-grants');
     const unknown = await runCli(['revoke', sessionId, 'g-nope', '--task-queue', w.taskQueue]);
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /^error: no grant 'g-nope' in session '.*'; it has no active grants$/m);

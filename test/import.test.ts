@@ -7,7 +7,7 @@ import { approve, recover } from '../client/decisions';
 import { importSession } from '../client/import';
 import { sessionStatus, turnStatus, waitForTurn } from '../client/session';
 import type { WaitedTurn } from '../client/session';
-import { IMPORT_MESSAGE_ID } from '../workflows/definitions';
+import { IMPORT_MESSAGE_ID, sessionWorkflowId } from '../workflows/definitions';
 import { unpairedToolCalls } from '../workflows/transcript';
 import { useFakeModelServer } from './support/fakeModelServer';
 import { recordHistory } from './support/histories';
@@ -179,7 +179,7 @@ describe('import a session from another runtime (openai-jsonl-v1)', function () 
     assert.deepEqual(unpairedToolCalls(s.transcript), []);
     assert.equal(s.turns[0]!.messageId, IMPORT_MESSAGE_ID);
     await recordHistory(done.workflowId, 'turn-import-recover');
-    await recordHistory(`session-${sessionId}`, 'session-import');
+    await recordHistory(sessionWorkflowId(sessionId), 'session-import');
   });
 
   it('approval pending → asks; approved and marked never dispatched → runs once; rejected → the model is told; read → runs', async () => {

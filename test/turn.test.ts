@@ -7,6 +7,7 @@ import {
   decisionsSignal,
   dispatchUpdate,
   recoverSignal,
+  sessionWorkflowId,
   turnWorkflowId,
 } from '../workflows/definitions';
 import { runCli } from './support/processes';
@@ -97,7 +98,7 @@ describe('turns end to end', function () {
     assert.equal(events.length, 13, events.join(' '));
     assert.equal(events.filter((t) => t === 'MARKER_RECORDED').length, 1, events.join(' '));
     await recordHistory(parked.workflowId, 'turn-approved-heartbeat-marker');
-    await recordHistory(`session-${sessionId}`, 'session-one-turn');
+    await recordHistory(sessionWorkflowId(sessionId), 'session-one-turn');
   });
 
   it('approves every call of a response with one signal: one event, one workflow task, each email once', async () => {

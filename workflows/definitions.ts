@@ -50,8 +50,8 @@ export const DEFAULT_TASK_QUEUE = 'openworker';
 export const IMPORT_MESSAGE_ID = 'import';
 export const DEFAULT_MAX_ITERATIONS = 12;
 
-export const sessionWorkflowId = (sessionId: string): string => `session-${sessionId}`;
-export const turnWorkflowId = (sessionId: string, turn: number): string => `session-${sessionId}-turn-${turn}`;
+// The workflow-ID scheme lives in ./ids (one builder and one parser); re-exported for existing imports.
+export { sessionWorkflowId, turnWorkflowId } from './ids';
 
 /** The ApplicationFailure types the activities raise and the turn reads them by. */
 export const FAILURE = {

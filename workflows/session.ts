@@ -1,5 +1,6 @@
 import type { ChildWorkflowHandle } from '@temporalio/workflow';
 import {
+  ApplicationFailure,
   ParentClosePolicy,
   WorkflowIdReusePolicy,
   allHandlersFinished,
@@ -23,6 +24,8 @@ import {
   OpenWorkerState,
 } from './definitions';
 import { agentTurn } from './turn';
+import { sessionStartProblem } from './ids';
+import { PATCHES } from './patches';
 import { closeUnpaired, unpairedToolCalls } from './transcript';
 import { activeGrants, addGrant, revokeGrant } from './grants';
 import { MESSAGE_LIMIT_PATCH, sessionMessageProblem } from './limits';
@@ -48,6 +51,16 @@ const TURNS_PER_RUN = 100;
  * one at a time. Messages that arrive while a turn runs wait in the queue.
  */
 export async function session(input: SessionInput): Promise<void> {
+  // Only a raw start (any Temporal client) gets here with an id the client refuses, or under another
+  // workflow ID: such a session would run turns under IDs that are another session's. It fails at
+  // once with the reason, before it runs anything. Asked on a first run only, and patched() only then,
+  // so sessions started before the check replay and continue as new as they did.
+  const info = workflowInfo();
+  const startProblem = info.continuedFromExecutionRunId
+    ? undefined
+    : sessionStartProblem(info.workflowId, input?.sessionId);
+  if (startProblem && patched(PATCHES.sessionIdCheck))
+    throw ApplicationFailure.nonRetryable(`session refused: ${startProblem}`, 'InvalidSessionId');
   const transcript: Message[] = [...(input.transcript ?? [])];
   const turns: TurnSummary[] = [...(input.turns ?? [])];
   const pending: QueuedMessage[] = [...(input.pending ?? [])];

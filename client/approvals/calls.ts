@@ -1,4 +1,4 @@
-import { turnWorkflowId } from '../../workflows/definitions';
+import { turnWorkflowId } from '../../workflows/ids';
 import { decisionToSign, resultDigestOf, signedMessage } from '../../workflows/signatures';
 import { executionIdFor } from '../../workflows/identity';
 import { pendingFence } from '../../workflows/ledger';
@@ -7,7 +7,7 @@ import type { OpenWorkerClient } from '../connection';
 import { approve, recover, reject, type DecisionOutcome } from '../decisions';
 import { approveAlways } from '../grants';
 import { inbox, notApplied, type InboxItem, type NotApplied } from '../inspect';
-import { OpenWorkerError, sessionStatus, turnStatus } from '../session';
+import { checkSessionId, checkTurn, OpenWorkerError, sessionStatus, turnStatus } from '../session';
 
 // What the approvals app shows and does, on top of the client library: everything is read from
 // Temporal on each request and every action is a signal, so replicas share no state.
@@ -62,7 +62,12 @@ export async function resolveCall(
   given: Partial<CallRef> = {},
 ): Promise<CallRef> {
   if (given.sessionId && given.turn && given.toolCallId) {
-    const ref = { sessionId: given.sessionId, turn: given.turn, toolCallId: given.toolCallId };
+    // A link's session and turn build a workflow ID: check them as every other entry point does.
+    const ref = {
+      sessionId: checkSessionId(given.sessionId),
+      turn: checkTurn(given.turn),
+      toolCallId: given.toolCallId,
+    };
     if (executionIdFor(ref.sessionId, ref.turn, ref.toolCallId) !== executionId)
       throw new OpenWorkerError(
         `session ${ref.sessionId}, turn ${ref.turn}, call ${ref.toolCallId} is not execution ${executionId}`,
