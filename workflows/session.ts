@@ -26,6 +26,7 @@ import { agentTurn } from './turn';
 import { closeUnpaired, unpairedToolCalls } from './transcript';
 import { activeGrants, addGrant, revokeGrant } from './grants';
 import { MESSAGE_LIMIT_PATCH, sessionMessageProblem } from './limits';
+import { PATCHES } from './patches';
 import type {
   Grant,
   ImportInfo,
@@ -76,7 +77,8 @@ export async function session(input: SessionInput): Promise<void> {
   setHandler(
     grantSignal,
     (raw) => {
-      const r = addGrant(grants, raw, new Date().toISOString());
+      // Refused like a malformed grant (nothing changes); the library refuses it before sending.
+      const r = addGrant(grants, raw, new Date().toISOString(), () => patched(PATCHES.reservedNames));
       if (r.ok && r.grants.length !== grants.length) changeGrants(r.grants);
     },
     { description: 'Add a standing approval: { grantId, tool, target?, by }' },
@@ -84,7 +86,7 @@ export async function session(input: SessionInput): Promise<void> {
   setHandler(
     revokeSignal,
     (raw) => {
-      const r = revokeGrant(grants, raw, new Date().toISOString());
+      const r = revokeGrant(grants, raw, new Date().toISOString(), () => patched(PATCHES.reservedNames));
       if (r.ok && r.grant.revokedAt && !grants.find((g) => g.id === r.grant.id)?.revokedAt) changeGrants(r.grants);
     },
     { description: 'Revoke a standing approval: { grantId, by }' },
