@@ -2,7 +2,11 @@ import { strict as assert } from 'node:assert';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { parseApprovers } from '../../activities/approvers';
+import { approvalsApp } from '../../client/approvals/app';
+import type { OpenWorkerClient } from '../../client/connection';
 import { createToken } from '../../client/approvals/tokens';
 import { checkBy } from '../../client/decisions';
 import { createApproverKey } from '../../client/keys';
@@ -185,4 +189,36 @@ describe('deciders: every client boundary refuses a reserved name in one line', 
       () => parseApprovers({ approvers: { grant: 'AAAA' } }, 'approvers.json'),
       /approver name 'grant' is reserved/,
     ));
+
+  // The app's identities come from a token file (maybe hand-edited) or a trusted proxy's header.
+  const proxied: [string, Record<string, string>, number, RegExp | undefined][] = [
+    [
+      'the proxy header names auto',
+      { 'x-forwarded-user': 'auto' },
+      403,
+      /^operator name 'auto' is reserved .*sign in under a name of your own/,
+    ],
+    ['the proxy header names System', { 'x-forwarded-user': ' System ' }, 403, /^operator name 'System' is reserved/],
+    [
+      'a token file entry named grant',
+      { authorization: 'Bearer owa_handmade' },
+      403,
+      /^operator name 'grant' is reserved/,
+    ],
+    ['the proxy header names alice', { 'x-forwarded-user': 'alice' }, 200, undefined],
+  ];
+  for (const [name, headers, status, error] of proxied)
+    it(`the approvals app: ${name} → ${status}`, async () => {
+      const file = path.join(dir, 'app-tokens.json');
+      const sha256 = createHash('sha256').update('owa_handmade').digest('hex');
+      writeFileSync(file, JSON.stringify({ tokens: [{ name: 'grant', sha256, createdAt: AT }] }));
+      const app = approvalsApp({ client: {} as OpenWorkerClient, tokensFile: file, trustHeader: 'X-Forwarded-User' });
+      const res = await app.request('/api/me', { headers });
+      assert.equal(res.status, status);
+      const body = (await res.json()) as { error?: string; name?: string };
+      if (error) {
+        assert.match(body.error!, error);
+        assert.ok(!body.error!.includes('\n'));
+      } else assert.equal(body.name, 'alice');
+    });
 });
