@@ -59,9 +59,9 @@ export const defaultApprover = (): string => readString('OPENWORKER_USER') ?? pr
  * Who decides, checked before anything is sent: 1-200 characters, and not a name the system shows
  * where no person decided (workflows/deciders.ts). `by` undefined: the default approver.
  */
-export function checkBy(by: string | undefined): string {
+export function checkBy(by: string | undefined, from = by !== undefined ? '--by' : undefined): string {
   const name = by ?? defaultApprover();
-  const from = by !== undefined ? '--by' : 'the default approver (OPENWORKER_USER, else USER)';
+  from ??= 'the default approver (OPENWORKER_USER, else USER)';
   if (typeof name !== 'string' || !name || name.length > 200)
     throw new OpenWorkerError(
       `${from} must name who decides (1-200 characters), got '${String(name).slice(0, 40)}'; set --by or OPENWORKER_USER`,
@@ -104,7 +104,7 @@ async function sendAll(
       `--by ${target.by} does not match the signing key '${key.name}': a signed decision is sent as its key's name`,
       'bad_input',
     );
-  const by = checkBy(key?.name ?? target.by);
+  const by = key ? checkBy(key.name, `the signing key's name`) : checkBy(target.by);
   let turn: number;
   if (target.turn !== undefined) {
     if (!Number.isInteger(target.turn) || target.turn < 1)

@@ -184,7 +184,8 @@ export async function approveAlways(
   t: DecisionTarget & { argsDigest?: string; always: 'session' | 'target' },
 ): Promise<DecisionOutcome & { grant?: GrantOutcome }> {
   const sessionId = checkSessionId(t.sessionId);
-  checkBy(t.key?.name ?? t.by);
+  if (t.key) checkBy(t.key.name, `the signing key's name`);
+  else checkBy(t.by);
   const turn = t.turn ?? (await activeTurn(c, sessionId))?.turn;
   if (!turn)
     throw new OpenWorkerError(
