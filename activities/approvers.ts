@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { reservedName } from '../workflows/deciders';
 import { DEFAULT_MAX_AGE_MS, keyIdOf } from '../workflows/signatures';
 import type { ApprovalRequirement, ApproverKey, PlannedCall } from '../workflows/types';
 import type { ToolRegistry } from './registry';
@@ -43,6 +44,8 @@ export function parseApprovers(raw: unknown, source: string): ApproversConfig {
   for (const [name, value] of Object.entries(r.approvers as Record<string, unknown>)) {
     if (!NAME.test(name))
       fail(`approver name '${name.slice(0, 70)}' must be 1-64 letters, digits, '.', '_', '@' or '-'`);
+    const reserved = reservedName(name);
+    if (reserved) fail(`approver name ${reserved}`);
     for (const key of Array.isArray(value) ? value : [value]) {
       const bytes = typeof key === 'string' ? Buffer.from(key, 'base64') : Buffer.alloc(0);
       if (bytes.length !== 32 || bytes.toString('base64') !== key)

@@ -14,7 +14,7 @@ import {
   turnEnd,
 } from './chatView';
 import type { OpenWorkerClient } from './connection';
-import { approve, defaultApprover, recover, reject } from './decisions';
+import { approve, checkBy, recover, reject } from './decisions';
 import type { DecisionOutcome } from './decisions';
 import { approveAlways, listGrants } from './grants';
 import { formatGrants } from './format';
@@ -40,7 +40,7 @@ const HELP =
  */
 export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void> {
   const sessionId = checkSessionId(o.sessionId);
-  const by = o.by ?? defaultApprover();
+  const by = checkBy(o.by);
   const out = o.output ?? process.stdout;
   const tty = out.isTTY === true;
   const pollMs = o.pollMs ?? 250;

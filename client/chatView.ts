@@ -1,4 +1,5 @@
 import type { LedgerEntry, TurnStatus } from '../workflows/types';
+import { needsNoApproval } from '../workflows/deciders';
 
 // What the chat REPL prints and how it reads answers. Pure, so the wording is tested as a table;
 // client/chat.ts does the terminal and Temporal I/O.
@@ -86,7 +87,7 @@ export function parseRecovery(line: string): RecoveryAnswer | undefined {
 const approval = (e: LedgerEntry): string =>
   e.grantId
     ? `approved by grant ${e.grantId}`
-    : e.approvedBy === 'auto'
+    : needsNoApproval(e)
       ? 'needs no approval'
       : e.approvedBy
         ? `approved by ${e.approvedBy}`

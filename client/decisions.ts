@@ -8,6 +8,7 @@ import {
   turnStatusQuery,
   turnWorkflowId,
 } from '../workflows/definitions';
+import { reservedName } from '../workflows/deciders';
 import { executionIdFor } from '../workflows/identity';
 import { pendingFence } from '../workflows/ledger';
 import { decisionToSign, resultDigestOf } from '../workflows/signatures';
@@ -54,6 +55,23 @@ const RECOVERY: readonly RecoveryDecision[] = ['retry', 'succeeded', 'failed'];
 
 export const defaultApprover = (): string => readString('OPENWORKER_USER') ?? process.env.USER ?? 'cli';
 
+/**
+ * Who decides, checked before anything is sent: 1-200 characters, and not a name the system shows
+ * where no person decided (workflows/deciders.ts). `by` undefined: the default approver.
+ */
+export function checkBy(by: string | undefined, from = by !== undefined ? '--by' : undefined): string {
+  const name = by ?? defaultApprover();
+  from ??= 'the default approver (OPENWORKER_USER, else USER)';
+  if (typeof name !== 'string' || !name || name.length > 200)
+    throw new OpenWorkerError(
+      `${from} must name who decides (1-200 characters), got '${String(name).slice(0, 40)}'; set --by or OPENWORKER_USER`,
+      'bad_input',
+    );
+  const reserved = reservedName(name);
+  if (reserved) throw new OpenWorkerError(`${from}: ${reserved}; set --by or OPENWORKER_USER`, 'bad_input');
+  return name;
+}
+
 interface OneDecision {
   kind: DecisionKind;
   toolCallId: string;
@@ -80,6 +98,13 @@ async function sendAll(
   items: OneDecision[],
 ): Promise<DecisionOutcome[]> {
   const sessionId = checkSessionId(target.sessionId);
+  const key = target.key;
+  if (key && target.by && target.by !== key.name)
+    throw new OpenWorkerError(
+      `--by ${target.by} does not match the signing key '${key.name}': a signed decision is sent as its key's name`,
+      'bad_input',
+    );
+  const by = key ? checkBy(key.name, `the signing key's name`) : checkBy(target.by);
   let turn: number;
   if (target.turn !== undefined) {
     if (!Number.isSafeInteger(target.turn) || target.turn < 1)
@@ -96,13 +121,6 @@ async function sendAll(
   }
   const workflowId = turnWorkflowId(sessionId, turn);
   const handle = c.client.workflow.getHandle(workflowId);
-  const key = target.key;
-  if (key && target.by && target.by !== key.name)
-    throw new OpenWorkerError(
-      `--by ${target.by} does not match the signing key '${key.name}': a signed decision is sent as its key's name`,
-      'bad_input',
-    );
-  const by = key?.name ?? target.by ?? defaultApprover();
   const bindings = await bindTo(
     c,
     handle,

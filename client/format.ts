@@ -4,6 +4,7 @@ import type { ImportResult } from './import';
 import type { InboxItem, NotApplied, SessionView } from './inspect';
 import type { WaitedTurn } from './session';
 import { pendingFence } from '../workflows/ledger';
+import { approvedByPerson } from '../workflows/deciders';
 
 // Human-readable output for the CLI; `--json` prints the library's values instead.
 
@@ -84,7 +85,7 @@ export function formatSession(v: SessionView): string {
   if (!v.executions.length) lines.push('  (none)');
   for (const e of v.executions) {
     const who = e.approvedBy
-      ? `approved by ${e.approvedBy}${e.grantId ? ` (grant ${e.grantId})` : e.approvedBy === 'auto' ? '' : signedNote(e.signedApproval)}`
+      ? `approved by ${e.approvedBy}${e.grantId ? ` (grant ${e.grantId})` : approvedByPerson(e) ? signedNote(e.signedApproval) : ''}`
       : e.rejectedBy
         ? `rejected by ${e.rejectedBy}`
         : '';

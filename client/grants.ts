@@ -12,7 +12,7 @@ import type { Grant } from '../workflows/types';
 import { MAX_TARGET } from '../workflows/grants';
 import type { OpenWorkerClient } from './connection';
 import type { DecisionOutcome, DecisionTarget } from './decisions';
-import { approve, defaultApprover } from './decisions';
+import { approve, checkBy } from './decisions';
 import { activeTurn, checkSessionId, checkTurn, OpenWorkerError, queryWithDeadline, sessionStatus } from './session';
 import { showSession } from './inspect';
 
@@ -81,15 +81,6 @@ async function confirmed(
   return undefined;
 }
 
-const checkBy = (by: string): string => {
-  if (typeof by !== 'string' || !by || by.length > 200)
-    throw new OpenWorkerError(
-      `--by must name who decides (1-200 characters), got '${String(by).slice(0, 40)}'; set --by or OPENWORKER_USER`,
-      'bad_input',
-    );
-  return by;
-};
-
 /** Adds a standing approval to a session: later calls of `tool` (to `target`, if given) need no approval. */
 export async function grant(
   c: OpenWorkerClient,
@@ -114,7 +105,7 @@ export async function grant(
     grantId: `g-${randomBytes(4).toString('hex')}`,
     tool: input.tool,
     ...(input.target ? { target: input.target } : {}),
-    by: checkBy(input.by ?? defaultApprover()),
+    by: checkBy(input.by),
   };
   await signalSession(c, sessionId, (h) => h.signal(grantSignal, payload));
   const g = await confirmed(
@@ -145,6 +136,7 @@ export async function revoke(
   input: { sessionId: string; grantId: string; by?: string; waitMs?: number },
 ): Promise<GrantOutcome> {
   const sessionId = checkSessionId(input.sessionId);
+  const by = checkBy(input.by);
   const s = await sessionStatus(c, sessionId);
   const existing = (s.grants ?? []).find((g) => g.id === input.grantId);
   if (!existing) {
@@ -155,9 +147,7 @@ export async function revoke(
     );
   }
   if (existing.revokedAt) return { sessionId, grant: existing, outcome: 'applied' };
-  await signalSession(c, sessionId, (h) =>
-    h.signal(revokeSignal, { grantId: input.grantId, by: checkBy(input.by ?? defaultApprover()) }),
-  );
+  await signalSession(c, sessionId, (h) => h.signal(revokeSignal, { grantId: input.grantId, by }));
   const g = await confirmed(
     c,
     sessionId,
@@ -194,6 +184,8 @@ export async function approveAlways(
   t: DecisionTarget & { argsDigest?: string; always: 'session' | 'target' },
 ): Promise<DecisionOutcome & { grant?: GrantOutcome }> {
   const sessionId = checkSessionId(t.sessionId);
+  if (t.key) checkBy(t.key.name, `the signing key's name`);
+  else checkBy(t.by);
   const turn = t.turn !== undefined ? checkTurn(t.turn) : (await activeTurn(c, sessionId))?.turn;
   if (!turn)
     throw new OpenWorkerError(

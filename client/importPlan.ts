@@ -1,3 +1,4 @@
+import { reservedName } from '../workflows/deciders';
 import type { ImportDisposition, ImportedCall, Message, ToolCall } from '../workflows/types';
 
 /**
@@ -194,7 +195,8 @@ export function planImport(jsonl: string): ImportPlan {
 
 function dispositionOf(meta: RawCall['openworker']): Omit<PendingCall, 'call'> {
   const approval = meta?.approval;
-  const by = typeof meta?.by === 'string' && meta.by ? meta.by : undefined;
+  // A name this system reserves (another runtime's 'auto', say) is no person: the previous runtime decided.
+  const by = typeof meta?.by === 'string' && meta.by && !reservedName(meta.by) ? meta.by : undefined;
   // What the old runtime recorded as dispatched may have run, whatever its approval says now.
   if (meta?.dispatched === true) {
     return {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { SignedFields } from '../workflows/signatures';
 import { keyIdOf, signedMessage } from '../workflows/signatures';
 import type { DecisionSignature } from '../workflows/types';
+import { reservedName } from '../workflows/deciders';
 import { OpenWorkerError } from './session';
 import { readString } from '../runtime/config';
 
@@ -36,6 +37,8 @@ export function createApproverKey(name: string, dir = keysDir()): ApproverKeyPai
       `key name '${name.slice(0, 70)}' must be 1-64 letters, digits, '.', '_', '@' or '-' (it is the approver's name)`,
       'bad_input',
     );
+  const reserved = reservedName(name);
+  if (reserved) throw new OpenWorkerError(`key name ${reserved}`, 'bad_input');
   const file = fileOf(dir, name);
   if (existsSync(file))
     throw new OpenWorkerError(

@@ -66,6 +66,14 @@ describe('CLI errors (one line, what to do, no hanging)', function () {
           `^error: no tool call 'c9' in session-${sessionId}-turn-1; waiting there: c1 \\(see 'openworker-temporal inbox'\\)$`,
         ),
       ],
+      // Issue #27 hole 4: a name the system shows for itself is no one's; refused before anything is
+      // sent (the recover case below then still finds c1 awaiting approval).
+      [
+        ['approve', sessionId, 'c1', '--by', 'auto', ...q],
+        2,
+        /^error: --by: 'auto' is reserved for decisions no person made \(reserved: 'auto', .*\); decide under your own name; set --by or OPENWORKER_USER$/,
+      ],
+      [['grant', sessionId, 'send_email', '--by', 'System', ...q], 2, /^error: --by: 'System' is reserved/],
       [
         ['recover', sessionId, 'c1', '--decision', 'retry', ...q],
         2,

@@ -3,7 +3,8 @@ import { approve } from '../client/decisions';
 import { approveAlways, listGrants } from '../client/grants';
 import { sessionStatus } from '../client/session';
 import type { WaitedTurn } from '../client/session';
-import { sessionWorkflowId } from '../workflows/definitions';
+import { grantSignal, revokeSignal, sessionWorkflowId } from '../workflows/definitions';
+import { taskFailuresIn } from './support/eventCounts';
 import { recordHistory } from './support/histories';
 import { runCli } from './support/processes';
 import { emailCall, scripted, startTurn, turnClosed, uniq } from './support/scenario';
@@ -87,6 +88,22 @@ describe('standing approvals (grants)', function () {
     const unknown = await runCli(['revoke', sessionId, 'g-nope', '--task-queue', w.taskQueue]);
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /^error: no grant 'g-nope' in session '.*'; it has no active grants$/m);
+
+    // A raw grant or revoke under a name the system reserves reaches the session and changes nothing,
+    // without failing its task (issue #27 hole 4; the library refuses it before sending).
+    const session = w.c.client.workflow.getHandle(sessionWorkflowId(sessionId));
+    await session.signal(grantSignal, { grantId: 'g-auto', tool: 'send_email', by: 'auto' });
+    await session.signal(grantSignal, { grantId: 'g-ann', tool: 'send_email', by: 'ann' });
+    await session.signal(revokeSignal, { grantId: 'g-ann', by: 'System' });
+    const s = await sessionStatus(w.c, sessionId);
+    assert.deepEqual(
+      (s.grants ?? []).map((g) => [g.id, g.by, g.revokedBy]),
+      [
+        [grantId, 'alice', 'bob'],
+        ['g-ann', 'ann', undefined],
+      ],
+    );
+    assert.deepEqual(taskFailuresIn((await session.fetchHistory()).events ?? []), []);
   });
 
   it('"always for this target": the same target goes through, another target asks; kept across continue-as-new', async () => {

@@ -354,11 +354,8 @@ export function callLifecycle(ctx: CallContext) {
             reason: `this turn was ${ctx.rerun}: an earlier run may already have executed this call with the same execution ID`,
           }
         : (start ?? { kind: 'run', why: 'approved' });
-    const person = current(id).approvedBy;
-    const approvedNow =
-      !start && person !== undefined && person !== 'auto' && current(id).grantId === undefined && current(id).runs === 0
-        ? person
-        : undefined;
+    const who = current(id).approver;
+    const approvedNow = !start && who?.kind === 'person' && current(id).runs === 0 ? who.name : undefined;
     try {
       return await steps(call, first, approvedNow);
     } catch (err) {

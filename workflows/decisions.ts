@@ -1,3 +1,4 @@
+import { needsNoApproval, reservedName } from './deciders';
 import { utf8Bytes } from './limits';
 import type {
   ApproveSignal,
@@ -35,12 +36,15 @@ export const MAX_RECOVERY_RESULT_BYTES = 256 * 1024;
 /**
  * Validates a raw signal payload (it may come from any Temporal client, so trust nothing).
  * `resultLimitApplies` is asked only for an oversized recovery result: histories recorded before the
- * limit took any size, and must replay that way (the turn answers with patched()).
+ * limit took any size, and must replay that way (the turn answers with patched()). `namesReserved`
+ * likewise is asked only for a name the system reserves (workflows/deciders.ts): before the refusal,
+ * a person could decide under one.
  */
 export function parseDecision(
   kind: DecisionKind,
   raw: unknown,
   resultLimitApplies: () => boolean = () => true,
+  namesReserved: () => boolean = () => true,
 ): Parsed {
   if (!raw || typeof raw !== 'object' || Array.isArray(raw))
     return { ok: false, why: `malformed ${kind}: payload must be an object` };
@@ -52,6 +56,8 @@ export function parseDecision(
   const bad = (why: string): Parsed => ({ ok: false, why: `malformed ${kind}: ${why}`, ...ids });
   if (!toolCallId) return bad(`toolCallId must be a non-empty string of at most ${MAX_ID} characters`);
   if (!by) return bad(`by must name who decided (1-${MAX_BY} characters)`);
+  const reserved = reservedName(by);
+  if (reserved && namesReserved()) return { ok: false, why: `refused ${kind}: by ${reserved}`, ...ids };
   if (p.decisionId !== undefined && !decisionId) return bad('decisionId must be a non-empty string');
   if (p.reason !== undefined && (typeof p.reason !== 'string' || p.reason.length > MAX_REASON)) {
     return bad(`reason must be a string of at most ${MAX_REASON} characters`);
@@ -179,12 +185,12 @@ export function judgeDecision(entry: LedgerEntry | undefined, decision: Decision
       }
       if (entry.state === 'rejected')
         return no(`conflicting: call '${id}' was already rejected by ${entry.rejectedBy}`);
-      if (entry.approvedBy === 'auto') return no(`late: call '${id}' needs no approval (state ${entry.state})`);
+      if (needsNoApproval(entry)) return no(`late: call '${id}' needs no approval (state ${entry.state})`);
       return no(`duplicate: call '${id}' was already approved by ${entry.approvedBy} (state ${entry.state})`);
     case 'reject':
       if (entry.state === 'awaiting_approval') return { ok: true };
       if (entry.state === 'rejected') return no(`duplicate: call '${id}' was already rejected by ${entry.rejectedBy}`);
-      if (entry.approvedBy === 'auto') return no(`late: call '${id}' needs no approval (state ${entry.state})`);
+      if (needsNoApproval(entry)) return no(`late: call '${id}' needs no approval (state ${entry.state})`);
       return no(`conflicting: call '${id}' was already approved by ${entry.approvedBy} (state ${entry.state})`);
     case 'recover':
       if (entry.state !== 'recovery_required') return no(`late: call '${id}' is ${entry.state}, not recovery_required`);

@@ -1,3 +1,4 @@
+import { reservedName } from './deciders';
 import type { Grant, GrantSignal, LedgerEntry, RevokeSignal } from './types';
 
 // Standing approvals ("always allow"), pure. A grant names a tool and, optionally, one target (the
@@ -14,8 +15,22 @@ const str = (value: unknown, max: number): string | undefined =>
 
 export type GrantChange = { ok: true; grants: Grant[]; grant: Grant } | { ok: false; why: string };
 
+/**
+ * Whether `by` is a name the system reserves, asked of the session (`namesReserved`, patched()) only
+ * for such a name: before the refusal a grant or revoke could be made under one.
+ */
+const refusedName = (what: string, by: string, namesReserved: () => boolean): GrantChange | undefined => {
+  const reserved = reservedName(by);
+  return reserved && namesReserved() ? { ok: false, why: `refused ${what}: by ${reserved}` } : undefined;
+};
+
 /** Adds a grant from a raw `grant` signal (any Temporal client may send one: trust nothing). */
-export function addGrant(grants: readonly Grant[], raw: unknown, at: string): GrantChange {
+export function addGrant(
+  grants: readonly Grant[],
+  raw: unknown,
+  at: string,
+  namesReserved: () => boolean = () => true,
+): GrantChange {
   if (!raw || typeof raw !== 'object' || Array.isArray(raw))
     return { ok: false, why: 'malformed grant: payload must be an object' };
   const p = raw as Partial<Record<keyof GrantSignal, unknown>>;
@@ -27,6 +42,8 @@ export function addGrant(grants: readonly Grant[], raw: unknown, at: string): Gr
     return { ok: false, why: `malformed grant: grantId must be a non-empty string of at most ${MAX_ID} characters` };
   if (!tool) return { ok: false, why: 'malformed grant: tool must name a tool' };
   if (!by) return { ok: false, why: 'malformed grant: by must name who grants' };
+  const refused = refusedName('grant', by, namesReserved);
+  if (refused) return refused;
   if (p.target !== undefined && !target)
     return { ok: false, why: `malformed grant: target must be a non-empty string of at most ${MAX_NAME} characters` };
   const existing = grants.find((g) => g.id === grantId);
@@ -37,13 +54,20 @@ export function addGrant(grants: readonly Grant[], raw: unknown, at: string): Gr
 }
 
 /** Revokes a grant from a raw `revoke` signal; revoked grants stay listed, for the audit. */
-export function revokeGrant(grants: readonly Grant[], raw: unknown, at: string): GrantChange {
+export function revokeGrant(
+  grants: readonly Grant[],
+  raw: unknown,
+  at: string,
+  namesReserved: () => boolean = () => true,
+): GrantChange {
   if (!raw || typeof raw !== 'object' || Array.isArray(raw))
     return { ok: false, why: 'malformed revoke: payload must be an object' };
   const p = raw as Partial<Record<keyof RevokeSignal, unknown>>;
   const grantId = str(p.grantId, MAX_ID);
   const by = str(p.by, MAX_NAME);
   if (!grantId || !by) return { ok: false, why: 'malformed revoke: grantId and by are required' };
+  const refused = refusedName('revoke', by, namesReserved);
+  if (refused) return refused;
   const existing = grants.find((g) => g.id === grantId);
   if (!existing) return { ok: false, why: `no grant ${grantId} in this session` };
   if (existing.revokedAt) return { ok: true, grants: [...grants], grant: existing };

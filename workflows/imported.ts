@@ -53,5 +53,8 @@ export function importedEntry(
   if (by) entry.approvedBy = by;
   else if (disposition === 'run') entry.approvedBy = 'the previous runtime';
   else delete entry.approvedBy;
+  // Whoever it was, no one approved it in this runtime.
+  if (entry.approvedBy !== undefined) entry.approver = { kind: 'auto', why: 'import' };
+  else delete entry.approver;
   return disposition === 'run' ? { entry } : { entry, park: `imported: ${why}` };
 }

@@ -18,6 +18,8 @@ export interface IntakeDeps {
   now(): string;
   /** Whether an oversized recovery result is refused (patched() in the turn). */
   resultLimitApplies?: () => boolean;
+  /** Whether a decision under a reserved name is refused (patched() in the turn). */
+  namesReserved?: () => boolean;
   /** The turn was asked to cancel: nothing a decision asks for will run any more. */
   cancelled?: () => boolean;
 }
@@ -97,7 +99,7 @@ export function createDecisionIntake(deps: IntakeDeps) {
   /** The signal handler: never throws, whatever the payload. */
   const decide = (kind: DecisionKind, raw: unknown): void => {
     const at = now();
-    const parsed = parseDecision(kind, raw, deps.resultLimitApplies);
+    const parsed = parseDecision(kind, raw, deps.resultLimitApplies, deps.namesReserved);
     if (!parsed.ok) {
       const { why, toolCallId, by, decisionId } = parsed;
       decisions.push({

@@ -1,5 +1,6 @@
 import type { CallState, LedgerEntry, PlannedCall, RecoveryDecision, TurnState } from './types';
 import { CALL_STATES, TERMINAL_CALL_STATES } from './types';
+import { AUTO_BY_POLICY } from './deciders';
 
 // The ledger state machine, pure: the turn workflow feeds it events and stores what it returns.
 
@@ -99,7 +100,8 @@ export function newEntry(
     runs: 0,
     dispatched: false,
     ...(why ? { error: why } : {}),
-    ...(state === 'running' ? { approvedBy: 'auto' } : {}),
+    // `auto` is the name shown; the kind is what checks ask (RESERVED_NAMES keeps people off it).
+    ...(state === 'running' ? { approvedBy: 'auto', approver: AUTO_BY_POLICY } : {}),
     events: [
       {
         at,
@@ -123,6 +125,8 @@ export function applyLedger(entry: LedgerEntry, input: LedgerInput, at: string):
   switch (input.type) {
     case 'approved':
       next.approvedBy = input.by;
+      // A signal's approval is a person's; a grant's names its grantor, but no one approved this call.
+      next.approver = input.grant ? { kind: 'auto', why: 'grant' } : { kind: 'person', name: input.by };
       if (input.grant) next.grantId = input.grant;
       if (input.signed) next.signedApproval = input.signed;
       break;

@@ -17,4 +17,5 @@ export const PATCHES = {
   heartbeatMarker: 'heartbeat-dispatch-marker-v1',
   localReads: 'local-reads-v1',
   sessionIdCheck: 'session-id-check-v1',
+  reservedNames: 'reserved-names-refused-v1',
 } as const;

@@ -89,7 +89,8 @@ export async function session(input: SessionInput): Promise<void> {
   setHandler(
     grantSignal,
     (raw) => {
-      const r = addGrant(grants, raw, new Date().toISOString());
+      // Refused like a malformed grant (nothing changes); the library refuses it before sending.
+      const r = addGrant(grants, raw, new Date().toISOString(), () => patched(PATCHES.reservedNames));
       if (r.ok && r.grants.length !== grants.length) changeGrants(r.grants);
     },
     { description: 'Add a standing approval: { grantId, tool, target?, by }' },
@@ -97,7 +98,7 @@ export async function session(input: SessionInput): Promise<void> {
   setHandler(
     revokeSignal,
     (raw) => {
-      const r = revokeGrant(grants, raw, new Date().toISOString());
+      const r = revokeGrant(grants, raw, new Date().toISOString(), () => patched(PATCHES.reservedNames));
       if (r.ok && r.grant.revokedAt && !grants.find((g) => g.id === r.grant.id)?.revokedAt) changeGrants(r.grants);
     },
     { description: 'Revoke a standing approval: { grantId, by }' },

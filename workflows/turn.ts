@@ -89,6 +89,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   const intake = createDecisionIntake({
     ...book,
     resultLimitApplies: () => patched(PATCHES.recoveryResultLimit),
+    namesReserved: () => patched(PATCHES.reservedNames),
     cancelled: () => root.consideredCancelled,
   });
   setHandler(approveSignal, (p) => intake.decide('approve', p), {

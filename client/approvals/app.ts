@@ -11,6 +11,7 @@ import { OpenWorkerError } from '../session';
 import { callView, decide, resolveCall, signRequest, waitingCalls, type CallRef, type DecisionRequest } from './calls';
 import { PAGE_CSS, PAGE_HTML, PAGE_JS } from './page';
 import { operatorOf, tokensFile } from './tokens';
+import { reservedName } from '../../workflows/deciders';
 
 // The approvals app: a page and a JSON API over the client library. Stateless: who you are comes
 // with each request (a token, or a trusted proxy's header), what it shows is read from Temporal,
@@ -72,6 +73,7 @@ export function approvalsApp(o: ApprovalsOptions): Hono<Env> {
     const name = typeof token === 'string' ? operatorOf(token, file) : undefined;
     if (!name)
       return c.json({ error: 'unknown token: ask an admin for one (approvals token create --name <you>)' }, 401);
+    if (reservedName(name)) return c.json({ error: reservedOperator(name) }, 403);
     setCookie(c, COOKIE, token as string, { httpOnly: true, sameSite: 'Strict', path: '/', secure: o.secureCookie });
     return c.json({ name });
   });
@@ -87,6 +89,8 @@ export function approvalsApp(o: ApprovalsOptions): Hono<Env> {
         { error: 'sign in: a token (Authorization: Bearer <token>, or the sign-in form), or the proxy header' },
         401,
       );
+    // A token file or a proxy may hand over any name; the system's own are never a person's.
+    if (reservedName(who)) return c.json({ error: reservedOperator(who) }, 403);
     c.set('operator', who);
     return next();
   });
@@ -150,6 +154,9 @@ export function approvalsApp(o: ApprovalsOptions): Hono<Env> {
 }
 
 const oneLine = (err: Error): string => err.message.split('\n')[0]!;
+
+const reservedOperator = (name: string): string =>
+  `operator name ${reservedName(name)!}: sign in under a name of your own (approvals token create --name <you>, or your proxy's user)`;
 
 /** Who is asking: the trusted proxy's header, else a bearer token, else the sign-in cookie. */
 function identify(c: Context, trustHeader: string | undefined, file: string): string | undefined {

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from '
 import path from 'node:path';
 import { readString } from '../../runtime/config';
 import { stateDir } from '../../runtime/stateDir';
+import { reservedName } from '../../workflows/deciders';
 import { OpenWorkerError } from '../session';
 
 // Operators' sign-in tokens for the approvals app. The file holds only SHA-256 hashes (tokens are
@@ -48,6 +49,8 @@ export function createToken(name: string, file = tokensFile(), now = new Date())
       `operator name '${name.slice(0, 70)}' must be 1-64 letters, digits, '.', '_', '@' or '-' (it is recorded as who decided)`,
       'bad_input',
     );
+  const reserved = reservedName(name);
+  if (reserved) throw new OpenWorkerError(`operator name ${reserved}`, 'bad_input');
   const token = `${PREFIX}${randomBytes(32).toString('base64url')}`;
   const rest = readTokens(file).filter((t) => t.name !== name);
   writeTokens(file, [...rest, { name, sha256: hashOf(token), createdAt: now.toISOString() }]);

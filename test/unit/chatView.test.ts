@@ -95,8 +95,14 @@ describe('chat view: what the REPL prints', () => {
     [
       'a read',
       undefined,
-      e('running', { approvedBy: 'auto' }),
+      e('running', { approvedBy: 'auto', approver: { kind: 'auto', why: 'policy' } }),
       ['→ send_email → bob@example.com [call_1] needs no approval'],
+    ],
+    [
+      'approved by a person named auto (issue #27 hole 4): the kind, not the name',
+      undefined,
+      e('running', { approvedBy: 'auto', approver: { kind: 'person', name: 'auto' } }),
+      ['→ send_email → bob@example.com [call_1] approved by auto'],
     ],
     ['no change', e('running'), e('running'), []],
     ['dispatched', e('running'), e('dispatched'), []],

@@ -18,7 +18,18 @@ describe('decisions: judgeDecision', () => {
   const rejected = entryIn('rejected', { rejectedBy: 'bob' });
   const approved = entryIn('running', { approvedBy: 'carol' });
   const approvedLater = entryIn('succeeded', { approvedBy: 'carol' });
-  const auto = entryIn('running', { approvedBy: 'auto' });
+  const auto = entryIn('running', { approvedBy: 'auto', approver: { kind: 'auto', why: 'policy' } });
+  // A person whose name is a sentinel's (issue #27 hole 4): judged by kind, a person's approval.
+  const personNamedAuto = entryIn('running', { approvedBy: 'auto', approver: { kind: 'person', name: 'auto' } });
+  // Recorded before `approver` existed: the kind is read from the events, never from the name.
+  const oldAuto = entryIn('running', { approvedBy: 'auto', events: [{ at: 't0', type: 'auto_approved' }] });
+  const oldPersonNamedAuto = entryIn('running', {
+    approvedBy: 'auto',
+    events: [
+      { at: 't0', type: 'awaiting_approval' },
+      { at: 't1', type: 'approved', by: 'auto' },
+    ],
+  });
   const invalid = entryIn('invalid', { error: 'unknown tool' });
   const recoverFor = (park: number): Decision => ({
     kind: 'recover',
@@ -111,6 +122,34 @@ describe('decisions: judgeDecision', () => {
       why: /^conflicting: .*approved by carol/,
     },
     { name: 'reject auto-approved', entry: auto, decision: reject, ok: false, why: /^late:/ },
+    {
+      name: 'approve, approved by a person named auto',
+      entry: personNamedAuto,
+      decision: approve(),
+      ok: false,
+      why: /^duplicate: .*approved by auto/,
+    },
+    {
+      name: 'reject, approved by a person named auto',
+      entry: personNamedAuto,
+      decision: reject,
+      ok: false,
+      why: /^conflicting: .*approved by auto/,
+    },
+    {
+      name: 'approve auto-approved (old entry)',
+      entry: oldAuto,
+      decision: approve(),
+      ok: false,
+      why: /^late: .*needs no approval/,
+    },
+    {
+      name: 'approve, approved by a person named auto (old entry)',
+      entry: oldPersonNamedAuto,
+      decision: approve(),
+      ok: false,
+      why: /^duplicate:/,
+    },
     {
       name: 'recover on recovery_required',
       entry: entryIn('recovery_required', { approvedBy: 'carol' }),

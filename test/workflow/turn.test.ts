@@ -162,6 +162,32 @@ describe('workflow tier: the call lifecycle in process', function () {
     await assertLive(h, s);
   });
 
+  // Issue #27 hole 4: `auto` was both the ledger's sentinel for "no approval needed" and a name a
+  // person could approve under; the approval was then not seen as a person's, and a cancel in the
+  // same task left it audited as applied although the call never ran.
+  it('a person named auto: an approve by `auto` and a cancel in one workflow task are refused and audited, nothing applied', async () => {
+    const h = await tier.start(steps);
+    await tier.withWorker([send], steps, () => until(h, (s) => s.state === 'awaiting_approval', 'the call waits'));
+    // No worker runs now: both land in the next workflow task, the signal first.
+    await h.signal(approveSignal, { toolCallId: 'c1', by: 'auto', decisionId: 'd-auto' });
+    await h.cancel();
+    const s = await tier.withWorker([send], steps, () =>
+      until(h, (x) => x.state === 'cancelled', 'the turn ends cancelled'),
+    );
+    assert.equal(effects.length, 0);
+    assert.deepEqual(
+      s.decisions.map((d) => [d.kind, d.by, d.decisionId, d.outcome]),
+      [['approve', 'auto', 'd-auto', 'ignored']],
+      'recorded once, never applied',
+    );
+    assert.match(s.decisions[0]!.why!, /^refused approve: by 'auto' is reserved for decisions no person made/);
+    const e = s.ledger[0]!;
+    assert.equal(e.approver, undefined);
+    assert.ok(!types(e).includes('approved'), types(e).join(' '));
+    await assertLive(h, s);
+    await tier.record(h, 'turn-reserved-name-cancel');
+  });
+
   for (const skipFence of [true, false]) {
     it(`a retry${skipFence ? ' (skipping the fence)' : ''} and a cancel in one workflow task: cancelled, re-parked, audited, never wedged`, async () => {
       const h = await tier.withWorker([send], steps, parkUnknown);

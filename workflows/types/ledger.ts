@@ -44,7 +44,10 @@ export interface LedgerEntry {
   /** Activities scheduled for this call; the n-th has activity ID `executionId` (n=1) or `executionId-n`. */
   runs: number;
   dispatched: boolean;
+  /** The name shown as who approved: a person's, the grant's grantor, `auto` (no approval needed) or the import's. */
   approvedBy?: string;
+  /** Who approved, by kind: what every check asks (workflows/deciders.ts), never the name. */
+  approver?: Approver;
   /** The standing approval that approved this call, when one did. */
   grantId?: string;
   /** Who may approve, when the worker has approver keys. */
@@ -61,5 +64,11 @@ export interface LedgerEntry {
 }
 
 export type TurnState = 'running' | 'awaiting_approval' | 'recovery_required' | 'completed' | 'failed' | 'cancelled';
+
+/**
+ * Who approved a call: a person (a signal), or automatically, with why: the tool's policy needs no
+ * approval, a standing grant covered it, or the previous runtime approved it before an import.
+ */
+export type Approver = { kind: 'person'; name: string } | { kind: 'auto'; why: 'policy' | 'grant' | 'import' };
 
 export type RecoveryDecision = 'retry' | 'succeeded' | 'failed';
