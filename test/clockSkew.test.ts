@@ -1,0 +1,144 @@
+import { strict as assert } from 'node:assert';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import type { OpenWorkerClient } from '../client/connection';
+import { approve, recover } from '../client/decisions';
+import { turnStatus } from '../client/session';
+import type { WaitedTurn } from '../client/session';
+import type { PaymentsApi } from '../dev/paymentsApi';
+import { startPaymentsApi } from '../dev/paymentsApi';
+import type { LedgerEntry } from '../workflows/types';
+import { requireFaketime, skewedClockEnv } from './support/clockSkew';
+import { spawnWorker } from './support/processes';
+import { client, eventually, scripted, startTurn, uniq } from './support/scenario';
+
+// The clock-skew tier: worker processes whose wall clock is minutes off (NTP broken, libfaketime)
+// against a Temporal server and a payments API on true time. Every decision that compares times
+// must use the server's clock (activities/serverClock.ts); the worker's clock must not matter.
+
+const BEHIND = -90;
+const AHEAD = 300;
+
+describe('clock skew: a worker whose wall clock is minutes off', function () {
+  this.timeout(60_000);
+  let c: OpenWorkerClient;
+  let api: PaymentsApi;
+  let taskQueue: string;
+  before(function () {
+    requireFaketime(this);
+  });
+  beforeEach(async () => {
+    taskQueue = uniq('tq-skew');
+    c = await client(taskQueue);
+  });
+  afterEach(async () => {
+    api?.release();
+    await api?.close();
+    await c?.close();
+  });
+
+  const payment = (customer: string) =>
+    scripted([
+      { toolCalls: [{ id: 'p1', name: 'create_payment', arguments: { customer, amount: 4200 } }] },
+      { text: 'Charged.' },
+    ]);
+  const worker = async (customer: string, skew: number, env: { recovery: string; window: string; timeout: string }) =>
+    spawnWorker({
+      taskQueue,
+      model: payment(customer),
+      clockSkewSeconds: skew,
+      env: {
+        OPENWORKER_PAYMENTS_URL: api.url,
+        OPENWORKER_PAYMENTS_RECOVERY: env.recovery,
+        OPENWORKER_PAYMENTS_KEY_RETENTION: env.window,
+        OPENWORKER_PAYMENTS_TIMEOUT: env.timeout,
+      },
+    });
+  const entry = async (t: WaitedTurn): Promise<LedgerEntry & { closed: boolean }> => {
+    const s = await turnStatus(c, t.workflowId);
+    return { ...s.ledger[0]!, closed: s.closed };
+  };
+  const until = (t: WaitedTurn, pred: (e: LedgerEntry) => boolean, what: string) =>
+    eventually(async () => {
+      const e = await entry(t);
+      return pred(e) && e;
+    }, what);
+  const parks = (e: LedgerEntry): number => e.events.filter((ev) => ev.type === 'recovery_required').length;
+  const charges = (customer: string): number => api.ledger().effects.filter((x) => x.body.customer === customer).length;
+
+  it('runs the worker on a shifted wall clock against the un-skewed server and API (the tier’s premise)', async () => {
+    api = await startPaymentsApi();
+    const shifted = spawnSync(process.execPath, ['-e', 'console.log(Date.now())'], {
+      env: { ...process.env, ...skewedClockEnv(BEHIND) },
+      encoding: 'utf8',
+    });
+    const offset = Number(shifted.stdout) - Date.now();
+    assert.ok(Math.abs(offset - BEHIND * 1000) < 2_000, `a Node process under libfaketime is off by ${offset} ms`);
+    // The same preload in a worker: it polls the server and completes a turn (the SDK core's tokio
+    // runtime keeps the real monotonic clock).
+    const customer = uniq('premise');
+    const w = await worker(customer, BEHIND, { recovery: 'idempotent', window: '60s', timeout: '5s' });
+    assert.match(readFileSync(`/proc/${w.proc.pid}/maps`, 'utf8'), /libfaketime/, 'the worker loaded libfaketime');
+    const t = await startTurn(c, uniq('skew'), 'charge');
+    await approve(c, { sessionId: t.sessionId, toolCallId: 'p1', by: 'alice' });
+    const e = await until(t, (x) => x.state === 'succeeded', 'the payment succeeds');
+    assert.equal(e.runs, 1);
+    assert.equal(charges(customer), 1);
+  });
+
+  it('the issue’s repro: 90 s behind, a person’s retry after the idempotency window escalates instead of charging again (1 charge)', async () => {
+    // The API forgets keys after 3 s, as the tool declares; the retry's fence alone waits 5 s.
+    api = await startPaymentsApi({ retentionMs: 3_000 });
+    const customer = uniq('behind');
+    await worker(customer, BEHIND, { recovery: 'manual', window: '3s', timeout: '3s' });
+    api.arm({ mode: 'commit-then-drop', count: 1 });
+    const t = await startTurn(c, uniq('skew'), 'charge');
+    await approve(c, { sessionId: t.sessionId, toolCallId: 'p1', by: 'alice' });
+    const parked = await until(t, (x) => x.state === 'recovery_required', 'the unknown outcome parks');
+    assert.equal(parked.dispatched, true);
+    assert.equal(charges(customer), 1);
+    const decided = await recover(c, { sessionId: t.sessionId, toolCallId: 'p1', decision: 'retry', by: 'alice' });
+    assert.equal(decided.outcome, 'applied', JSON.stringify(decided));
+    const e = await until(t, (x) => parks(x) === 2 || x.state === 'succeeded', 'the retry is decided');
+    // The fence is the server's: the retry ran no earlier than the last attempt's window.
+    const fence = e.events.find((ev) => ev.type === 'retry_fenced');
+    const rerun = e.events.filter((ev) => ev.type === 'scheduled')[1];
+    assert.ok(fence && rerun, JSON.stringify(e.events));
+    assert.ok(Date.parse(rerun.at) >= Date.parse(String(fence.until)), `${rerun.at} before ${String(fence.until)}`);
+    assert.equal(charges(customer), 1, 'the retry charged again: the worker’s clock opened the window');
+    assert.equal(e.state, 'recovery_required');
+    const last = e.events.filter((ev) => ev.type === 'outcome_unknown').at(-1);
+    assert.match(String(last?.reason), /not retried: the first attempt was \d+s ago by the Temporal server's clock/);
+  });
+
+  it('5 min ahead: an automatic retry inside the idempotency window runs and replays the charge (1 charge, no escalation)', async () => {
+    api = await startPaymentsApi({ retentionMs: 60_000 });
+    const customer = uniq('ahead');
+    await worker(customer, AHEAD, { recovery: 'idempotent', window: '60s', timeout: '5s' });
+    api.arm({ mode: 'commit-then-drop', count: 1 });
+    const t = await startTurn(c, uniq('skew'), 'charge');
+    await approve(c, { sessionId: t.sessionId, toolCallId: 'p1', by: 'alice' });
+    const e = await until(t, (x) => x.state === 'succeeded' || x.state === 'recovery_required', 'the call settles');
+    assert.equal(e.state, 'succeeded', JSON.stringify(e.events));
+    assert.equal((e.result as { replayed?: boolean }).replayed, true, 'the retry reached the API and was replayed');
+    assert.equal(charges(customer), 1);
+  });
+
+  it('90 s behind: a reconcile lookup that finds nothing after the window is not believed (1 charge)', async () => {
+    api = await startPaymentsApi({ retentionMs: 3_000 });
+    const customer = uniq('reconcile');
+    await worker(customer, BEHIND, { recovery: 'reconcile', window: '3s', timeout: '3s' });
+    // The API commits and holds its answer; the attempt times out at 3 s. By then the API has
+    // forgotten the key: only the window tells "not found" from "forgotten".
+    api.arm({ mode: 'commit-then-hang', count: 1 });
+    const t = await startTurn(c, uniq('skew'), 'charge');
+    await approve(c, { sessionId: t.sessionId, toolCallId: 'p1', by: 'alice' });
+    await api.waitFor('committed', undefined, 20_000);
+    api.advanceClock(10_000);
+    const e = await until(t, (x) => x.state === 'recovery_required' || x.state === 'succeeded', 'the call settles');
+    assert.equal(charges(customer), 1, 'a forgotten key was taken for "not applied" and charged again');
+    assert.equal(e.state, 'recovery_required');
+    const asked = e.events.find((ev) => ev.type === 'reconciled');
+    assert.match(String(asked?.reason), /lookup found nothing, but the first attempt was \d+s ago/);
+  });
+});
