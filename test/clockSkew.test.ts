@@ -1,15 +1,18 @@
 import { strict as assert } from 'node:assert';
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { OpenWorkerClient } from '../client/connection';
 import { approve, recover } from '../client/decisions';
+import { createApproverKey } from '../client/keys';
 import { turnStatus } from '../client/session';
 import type { WaitedTurn } from '../client/session';
 import type { PaymentsApi } from '../dev/paymentsApi';
 import { startPaymentsApi } from '../dev/paymentsApi';
 import type { LedgerEntry } from '../workflows/types';
 import { requireFaketime, skewedClockEnv } from './support/clockSkew';
-import { spawnWorker } from './support/processes';
+import { runCli, spawnWorker } from './support/processes';
 import { client, eventually, scripted, startTurn, uniq } from './support/scenario';
 
 // The clock-skew tier: worker processes whose wall clock is minutes off (NTP broken, libfaketime)
@@ -42,7 +45,11 @@ describe('clock skew: a worker whose wall clock is minutes off', function () {
       { toolCalls: [{ id: 'p1', name: 'create_payment', arguments: { customer, amount: 4200 } }] },
       { text: 'Charged.' },
     ]);
-  const worker = async (customer: string, skew: number, env: { recovery: string; window: string; timeout: string }) =>
+  const worker = async (
+    customer: string,
+    skew: number,
+    env: { recovery: string; window: string; timeout: string; extra?: Record<string, string> },
+  ) =>
     spawnWorker({
       taskQueue,
       model: payment(customer),
@@ -52,6 +59,7 @@ describe('clock skew: a worker whose wall clock is minutes off', function () {
         OPENWORKER_PAYMENTS_RECOVERY: env.recovery,
         OPENWORKER_PAYMENTS_KEY_RETENTION: env.window,
         OPENWORKER_PAYMENTS_TIMEOUT: env.timeout,
+        ...env.extra,
       },
     });
   const entry = async (t: WaitedTurn): Promise<LedgerEntry & { closed: boolean }> => {
@@ -140,5 +148,41 @@ describe('clock skew: a worker whose wall clock is minutes off', function () {
     assert.equal(e.state, 'recovery_required');
     const asked = e.events.find((ev) => ev.type === 'reconciled');
     assert.match(String(asked?.reason), /lookup found nothing, but the first attempt was \d+s ago/);
+  });
+
+  it('a signer’s clock: 90 s behind is accepted, 5 min ahead is refused and says to check the signer’s clock', async () => {
+    api = await startPaymentsApi();
+    const dir = mkdtempSync(join(tmpdir(), 'openworker-skew-'));
+    try {
+      const keys = { OPENWORKER_KEYS_DIR: join(dir, 'keys') };
+      const { publicKey } = createApproverKey('alice', keys.OPENWORKER_KEYS_DIR);
+      const approvers = join(dir, 'approvers.json');
+      writeFileSync(
+        approvers,
+        JSON.stringify({ approvers: { alice: publicKey }, policy: [{ tool: 'create_payment', approvers: ['alice'] }] }),
+      );
+      const customer = uniq('signed');
+      await worker(customer, BEHIND, {
+        recovery: 'manual',
+        window: '60s',
+        timeout: '5s',
+        extra: { OPENWORKER_APPROVERS: approvers },
+      });
+      const t = await startTurn(c, uniq('skew'), 'charge');
+      const signedOn = (skew: number) =>
+        runCli(['approve', t.sessionId, 'p1', '--task-queue', taskQueue], {
+          env: { ...keys, ...skewedClockEnv(skew) },
+        });
+      const ahead = await signedOn(AHEAD);
+      assert.equal(ahead.code, 3, ahead.stdout + ahead.stderr);
+      assert.match(ahead.stdout, /in the future of this turn's clock; check the signer's clock/);
+      const behind = await signedOn(BEHIND);
+      assert.equal(behind.code, 0, behind.stdout + behind.stderr);
+      const e = await until(t, (x) => x.state === 'succeeded', 'the payment succeeds');
+      assert.equal(e.approvedBy, 'alice');
+      assert.equal(charges(customer), 1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
