@@ -48,12 +48,13 @@ describe('clock skew: a worker whose wall clock is minutes off', function () {
   const worker = async (
     customer: string,
     skew: number,
-    env: { recovery: string; window: string; timeout: string; extra?: Record<string, string> },
+    env: { recovery: string; window: string; timeout: string; extra?: Record<string, string>; only?: string },
   ) =>
     spawnWorker({
       taskQueue,
       model: payment(customer),
       clockSkewSeconds: skew,
+      ...(env.only ? { extraArgs: ['--only', env.only] } : {}),
       env: {
         OPENWORKER_PAYMENTS_URL: api.url,
         OPENWORKER_PAYMENTS_RECOVERY: env.recovery,
@@ -73,26 +74,6 @@ describe('clock skew: a worker whose wall clock is minutes off', function () {
     }, what);
   const parks = (e: LedgerEntry): number => e.events.filter((ev) => ev.type === 'recovery_required').length;
   const charges = (customer: string): number => api.ledger().effects.filter((x) => x.body.customer === customer).length;
-
-  it('runs the worker on a shifted wall clock against the un-skewed server and API (the tier’s premise)', async () => {
-    api = await startPaymentsApi();
-    const shifted = spawnSync(process.execPath, ['-e', 'console.log(Date.now())'], {
-      env: { ...process.env, ...skewedClockEnv(BEHIND) },
-      encoding: 'utf8',
-    });
-    const offset = Number(shifted.stdout) - Date.now();
-    assert.ok(Math.abs(offset - BEHIND * 1000) < 2_000, `a Node process under libfaketime is off by ${offset} ms`);
-    // The same preload in a worker: it polls the server and completes a turn (the SDK core's tokio
-    // runtime keeps the real monotonic clock).
-    const customer = uniq('premise');
-    const w = await worker(customer, BEHIND, { recovery: 'idempotent', window: '60s', timeout: '5s' });
-    assert.match(readFileSync(`/proc/${w.proc.pid}/maps`, 'utf8'), /libfaketime/, 'the worker loaded libfaketime');
-    const t = await startTurn(c, uniq('skew'), 'charge');
-    await approve(c, { sessionId: t.sessionId, toolCallId: 'p1', by: 'alice' });
-    const e = await until(t, (x) => x.state === 'succeeded', 'the payment succeeds');
-    assert.equal(e.runs, 1);
-    assert.equal(charges(customer), 1);
-  });
 
   it('the issue’s repro: 90 s behind, a person’s retry after the idempotency window escalates instead of charging again (1 charge)', async () => {
     // The API forgets keys after 3 s, as the tool declares; the retry's fence alone waits 5 s.
@@ -119,10 +100,48 @@ describe('clock skew: a worker whose wall clock is minutes off', function () {
     assert.match(String(last?.reason), /not retried: the first attempt was \d+s ago by the Temporal server's clock/);
   });
 
+  it('90 s behind: a retry scheduled inside the window but started past it, after no worker polled, escalates (1 charge)', async () => {
+    // Scheduled ~5 s after the first attempt (its fence), started ~10 s after: the server's start
+    // time, not its schedule time, is what the 8 s window is measured against.
+    api = await startPaymentsApi({ retentionMs: 8_000 });
+    const customer = uniq('late');
+    const env = { recovery: 'manual', window: '8s', timeout: '2s' };
+    await worker(customer, BEHIND, { ...env, only: 'workflows' });
+    const activities = await worker(customer, BEHIND, { ...env, only: 'activities' });
+    api.arm({ mode: 'commit-then-drop', count: 1 });
+    const t = await startTurn(c, uniq('skew'), 'charge');
+    await approve(c, { sessionId: t.sessionId, toolCallId: 'p1', by: 'alice' });
+    const parked = await until(t, (x) => x.state === 'recovery_required', 'the unknown outcome parks');
+    const first = Date.parse(parked.events.find((ev) => ev.type === 'scheduled')!.at);
+    await activities.kill('SIGKILL');
+    await recover(c, { sessionId: t.sessionId, toolCallId: 'p1', decision: 'retry', by: 'alice' });
+    const rerun = await until(
+      t,
+      (x) => x.events.filter((ev) => ev.type === 'scheduled').length === 2,
+      'the retry is scheduled',
+    );
+    const scheduled = Date.parse(rerun.events.filter((ev) => ev.type === 'scheduled')[1]!.at);
+    assert.ok(scheduled - first < 6_000, `the retry was scheduled ${scheduled - first} ms after the first attempt`);
+    await eventually(async () => Date.now() > first + 8_000, 'the window passes with no activity worker', 15_000);
+    await worker(customer, BEHIND, { ...env, only: 'activities' });
+    const e = await until(t, (x) => parks(x) === 2 || x.state === 'succeeded', 'the retry is decided');
+    assert.equal(charges(customer), 1, 'the late retry charged again: its schedule time hid the wait for a worker');
+    assert.equal(e.state, 'recovery_required');
+  });
+
   it('5 min ahead: an automatic retry inside the idempotency window runs and replays the charge (1 charge, no escalation)', async () => {
+    // The tier's premise: a Node process under this preload is 5 min ahead, and the worker loads it
+    // (the turn below shows it polls the un-skewed server and completes activities).
+    const shifted = spawnSync(process.execPath, ['-e', 'console.log(Date.now())'], {
+      env: { ...process.env, ...skewedClockEnv(AHEAD) },
+      encoding: 'utf8',
+    });
+    const offset = Number(shifted.stdout) - Date.now();
+    assert.ok(Math.abs(offset - AHEAD * 1000) < 2_000, `a Node process under libfaketime is off by ${offset} ms`);
     api = await startPaymentsApi({ retentionMs: 60_000 });
     const customer = uniq('ahead');
-    await worker(customer, AHEAD, { recovery: 'idempotent', window: '60s', timeout: '5s' });
+    const w = await worker(customer, AHEAD, { recovery: 'idempotent', window: '60s', timeout: '5s' });
+    assert.match(readFileSync(`/proc/${w.proc.pid}/maps`, 'utf8'), /libfaketime/, 'the worker loaded libfaketime');
     api.arm({ mode: 'commit-then-drop', count: 1 });
     const t = await startTurn(c, uniq('skew'), 'charge');
     await approve(c, { sessionId: t.sessionId, toolCallId: 'p1', by: 'alice' });
