@@ -47,8 +47,15 @@ async function keyMayBeForgotten(
   if (tool.idempotencyWindow === undefined) return undefined;
   const windowMs = msToNumber(tool.idempotencyWindow);
   if (info.isLocal) return windowPassed({ firstMs: info.scheduledTimestampMs, nowMs: Date.now(), windowMs });
-  await clock.refine();
-  return windowPassed({ firstMs: input.firstScheduledAt ?? info.scheduledTimestampMs, nowMs: clock.now(), windowMs });
+  const firstMs = input.firstScheduledAt ?? info.scheduledTimestampMs;
+  // Passed by the attempt's scheduled time already: no need to ask. Otherwise the time it waited for
+  // a worker counts too, and without it nothing bounds that wait: a person decides.
+  const early = windowPassed({ firstMs, nowMs: clock.now(), windowMs });
+  if (early) return early;
+  const unknown = await clock.refine();
+  if (unknown)
+    return `the Temporal server did not say when this attempt started (${unknown}), so the time since the first attempt is not known`;
+  return windowPassed({ firstMs, nowMs: clock.now(), windowMs });
 }
 
 /** A retry after the external system may have forgotten the key could apply twice: escalate instead. */

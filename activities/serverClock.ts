@@ -58,8 +58,11 @@ export function windowPassed({
 /** The server's now inside an activity (see the top of this file). */
 export interface ActivityClock {
   now(): number;
-  /** Asks the server when it started this attempt, a later stamp than its scheduling; best effort. */
-  refine(): Promise<void>;
+  /**
+   * Asks the server when it started this attempt, a later stamp than its scheduling: a worker that
+   * polled late (workers down) must count that wait too. Undefined once known, else why not.
+   */
+  refine(): Promise<string | undefined>;
   /** The stamps used so far, latest last. */
   anchors(): readonly ClockAnchor[];
 }
@@ -75,19 +78,26 @@ export function activityClock(ctx: Context, local: () => number = () => performa
     now: () => serverNow(anchors, local()),
     anchors: () => anchors,
     async refine() {
-      const started = await attemptStartedAt(ctx).catch(() => undefined);
-      if (started !== undefined) anchors.push({ serverMs: started, localMs: startedLocal, source: 'attempt started' });
+      if (anchors.some((a) => a.source === 'attempt started')) return undefined;
+      let why = '';
+      for (let i = 0; i < 2; i++) {
+        if (i) await new Promise((r) => setTimeout(r, 200));
+        try {
+          anchors.push({ serverMs: await attemptStartedAt(ctx), localMs: startedLocal, source: 'attempt started' });
+          return undefined;
+        } catch (err) {
+          why = (err as Error)?.message ?? String(err);
+        }
+      }
+      return why;
     },
   };
 }
 
-/**
- * When the server handed this attempt to a worker (its pending activity's `last_started_time`): a
- * worker that polls late after the attempt was scheduled (workers down) must count that wait too.
- */
-async function attemptStartedAt(ctx: Context): Promise<number | undefined> {
+/** When the server handed this attempt to a worker: its pending activity's `last_started_time`. */
+async function attemptStartedAt(ctx: Context): Promise<number> {
   const { info } = ctx;
-  if (info.isLocal || !info.workflowExecution) return undefined;
+  if (info.isLocal || !info.workflowExecution) throw new Error('a local activity has no server start time');
   const signal = AbortSignal.any([ctx.cancellationSignal, AbortSignal.timeout(3000)]);
   const res = await ctx.client.withAbortSignal(signal, () =>
     ctx.client.workflowService.describeWorkflowExecution({
@@ -96,7 +106,9 @@ async function attemptStartedAt(ctx: Context): Promise<number | undefined> {
     }),
   );
   const mine = res.pendingActivities?.find((a) => a.activityId === info.activityId && a.attempt === info.attempt);
-  return timestampMs(mine?.lastStartedTime);
+  const started = timestampMs(mine?.lastStartedTime);
+  if (started === undefined) throw new Error(`no started attempt ${info.attempt} of ${info.activityId} on the server`);
+  return started;
 }
 
 /** A protobuf Timestamp (seconds as a Long or a number) in ms. */

@@ -128,6 +128,9 @@ describe('clock skew: a worker whose wall clock is minutes off', function () {
     const e = await until(t, (x) => parks(x) === 2 || x.state === 'succeeded', 'the retry is decided');
     assert.equal(charges(customer), 1, 'the late retry charged again: its schedule time hid the wait for a worker');
     assert.equal(e.state, 'recovery_required');
+    // Escalated on the server's start time (not because the server could not say).
+    const last = e.events.filter((ev) => ev.type === 'outcome_unknown').at(-1);
+    assert.match(String(last?.reason), /not retried: the first attempt was \d+s ago by the Temporal server's clock/);
   });
 
   it('5 min ahead: an automatic retry inside the idempotency window runs and replays the charge (1 charge, no escalation)', async () => {

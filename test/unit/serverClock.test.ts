@@ -88,25 +88,34 @@ describe('serverClock: an activity’s clock', () => {
   const tick = () => local;
   beforeEach(() => (local = 1_000));
 
-  const cases: [string, Context, number][] = [
+  const cases: [string, Context, number, RegExp | undefined][] = [
     [
-      'no answer from the server: the attempt’s scheduled time',
+      'no answer from the server: the scheduled time, and why the start is unknown',
       ctxWith({}, async () => Promise.reject(new Error('unavailable'))),
       T,
+      /unavailable/,
     ],
     [
       'the server started it a minute after scheduling (no worker polled)',
       ctxWith({}, started(T + 60_000)),
       T + 60_000,
+      undefined,
     ],
-    ['a started time of another attempt is not used', ctxWith({ attempt: 2 }, started(T + 60_000, 1)), T],
-    ['nor of another activity', ctxWith({}, started(T + 60_000, 1, 'owx-2')), T],
-    ['a local activity asks nothing', ctxWith({ isLocal: true }, started(T + 60_000)), T],
+    [
+      'a started time of another attempt is not used',
+      ctxWith({ attempt: 2 }, started(T + 60_000, 1)),
+      T,
+      /no started attempt 2 of owx-1/,
+    ],
+    ['nor of another activity', ctxWith({}, started(T + 60_000, 1, 'owx-2')), T, /no started attempt 1 of owx-1/],
+    ['a local activity asks nothing', ctxWith({ isLocal: true }, started(T + 60_000)), T, /local activity/],
   ];
-  for (const [name, ctx, want] of cases)
+  for (const [name, ctx, want, unknown] of cases)
     it(name, async () => {
       const clock = activityClock(ctx, tick);
-      await clock.refine();
+      const why = await clock.refine();
+      if (unknown) assert.match(why ?? '', unknown);
+      else assert.equal(why, undefined);
       local += 2_000;
       assert.equal(clock.now(), want + 2_000);
     });
