@@ -21,6 +21,8 @@ import type {
   TurnActivities,
 } from '../workflows/types';
 import { faultPoint } from './faults';
+import type { ActivityClock } from './serverClock';
+import { activityClock, windowPassed } from './serverClock';
 import type { Limits } from './limits';
 import { DEFAULT_LIMITS, capResult, capText, capToolCalls } from './limits';
 import type { ModelProvider } from './model';
@@ -31,19 +33,40 @@ import type { ToolContext } from './tool';
 import type { Tool } from './tool';
 import { ToolFailure, UnknownOutcome } from './tool';
 
-/** Why the external system may no longer remember this call's key, or undefined while it must. */
-function windowPassed(tool: Tool, input: ToolActivityInput, info: Context['info']): string | undefined {
+/**
+ * Why the external system may no longer remember this call's key, or undefined while it must. The
+ * first attempt's time is the server's (workflow time), so now is too (activities/serverClock.ts);
+ * a local activity (a read) carries only the worker's own stamps, so it is measured on that clock.
+ */
+async function keyMayBeForgotten(
+  tool: Tool,
+  input: ToolActivityInput,
+  info: Context['info'],
+  clock: ActivityClock,
+): Promise<string | undefined> {
   if (tool.idempotencyWindow === undefined) return undefined;
-  const first = input.firstScheduledAt ?? info.scheduledTimestampMs;
-  const window = msToNumber(tool.idempotencyWindow);
-  if (Date.now() - first <= window) return undefined;
-  return `the first attempt was ${Math.round((Date.now() - first) / 1000)}s ago, beyond the ${Math.round(window / 1000)}s the external system keeps idempotency keys`;
+  const windowMs = msToNumber(tool.idempotencyWindow);
+  if (info.isLocal) return windowPassed({ firstMs: info.scheduledTimestampMs, nowMs: Date.now(), windowMs });
+  const firstMs = input.firstScheduledAt ?? info.scheduledTimestampMs;
+  // Passed by the attempt's scheduled time already: no need to ask. Otherwise the time it waited for
+  // a worker counts too, and without it nothing bounds that wait: a person decides.
+  const early = windowPassed({ firstMs, nowMs: clock.now(), windowMs });
+  if (early) return early;
+  const unknown = await clock.refine();
+  if (unknown)
+    return `the Temporal server did not say when this attempt started (${unknown}), so the time since the first attempt is not known`;
+  return windowPassed({ firstMs, nowMs: clock.now(), windowMs });
 }
 
 /** A retry after the external system may have forgotten the key could apply twice: escalate instead. */
-function checkIdempotencyWindow(tool: Tool, input: ToolActivityInput, info: Context['info']): void {
+async function checkIdempotencyWindow(
+  tool: Tool,
+  input: ToolActivityInput,
+  info: Context['info'],
+  clock: ActivityClock,
+): Promise<void> {
   const retry = input.attemptBase > 0 || info.attempt > 1;
-  const passed = retry ? windowPassed(tool, input, info) : undefined;
+  const passed = retry ? await keyMayBeForgotten(tool, input, info, clock) : undefined;
   if (passed) throw new UnknownOutcome(`not retried: ${passed}`);
 }
 
@@ -192,6 +215,8 @@ export function createActivities({ registry, model, limits: given, dispatchMarke
 
     async executeTool(input: ToolActivityInput): Promise<ToolActivityResult> {
       const ctx = Context.current();
+      const clock = activityClock(ctx);
+      const startedLocal = performance.now();
       const { info } = ctx;
       const attempt = input.attemptBase + info.attempt;
       const tool = registry.get(input.tool);
@@ -223,8 +248,9 @@ export function createActivities({ registry, model, limits: given, dispatchMarke
       if (!byHeartbeat) beatOn();
       // The tool stops at its own start-to-close even if this worker cannot hear the server: the
       // turn's reconcile fence relies on no attempt outliving that window. A turn that records the
-      // marker by heartbeat lets a dispatched tool finish when the turn is cancelled.
-      const deadline = Date.now() + info.startToCloseTimeoutMs;
+      // marker by heartbeat lets a dispatched tool finish when the turn is cancelled. Measured on the
+      // monotonic clock: a step of the host's wall clock (NTP fixing a skew) must not extend it.
+      const pastDeadline = (): boolean => performance.now() - startedLocal >= info.startToCloseTimeoutMs;
       const signal = AbortSignal.any([
         input.marker === 'heartbeat' ? stopsTheTool(ctx) : ctx.cancellationSignal,
         AbortSignal.timeout(info.startToCloseTimeoutMs),
@@ -256,17 +282,18 @@ export function createActivities({ registry, model, limits: given, dispatchMarke
           beatOn();
           await faultPoint('tool.after_dispatch', tool.name, input.executionId);
         }
+        // Before the last two checks: it may ask the server when this attempt started.
+        await checkIdempotencyWindow(tool, input, info, clock);
         if (signal.aborted)
           throw ApplicationFailure.nonRetryable('cancelled before the tool was called', FAILURE.notStarted);
         // A paused or partitioned attempt that wakes up past its own window must not act: the turn's
         // fences (reconcile, a decided retry) count on no attempt calling the adapter after it.
-        if (Date.now() >= deadline) {
+        if (pastDeadline()) {
           throw ApplicationFailure.nonRetryable(
             'past its start-to-close window before the tool was called',
             FAILURE.notStarted,
           );
         }
-        checkIdempotencyWindow(tool, input, info);
         phase = 'executing';
         const toolCtx: ToolContext = {
           executionId: input.executionId,
@@ -308,6 +335,7 @@ export function createActivities({ registry, model, limits: given, dispatchMarke
 
     async reconcileTool(input: ToolActivityInput): Promise<ReconcileAnswer> {
       const ctx = Context.current();
+      const clock = activityClock(ctx);
       const tool = registry.get(input.tool);
       if (!tool?.reconcile)
         return { status: 'unknown', reason: `tool '${input.tool}' has no reconcile() on this worker` };
@@ -328,7 +356,7 @@ export function createActivities({ registry, model, limits: given, dispatchMarke
           return { status: 'applied', result: capResult(answer.result, resultLimit(tool)) };
         case 'not_applied': {
           // "Never heard of this key" proves nothing once the system may have forgotten it.
-          const forgotten = windowPassed(tool, input, ctx.info);
+          const forgotten = await keyMayBeForgotten(tool, input, ctx.info, clock);
           return forgotten
             ? { status: 'unknown', reason: `the lookup found nothing, but ${forgotten}` }
             : { status: 'not_applied' };

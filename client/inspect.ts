@@ -131,6 +131,8 @@ export function inboxItemOf(
     ...(e.state === 'recovery_required' && typeof parked?.reason === 'string' ? { reason: parked.reason } : {}),
     ...(fence ? { fence } : {}),
     ...(ignored.length ? { notApplied: ignored } : {}),
+    // This host's clock against the turn's `until`: advisory, it only decides when a notifier asks
+    // again; the turn grants and refuses claims on its own (the server's) clock.
     notification: notificationState(e, Date.now()),
   };
 }

@@ -100,7 +100,7 @@ export const MUTANTS: Mutant[] = [
     name: 'forgotten-key-trusted',
     what: '"not found" believed after the key retention passed',
     file: ACTIVITIES,
-    find: 'const forgotten = windowPassed(tool, input, ctx.info);',
+    find: 'const forgotten = await keyMayBeForgotten(tool, input, ctx.info, clock);',
     replace: 'const forgotten = undefined;',
     cells: '^F9 http reconcile',
   },

@@ -224,7 +224,10 @@ export function liveTurnState(entries: readonly LedgerEntry[]): TurnState {
 
 /**
  * The time (ms) after which the latest dispatched attempt can no longer be running: its dispatch
- * plus its start-to-close window plus a margin for clock skew. 0 when nothing was dispatched.
+ * plus its start-to-close window plus a margin. Both times are workflow time (the Temporal
+ * server's clock); the attempt counts its window on its own monotonic clock from when it started,
+ * which is before the dispatch, and the margin covers the tool answering its abort. 0 when nothing
+ * was dispatched.
  */
 export function attemptFence(entry: LedgerEntry, startToCloseMs: number, marginMs = 2000): number {
   const dispatched = [...entry.events].reverse().find((e) => e.type === 'dispatched');

@@ -7,7 +7,11 @@ import type { ApprovalRequirement, DecisionSignature, LedgerEntry } from './type
 // Signed decisions, pure and sandbox-safe: the CLI signs with Node's crypto, the turn verifies
 // here with a pure-JS Ed25519, so a replay of the same history reaches the same verdicts.
 
-/** How far a signature's time may run ahead of the turn's clock (clock skew between machines). */
+/**
+ * How far a signature's time may run ahead of the turn's clock (the Temporal server's): the signer's
+ * clock is another machine's, so this is the one cross-clock comparison, with a bounded tolerance.
+ * A signer ahead by up to this much gets that much longer than maxAge; one behind gets less (safe).
+ */
 export const FUTURE_SKEW_MS = 60_000;
 export const DEFAULT_MAX_AGE_MS = 15 * 60_000;
 
@@ -153,7 +157,7 @@ export function authorizeDecision(
   if (age > req.maxAgeMs)
     return {
       ok: false,
-      why: `expired: signed at ${sig.signedAt}, ${Math.round(age / 1000)} s before it arrived (at most ${Math.round(req.maxAgeMs / 1000)} s); sign it again`,
+      why: `expired: signed at ${sig.signedAt}, ${Math.round(age / 1000)} s before it arrived (at most ${Math.round(req.maxAgeMs / 1000)} s); sign it again (if it was signed just now, the signer's clock is behind)`,
     };
   if (-age > FUTURE_SKEW_MS)
     return {

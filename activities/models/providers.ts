@@ -86,7 +86,11 @@ function toolSet(tools: readonly ToolDescriptor[]): ToolSet {
 const CONTEXT_LENGTH =
   /context[_ -]?length|context window|maximum context|prompt is too long|too many tokens|input is too long/i;
 
-/** Seconds or an HTTP date (RFC 9110), or the `retry-after-ms` some APIs send. */
+/**
+ * Seconds or an HTTP date (RFC 9110), or the `retry-after-ms` some APIs send. An HTTP date is read
+ * against the response's own `Date` when it has one: the provider's clock on both sides, so a worker
+ * whose clock is off does not wait minutes longer (or not at all).
+ */
 export function retryAfterMs(headers: Record<string, string> | undefined, now = Date.now()): number | undefined {
   if (!headers) return undefined;
   const lower = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
@@ -96,7 +100,8 @@ export function retryAfterMs(headers: Record<string, string> | undefined, now = 
   if (!raw) return undefined;
   if (/^\d+(\.\d+)?$/.test(raw)) return Number(raw) * 1000;
   const at = Date.parse(raw);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+  const sent = Date.parse(lower['date'] ?? '');
+  return Number.isNaN(at) ? undefined : Math.max(0, at - (Number.isNaN(sent) ? now : sent));
 }
 
 /** The one place that decides whether a provider failure is worth retrying. */

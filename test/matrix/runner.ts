@@ -56,7 +56,13 @@ export interface CellContext {
   /** The current client (a server restart replaces it). */
   c(): OpenWorkerClient;
   /** A worker process of this cell; `model` defaults to one call with `args`, then "done". */
-  worker(opts?: { faults?: string; model?: string; extraEnv?: Record<string, string> }): Promise<WorkerProcess>;
+  worker(opts?: {
+    faults?: string;
+    model?: string;
+    extraEnv?: Record<string, string>;
+    /** The worker's wall clock this many seconds off true time (test/support/clockSkew.ts). */
+    clockSkewSeconds?: number;
+  }): Promise<WorkerProcess>;
   kill(w: WorkerProcess): Promise<void>;
   /** The CLI as a user runs it, against this cell's server. */
   cli(args: string[]): Promise<CliResult>;
@@ -160,6 +166,7 @@ export async function runWith(
           },
           scope: scope.procs,
           ...(opts.faults ? { faults: opts.faults } : {}),
+          ...(opts.clockSkewSeconds !== undefined ? { clockSkewSeconds: opts.clockSkewSeconds } : {}),
         }),
       kill: async (w) => {
         await w.kill('SIGKILL');

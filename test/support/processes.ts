@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { FAULT_REPORT_PREFIX } from '../../activities/faults';
+import { skewedClockEnv } from './clockSkew';
 
 // Real worker processes for end-to-end and crash tests. Every process started here is killed
 // after each test, whatever happened.
@@ -32,6 +33,8 @@ export interface WorkerSpec {
   extraArgs?: string[];
   /** Track the process here instead of in the set every test's afterEach kills (the caller stops it). */
   scope?: Set<ChildProcess>;
+  /** Run the worker with its wall clock this many seconds off true time (test/support/clockSkew.ts). */
+  clockSkewSeconds?: number;
 }
 
 function waitFor(
@@ -88,7 +91,12 @@ export async function spawnWorker(spec: WorkerSpec): Promise<WorkerProcess> {
     ...(spec.tools ?? []).flatMap((t) => ['--tools', t]),
     ...(spec.extraArgs ?? []),
   ];
-  const env: NodeJS.ProcessEnv = { ...process.env, ...spec.env, OPENWORKER_FAULTS: spec.faults ?? '' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...spec.env,
+    ...(spec.clockSkewSeconds !== undefined ? skewedClockEnv(spec.clockSkewSeconds) : {}),
+    OPENWORKER_FAULTS: spec.faults ?? '',
+  };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
   const proc = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const owner = spec.scope ?? live;

@@ -118,3 +118,87 @@ describe('executeTool: guards before and after the tool', () => {
     assert.deepEqual(await env(2).run(executeTool, input('lookup', false)), { result: 1, attempt: 2 });
   });
 });
+
+describe('executeTool: the idempotency window on the server’s clock, whatever the worker’s', () => {
+  const T = Date.parse('2026-01-01T10:00:00.000Z');
+  let calls = 0;
+  const pay = defineTool({
+    name: 'pay',
+    description: 'charges with an idempotency key',
+    input: z.object({}),
+    requiresApproval: false,
+    recovery: 'idempotent',
+    idempotencyWindow: '15s',
+    execute: async () => ++calls,
+  });
+  const { executeTool } = createActivities({
+    registry: createRegistry([pay]),
+    model: scriptedModel({ steps: [] }),
+  });
+  // A retry (attempt 2) that the server scheduled `after` ms after the first and started `started` ms after.
+  const serverWith = (started: number | null) =>
+    ({
+      withAbortSignal: <R>(_signal: AbortSignal, fn: () => R): R => fn(),
+      workflowService: {
+        describeWorkflowExecution: async () => {
+          if (started === null) throw new Error('unavailable');
+          const ms = T + started;
+          const lastStartedTime = { seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1e6 };
+          return { pendingActivities: [{ activityId: 'owx-1', attempt: 2, lastStartedTime }] };
+        },
+      },
+    }) as unknown as Client;
+  const retry = (after: number, started: number | null = after) =>
+    new MockActivityEnvironment(
+      {
+        attempt: 2,
+        activityId: 'owx-1',
+        workflowExecution: { workflowId: 'wf', runId: 'run' },
+        scheduledTimestampMs: T,
+        currentAttemptScheduledTimestampMs: T + after,
+        isLocal: false,
+      },
+      { client: serverWith(started), logger: quietLogger },
+    ).run(executeTool, {
+      sessionId: 's',
+      turn: 1,
+      toolCallId: 'c1',
+      executionId: 'owx-1',
+      tool: 'pay',
+      arguments: {},
+      attemptBase: 0,
+      protect: false,
+      firstScheduledAt: T,
+    });
+  const cases: [string, number, number, boolean, (number | null)?][] = [
+    ['the issue: 20 s after, the worker 60 s behind', 20_000, -60_000, false],
+    ['20 s after, the worker on time', 20_000, 0, false],
+    ['5 s after, the worker 5 min ahead', 5_000, 300_000, true],
+    ['5 s after, the worker 60 s behind', 5_000, -60_000, true],
+    ['scheduled 5 s after, started 20 s after (no worker polled)', 5_000, 0, false, 20_000],
+    ['scheduled 5 s after, the server does not say when it started', 5_000, 0, false, null],
+  ];
+  for (const [name, after, skew, runs, started = after] of cases)
+    it(`${name} → ${runs ? 'runs' : 'escalates, not called'}`, async () => {
+      calls = 0;
+      const real = Date.now;
+      // The worker's wall clock relative to the server's; the window must not read it.
+      Date.now = () => T + after + skew;
+      try {
+        if (runs) assert.deepEqual(await retry(after, started), { result: 1, attempt: 2 });
+        else
+          await assert.rejects(retry(after, started), (err: unknown) => {
+            assert.ok(err instanceof ApplicationFailure, String(err));
+            assert.equal(err.type, FAILURE.unknownFinal);
+            assert.match(
+              err.message,
+              /not retried: (the first attempt was 20s ago by the Temporal server's clock|the Temporal server did not say when this attempt started \(unavailable\))/,
+            );
+            return true;
+          });
+      } finally {
+        Date.now = real;
+      }
+      assert.equal(calls, runs ? 1 : 0);
+    });
+});

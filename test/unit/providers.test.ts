@@ -66,6 +66,12 @@ describe('providers: retryAfterMs', () => {
     { headers: { 'retry-after': 'Wed, 02 Dec 2026 11:00:00 GMT' }, want: 0 },
     { headers: { 'retry-after-ms': '250', 'retry-after': '9' }, want: 250 },
     { headers: { 'retry-after': 'soon' }, want: undefined },
+    // The provider's Date is the reference: this worker's clock (now) is 5 minutes behind it.
+    {
+      headers: { 'retry-after': 'Wed, 02 Dec 2026 12:05:10 GMT', date: 'Wed, 02 Dec 2026 12:05:00 GMT' },
+      want: 10_000,
+    },
+    { headers: { 'retry-after': 'Wed, 02 Dec 2026 12:00:10 GMT', Date: 'garbage' }, want: 10_000 },
   ];
   for (const c of cases)
     it(`${JSON.stringify(c.headers)} → ${c.want}`, () => assert.equal(retryAfterMs(c.headers, now), c.want));
