@@ -16,4 +16,5 @@ export const PATCHES = {
   revokeWhilePending: 'revoke-during-pending-response-v1',
   heartbeatMarker: 'heartbeat-dispatch-marker-v1',
   localReads: 'local-reads-v1',
+  retryAsksReconcile: 'recovery-retry-asks-reconcile-v1',
 } as const;
