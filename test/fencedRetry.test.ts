@@ -62,6 +62,7 @@ describe("a person's retry asks reconcile() before sending again", function () {
     ]);
     assert.equal(cli.code, 0, `${cli.stdout}${cli.stderr}`);
     assert.match(cli.stdout, /recover c1: applied/);
+    assert.match(cli.stdout, /a retry first asks send_email's reconcile\(\)/);
     const done = await turnClosed(w.c, t);
     const e = done.ledger[0]!;
     assert.equal(w.sink.deliveries(mid(executionId)), 1, 'one approval, one delivery');
