@@ -238,10 +238,8 @@ export function callLifecycle(ctx: CallContext) {
         const next = afterRecoveryDecision(decision);
         if (next.kind !== 'run') return { next };
         // Waiting out the window proves nothing about a relay or a queue: a tool that can tell is asked.
-        const retry = () => ({
-          next: call.spec!.hasReconcile && patched(PATCHES.retryAsksReconcile) ? retryStep(true, decision.by) : next,
-          decided: decision.by,
-        });
+        const asks = () => call.spec!.hasReconcile && patched(PATCHES.retryAsksReconcile);
+        const retry = () => ({ next: retryStep(asks(), decision.by), decided: decision.by });
         const until = attemptFence(current(id), call.spec!.startToCloseMs);
         const wait = until - Date.now();
         if (decision.skipFence || wait <= 0 || !patched(PATCHES.retryFence)) return retry();
