@@ -21,7 +21,7 @@ describe("a person's retry asks reconcile() before sending again", function () {
     const to = 'relay@example.com';
     const script = scripted([{ toolCalls: [emailCall('c1', to)] }, { text: 'sent' }]);
     // send_email parks for a person (manual) and keeps the lookup for reconcile(); a short window.
-    const env = { OPENWORKER_SMTP_RECOVERY: 'manual', OPENWORKER_SMTP_TIMEOUT: '10s' };
+    const env = { OPENWORKER_SMTP_RECOVERY: 'manual', OPENWORKER_SMTP_TIMEOUT: '8s' };
     const w1 = await w.worker(script, { reconcile: true, env });
     const sessionId = uniq('fenced-relay');
     const t = await startTurn(w.c, sessionId, 'email the relay');
