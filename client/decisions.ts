@@ -10,7 +10,7 @@ import {
 } from '../workflows/definitions';
 import { reservedName } from '../workflows/deciders';
 import { executionIdFor } from '../workflows/identity';
-import { pendingFence } from '../workflows/ledger';
+import { pendingFence, reconcileNote } from '../workflows/ledger';
 import { decisionToSign, resultDigestOf } from '../workflows/signatures';
 import type {
   DecisionKind,
@@ -49,6 +49,8 @@ export interface DecisionOutcome {
   why?: string;
   /** An applied retry that first waits out the last attempt's window (until then a newer decision replaces it). */
   fence?: { until: string; attempt: number };
+  /** An applied retry: whether it asks reconcile() before running again, or nothing can tell (ledger reconcileNote). */
+  retryNote?: string;
 }
 
 const RECOVERY: readonly RecoveryDecision[] = ['retry', 'succeeded', 'failed'];
@@ -182,6 +184,8 @@ async function sendAll(
           : undefined;
       const fence = entry && pendingFence(entry);
       if (fence) o.fence = { until: fence.until, attempt: fence.attempt };
+      const note = entry?.recoveryDecision === 'retry' ? reconcileNote(entry) : undefined;
+      if (note) o.retryNote = note;
     }
     if (outcomes.some((o) => o.outcome === 'delivered')) await new Promise((r) => setTimeout(r, 150));
   }

@@ -3,7 +3,7 @@ import type { GrantOutcome, GrantView } from './grants';
 import type { ImportResult } from './import';
 import type { InboxItem, NotApplied, SessionView } from './inspect';
 import type { WaitedTurn } from './session';
-import { pendingFence } from '../workflows/ledger';
+import { pendingFence, retryNote } from '../workflows/ledger';
 import { approvedByPerson } from '../workflows/deciders';
 
 // Human-readable output for the CLI; `--json` prints the library's values instead.
@@ -37,6 +37,8 @@ export function formatTurn(t: WaitedTurn): string {
       lines.push(`    outcome unknown${why ? `: ${String(why)}` : ''}`);
       const fence = pendingFence(e);
       if (fence) lines.push(`    ${fenceLine(fence)}`);
+      const note = retryNote(e);
+      if (note) lines.push(`    ${note}`);
       lines.push(
         `    decide: openworker-temporal recover ${t.sessionId} ${e.toolCallId} --decision retry|succeeded|failed`,
       );
@@ -48,9 +50,11 @@ export function formatTurn(t: WaitedTurn): string {
 export function formatDecision(kind: string, d: DecisionOutcome): string {
   switch (d.outcome) {
     case 'applied':
-      return d.fence
-        ? `${kind} ${d.toolCallId}: applied (${d.workflowId}); the retry waits out attempt ${d.fence.attempt} until ${d.fence.until} (a slow system may still apply it); a newer decision replaces it, --now runs it at once`
-        : `${kind} ${d.toolCallId}: applied (${d.workflowId})`;
+      return (
+        (d.fence
+          ? `${kind} ${d.toolCallId}: applied (${d.workflowId}); the retry waits out attempt ${d.fence.attempt} until ${d.fence.until} (a slow system may still apply it); a newer decision replaces it, --now runs it at once`
+          : `${kind} ${d.toolCallId}: applied (${d.workflowId})`) + (d.retryNote ? `\n  ${d.retryNote}` : '')
+      );
     case 'ignored':
       return `${kind} ${d.toolCallId}: NOT applied: ${d.why}`;
     case 'delivered':
@@ -98,8 +102,9 @@ export function formatSession(v: SessionView): string {
       ? `\n    ${refused.length} decision${refused.length > 1 ? 's' : ''} refused; last: ${short(String(last.why), 200)}`
       : '';
     const fence = pendingFence(e);
+    const retry = retryNote(e);
     lines.push(
-      `  turn ${e.turn} ${e.toolCallId}  ${e.tool}  ${e.state}  attempts ${e.attempts}  ${e.executionId}  ${who}${rec}${note}${fence ? `\n    ${fenceLine(fence)}` : ''}`,
+      `  turn ${e.turn} ${e.toolCallId}  ${e.tool}  ${e.state}  attempts ${e.attempts}  ${e.executionId}  ${who}${rec}${note}${fence ? `\n    ${fenceLine(fence)}` : ''}${retry ? `\n    ${retry}` : ''}`,
     );
   }
   return lines.join('\n');
@@ -118,7 +123,7 @@ export function formatInbox(items: InboxItem[]): string {
       const head = `${i.state.padEnd(18)} ${age}s ago  session ${i.sessionId} turn ${i.turn}  ${i.toolCallId}  ${i.tool}${i.target ? ` → ${i.target}` : ''}`;
       const last = i.notApplied?.at(-1);
       const refused = last ? `\n    ${notAppliedLine(last)}` : '';
-      return `${head}\n    args: ${short(i.arguments, 160)}${i.reason ? `\n    why: ${i.reason}` : ''}${i.fence ? `\n    ${fenceLine(i.fence)}` : ''}${refused}`;
+      return `${head}\n    args: ${short(i.arguments, 160)}${i.reason ? `\n    why: ${i.reason}` : ''}${i.fence ? `\n    ${fenceLine(i.fence)}` : ''}${i.retryNote ? `\n    ${i.retryNote}` : ''}${refused}`;
     })
     .join('\n');
 }

@@ -1,5 +1,5 @@
 import { notAppliedDecisions } from '../workflows/details';
-import { pendingFence } from '../workflows/ledger';
+import { pendingFence, retryNote } from '../workflows/ledger';
 import { notificationState, type NotificationState } from '../workflows/notifications';
 import type { DecisionRecord, ImportInfo, LedgerEntry, Message, RefusedMessage, TurnState } from '../workflows/types';
 import type { OpenWorkerClient } from './connection';
@@ -90,6 +90,8 @@ export interface InboxItem {
   reason?: string;
   /** A decided retry waiting out the last attempt's window (the call stays here until it runs). */
   fence?: { until: string; attempt: number; by: string };
+  /** What a retry does about an earlier attempt that may still land (asks reconcile(), or nothing can). */
+  retryNote?: string;
   /** Decisions on this call the turn did not apply, with why. */
   notApplied?: NotApplied[];
   /** Whether this park's notification was sent (or is claimed by a notifier). */
@@ -114,6 +116,7 @@ export function inboxItemOf(
   // The park's reason, also while a decided retry waits (its retry_fenced event comes last).
   const parked = [...e.events].reverse().find((ev) => ev.type === 'recovery_required');
   const fence = pendingFence(e);
+  const note = retryNote(e);
   const ignored = notApplied(s.decisions ?? [], e.toolCallId);
   return {
     sessionId: s.sessionId,
@@ -130,6 +133,7 @@ export function inboxItemOf(
     attempts: e.attempts,
     ...(e.state === 'recovery_required' && typeof parked?.reason === 'string' ? { reason: parked.reason } : {}),
     ...(fence ? { fence } : {}),
+    ...(note ? { retryNote: note } : {}),
     ...(ignored.length ? { notApplied: ignored } : {}),
     // This host's clock against the turn's `until`: advisory, it only decides when a notifier asks
     // again; the turn grants and refuses claims on its own (the server's) clock.

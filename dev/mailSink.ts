@@ -16,6 +16,9 @@ import type { Fault, Ledger, StoredMessage } from './mailSinkState';
  * - `hold-250`: store the message, then hold the final 250 until `release()`;
  * - `hold-commit`: a slow server: hold WITHOUT storing; `release()` stores and answers 250 only if the client is still
  *   connected, otherwise nothing is stored (`abandoned`). A client that hangs up while held emits `hangup`;
+ * - `relay` (`commitAfterMs`, default 5000): a relay or a queue: hold WITHOUT storing, then store `commitAfterMs` after
+ *   the end of DATA (or at an earlier `release()`) whether or not the client is still connected, and answer 250 to a
+ *   client still there;
  * - `store-then-drop`: store, then close the connection without replying;
  * - `451`: answer 451 (temporary failure), nothing stored;
  * - `554-after-store`: store, then answer 554.

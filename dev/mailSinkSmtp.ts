@@ -16,7 +16,7 @@ type Reply = (err: Error | null, message?: string) => void;
 interface Link {
   state: SinkState;
   options: MailSinkOptions;
-  /** `hold-commit` transactions being held, by SMTP session, to notice a client that hangs up. */
+  /** `hold-commit` and `relay` transactions being held, by SMTP session, to notice a client that hangs up. */
   heldCommits: Map<string, TransactionRecord>;
   connected(sessionId: string): boolean;
   dropConnection(sessionId: string): void;
@@ -108,7 +108,8 @@ async function onData(
     return callback(e);
   }
   const id = message.messageId;
-  const fault = state.take(message.to)?.mode;
+  const armed = state.take(message.to);
+  const fault = armed?.mode;
   const legacy = options.failData;
   const refuse = (code: number, text: string, outcome: 'failed_451' | 'stored_554') => {
     transaction(id, outcome, { code, ...(fault ? { fault } : {}) });
@@ -118,6 +119,7 @@ async function onData(
   if (fault === '451') return refuse(451, 'Temporary failure (test fault), nothing stored', 'failed_451');
   if (!fault && legacy && !legacy.afterStore) return refuse(legacy.code, 'Message refused (test fault)', 'failed_451');
   if (fault === 'hold-commit') return holdCommit(link, message, session.id, callback);
+  if (fault === 'relay') return relay(link, message, session.id, armed?.commitAfterMs ?? 5000, callback);
   try {
     await state.commit(message);
   } catch {
@@ -169,6 +171,40 @@ async function holdCommit(link: Link, message: StoredMessage, sessionId: string,
     t.outcome = 'abandoned';
     return emit('abandoned', id);
   }
+  try {
+    await state.commit(message);
+  } catch {
+    Object.assign(t, { outcome: 'rejected', code: 451 });
+    emit('failed', id);
+    return callback(smtpError(451, 'Could not store the message'));
+  }
+  t.outcome = 'stored';
+  emit('released', id);
+  callback(null, 'Message stored');
+}
+
+/**
+ * A relay or a queue: it has the message and commits it `commitAfterMs` after the end of DATA (or at an earlier
+ * release) whether or not the client is still connected; a client still there hears the 250.
+ */
+async function relay(
+  link: Link,
+  message: StoredMessage,
+  sessionId: string,
+  commitAfterMs: number,
+  callback: Reply,
+): Promise<void> {
+  const { state } = link;
+  const { emit, transaction } = state;
+  const id = message.messageId;
+  const t = transaction(id, 'held', { fault: 'relay' });
+  link.heldCommits.set(sessionId, t); // a client that hangs up meanwhile is recorded (`hangup`), nothing more
+  emit('holding', id);
+  const how = await state.hold(id, sessionId, commitAfterMs);
+  link.heldCommits.delete(sessionId);
+  if (how === 'close') return link.dropConnection(sessionId);
+  if (how === 'reset') return callback(smtpError(451, 'The sink was reset, nothing stored'));
+  t.releasedAt = iso();
   try {
     await state.commit(message);
   } catch {

@@ -8,14 +8,17 @@ import type { messageFile } from './mailSinkFile';
  * transactions, the armed faults, the held replies and the barrier history. dev/mailSink.ts describes the faults.
  */
 
-export const FAULT_MODES = ['hold-250', 'hold-commit', 'store-then-drop', '451', '554-after-store'] as const;
+export const FAULT_MODES = ['hold-250', 'hold-commit', 'relay', 'store-then-drop', '451', '554-after-store'] as const;
 export type FaultMode = (typeof FAULT_MODES)[number];
 export interface Fault {
   mode: FaultMode;
   count?: number;
   recipient?: string;
+  /** `relay`: how long after the end of DATA the message commits (default 5000). */
+  commitAfterMs?: number;
 }
 /**
+ * `relay`: held while the relay has it (`held`), then `stored` at its commit whether or not the client is still there.
  * `failed_451`: answered with an error, nothing stored; `stored_554`: stored, then answered with an error (`code` is
  * the reply actually sent: 451/554 for the runtime faults, `failData.code` for the option); `rejected`: not a test
  * fault (size limit, unreadable message, storage failure); `abandoned`: `hold-commit` found its client gone at the
@@ -51,11 +54,16 @@ export interface StoredMessage {
   receivedAt: string;
 }
 
-const faultSchema = z.strictObject({
-  mode: z.enum(FAULT_MODES),
-  count: z.number().int().positive().optional(),
-  recipient: z.string().min(1).optional(),
-});
+const faultSchema = z
+  .strictObject({
+    mode: z.enum(FAULT_MODES),
+    count: z.number().int().positive().optional(),
+    recipient: z.string().min(1).optional(),
+    commitAfterMs: z.number().int().min(0).max(600_000).optional(),
+  })
+  .refine((f) => f.commitAfterMs === undefined || f.mode === 'relay', {
+    message: 'commitAfterMs only goes with mode relay',
+  });
 
 /** How a hold ends: `release()`, `reset()`, or the sink closing. */
 export type HoldEnd = 'release' | 'reset' | 'close';
@@ -137,15 +145,21 @@ function faultList() {
   };
 }
 
-/** The replies held by `hold-250` and `hold-commit`. */
+/** The replies held by `hold-250`, `hold-commit` and `relay`. */
 function holdSet() {
   const held = new Set<Held>();
   return {
-    /** Parks a reply until released, reset or the sink closes. */
-    hold: (messageId: string, sessionId: string) =>
+    /** Parks a reply until released, reset or the sink closes; `releaseAfterMs`: released then at the latest. */
+    hold: (messageId: string, sessionId: string, releaseAfterMs?: number) =>
       new Promise<HoldEnd>((resolve) => {
-        const h: Held = { messageId, sessionId, end: (how) => (held.delete(h), resolve(how)) };
+        let timer: NodeJS.Timeout | undefined;
+        const h: Held = {
+          messageId,
+          sessionId,
+          end: (how) => (clearTimeout(timer), held.delete(h), resolve(how)),
+        };
         held.add(h);
+        if (releaseAfterMs !== undefined) timer = setTimeout(() => h.end('release'), releaseAfterMs);
       }),
     endAll: (how: HoldEnd) => [...held].forEach((h) => h.end(how)),
     release: (messageId?: string) => {

@@ -41,6 +41,8 @@ export const SETTINGS = {
   OPENWORKER_SMTP_FROM: 'the sender (default openworker@localhost)',
   OPENWORKER_SMTP_LOOKUP_URL: "the mail system's lookup URL; set, send_email reconciles",
   OPENWORKER_SMTP_TIMEOUT: 'upper bound for one send (default 2m)',
+  OPENWORKER_SMTP_RECOVERY:
+    'with a lookup URL: reconcile (default) or manual (a person decides; a retry asks the lookup first)',
   OPENWORKER_PAYMENTS_URL: "create_payment's API",
   OPENWORKER_PAYMENTS_RECOVERY: 'its recovery policy (default idempotent)',
   OPENWORKER_PAYMENTS_KEY_RETENTION: 'how long the API keeps idempotency keys',

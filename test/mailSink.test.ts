@@ -240,7 +240,24 @@ describe('mail sink and send_email', function () {
       ['bad secure flag', { ...base, OPENWORKER_SMTP_SECURE: 'yes' }, /OPENWORKER_SMTP_SECURE/],
       ['password without user', { ...base, OPENWORKER_SMTP_PASS: 'hunter2' }, /OPENWORKER_SMTP_USER/],
       ['bad lookup URL', { ...base, OPENWORKER_SMTP_LOOKUP_URL: 'ftp://x' }, /OPENWORKER_SMTP_LOOKUP_URL/],
+      [
+        'manual with a lookup (a person decides, a retry asks)',
+        { ...base, OPENWORKER_SMTP_LOOKUP_URL: 'http://127.0.0.1:1/messages', OPENWORKER_SMTP_RECOVERY: 'manual' },
+        { recovery: 'manual', lookupUrl: 'http://127.0.0.1:1/messages' },
+      ],
+      ['bad recovery', { ...base, OPENWORKER_SMTP_RECOVERY: 'idempotent' }, /^OPENWORKER_SMTP_RECOVERY must be/],
+      [
+        'reconcile without a lookup',
+        { ...base, OPENWORKER_SMTP_RECOVERY: 'reconcile' },
+        /OPENWORKER_SMTP_RECOVERY=reconcile needs OPENWORKER_SMTP_LOOKUP_URL/,
+      ],
     ];
+    it('manual with a lookup: send_email parks for a person and keeps reconcile() for a retry', () => {
+      const lookupUrl = 'http://127.0.0.1:1/messages';
+      const tool = sendEmailTool({ host: 'h', port: 25, from: 'f@x.y', lookupUrl, recovery: 'manual' });
+      assert.deepEqual([tool.recovery, typeof tool.reconcile], ['manual', 'function']);
+      assert.equal(sendEmailTool({ host: 'h', port: 25, from: 'f@x.y', lookupUrl }).recovery, 'reconcile');
+    });
     for (const [name, env, expected] of cases) {
       it(name, () => {
         if (expected instanceof RegExp) {

@@ -105,6 +105,28 @@ describe('mail sink runtime faults', function () {
     );
   });
 
+  it('relay: holds, then commits after commitAfterMs even though its client hung up; a connected client hears the 250', async () => {
+    s.arm({ mode: 'relay', commitAfterMs: 300, count: 2 });
+    const abort = new AbortController();
+    const gone = rejectsWith(Promise.resolve(tool.execute(mail, ctxFor('exec-relay', abort.signal))));
+    await s.waitFor('holding', idOf('exec-relay'));
+    assert.deepEqual(await tool.reconcile!(mail, ctxFor('exec-relay')), { status: 'not_applied' }, 'not yet');
+    abort.abort();
+    await gone;
+    await s.waitFor('hangup', idOf('exec-relay'));
+    await s.waitFor('stored', idOf('exec-relay'));
+    assert.equal(s.deliveries(idOf('exec-relay')), 1, 'the relay commits what it has, client or not');
+    assert.equal((await tool.reconcile!(mail, ctxFor('exec-relay'))).status, 'applied');
+    const [t] = s.ledger().transactions;
+    assert.deepEqual([t!.outcome, t!.fault], ['stored', 'relay']);
+    assert.ok(t!.hungUpAt && t!.releasedAt && t!.hungUpAt <= t!.releasedAt, JSON.stringify(t));
+
+    const kept = await send('exec-relay-kept');
+    assert.match(kept.response ?? '', /^250/);
+    assert.equal(s.deliveries(idOf('exec-relay-kept')), 1);
+    assert.throws(() => s.arm({ mode: 'hold-250', commitAfterMs: 5 }), /commitAfterMs only goes with mode relay/);
+  });
+
   it('store-then-drop: stored, the client sees an unknown outcome', async () => {
     s.arm({ mode: 'store-then-drop' });
     const err = await rejectsWith(send('exec-rt-drop'));

@@ -112,6 +112,14 @@ export const MUTANTS: Mutant[] = [
     replace: 'if (false) {',
     cells: '^F10 http reconcile',
   },
+  {
+    name: 'blind-human-retry',
+    what: "a person's retry runs without asking the tool's reconcile() (#27 hole 1)",
+    file: BUNDLE,
+    find: '(asks(), decision.by)',
+    replace: '(false, decision.by)',
+    cells: '^F7 http reconcile',
+  },
 ];
 
 const ROOT = join(__dirname, '..', '..');

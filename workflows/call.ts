@@ -24,9 +24,11 @@ import {
   afterExecution,
   afterReconcile,
   afterRecoveryDecision,
+  afterRetryReconcile,
   attemptsPerRun,
   dispatchLearned,
   isProtected,
+  retryStep,
   whenCancelled,
 } from './policy';
 import type { createShields } from './shields';
@@ -52,7 +54,7 @@ import type {
  *      rejected                    │   └── not applied ──┘                           │ unknown
  *                                  │                                                 ▼
  *                                  └──── retry, after the fence ◀── recovery_required ─▶ succeeded | failed
- *                                                                     (a person decides)
+ *                                        then reconcile(), if any     (a person decides)
  *
  * The seed's "approved" is the state `running` here (it is also what an auto-approved read is in),
  * and "unknown" is an event (`outcome_unknown`) that the recovery policy turns into a state.
@@ -221,8 +223,8 @@ export function callLifecycle(ctx: CallContext) {
   };
 
   // recovery_required: a person decides. A decided retry first waits out the last dispatched
-  // attempt's window (a slow system may still apply it) unless the decision skips the fence; a newer
-  // decision during the wait replaces it. `decided` names who decided a retry.
+  // attempt's window unless the decision skips the fence (a newer decision during the wait replaces
+  // it), then asks reconcile() when the tool has one. `decided` names who decided a retry.
   const recoveryDecision = async (call: PlannedCall): Promise<{ next: NextStep; decided?: string }> => {
     const id = call.toolCallId;
     intake.judgeWaiting(id);
@@ -235,9 +237,12 @@ export function callLifecycle(ctx: CallContext) {
         recoveries.delete(id);
         const next = afterRecoveryDecision(decision);
         if (next.kind !== 'run') return { next };
+        // Waiting out the window proves nothing about a relay or a queue: a tool that can tell is asked.
+        const asks = () => call.spec!.hasReconcile && patched(PATCHES.retryAsksReconcile);
+        const retry = () => ({ next: retryStep(asks(), decision.by), decided: decision.by });
         const until = attemptFence(current(id), call.spec!.startToCloseMs);
         const wait = until - Date.now();
-        if (decision.skipFence || wait <= 0 || !patched(PATCHES.retryFence)) return { next, decided: decision.by };
+        if (decision.skipFence || wait <= 0 || !patched(PATCHES.retryFence)) return retry();
         const attempt = current(id).attempts;
         step(id, { type: 'retry_fenced', until: new Date(until).toISOString(), attempt, by: decision.by });
         fencedBy = decision.by;
@@ -245,7 +250,7 @@ export function callLifecycle(ctx: CallContext) {
           summary: `fence: ${call.name} ${current(id).executionId} waits out attempt ${attempt}`,
         });
         fencedBy = undefined;
-        if (!replaced) return { next, decided: decision.by };
+        if (!replaced) return retry();
       }
     } catch (err) {
       // Signals run before a cancel in the same task: a decision accepted then never acts. The call
@@ -288,7 +293,10 @@ export function callLifecycle(ctx: CallContext) {
             next = await execute(call);
             break;
           case 'reconcile':
-            next = await reconcile(call);
+            next =
+              next.retryDecidedBy === undefined
+                ? await reconcile(call)
+                : afterRetryReconcile(await askExternalSystem(call), next.retryDecidedBy);
             break;
           case 'recovery_required':
             step(id, { type: 'recovery_required', reason: next.reason });

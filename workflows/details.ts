@@ -1,4 +1,4 @@
-import { invariantViolations, pendingFence } from './ledger';
+import { invariantViolations, pendingFence, retryNote } from './ledger';
 import { isProtected } from './policy';
 import type { DecisionRecord, TurnStatus } from './types';
 
@@ -48,6 +48,8 @@ export function renderDetails(status: TurnStatus): string {
         '',
         `\`${cell(e.toolCallId)}\`: retry decided by ${cell(fence.by)}, waiting out attempt ${fence.attempt} until ${fence.until.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')} (a slow system may still apply it). A newer \`recover\` replaces it; \`"skipFence": true\` runs it now.`,
       );
+    const note = retryNote(e);
+    if (note) lines.push('', `\`${cell(e.toolCallId)}\`: ${note}.`);
   }
   const ignored = notAppliedDecisions(status.decisions);
   if (ignored.length) {

@@ -54,7 +54,8 @@ export const TRANSITIONS: Record<LedgerInput['type'], { from: From; to: CallStat
   succeeded: { from: ['running', 'dispatched', 'reconciling', 'recovery_required'], to: 'succeeded' },
   failed: { from: ['running', 'dispatched', 'reconciling', 'recovery_required'], to: 'failed' },
   outcome_unknown: { from: ['running', 'dispatched'], to: 'same' },
-  reconciling: { from: ['dispatched', 'reconciling'], to: 'reconciling' },
+  // From recovery_required: a person's retry asks first when the tool has reconcile().
+  reconciling: { from: ['dispatched', 'reconciling', 'recovery_required'], to: 'reconciling' },
   reconciled: { from: ['reconciling'], to: 'same' },
   // From recovery_required too: a decided retry that never ran (the turn was cancelled) parks anew.
   recovery_required: { from: ['running', 'dispatched', 'reconciling', 'recovery_required'], to: 'recovery_required' },
@@ -92,7 +93,9 @@ export function newEntry(
     ...(call.target !== undefined ? { target: call.target } : {}),
     argsDigest: call.argsDigest,
     arguments: call.arguments,
-    ...(call.spec ? { effect: call.spec.effect, recovery: call.spec.recovery } : {}),
+    ...(call.spec
+      ? { effect: call.spec.effect, recovery: call.spec.recovery, hasReconcile: call.spec.hasReconcile }
+      : {}),
     ...(call.approval ? { approval: call.approval } : {}),
     iteration,
     state,
@@ -204,6 +207,22 @@ export function pendingFence(entry: LedgerEntry): { until: string; attempt: numb
   if (last?.type !== 'retry_fenced') return undefined;
   return { until: String(last.until), attempt: Number(last.attempt), by: String(last.by) };
 }
+
+/**
+ * What a person's retry does about an earlier attempt that may still land, in one line that every
+ * view prints (CLI, approvals page, Web UI details), derived from the entry's `hasReconcile`.
+ * Undefined for a read, or an entry recorded before the field was kept.
+ */
+export function reconcileNote(entry: LedgerEntry): string | undefined {
+  if (entry.effect !== 'external' || entry.hasReconcile === undefined) return undefined;
+  return entry.hasReconcile
+    ? `a retry first asks ${entry.tool}'s reconcile() whether an earlier attempt was applied: applied → succeeded with its result, not applied → runs again, cannot tell → parks again`
+    : `${entry.tool} has no reconcile(): an earlier attempt may still land after its window (a relay, a queue or a mail server can apply it late), and the wait before a retry runs proves nothing about the external system: check there first`;
+}
+
+/** reconcileNote for a call parked in recovery_required, where a person is about to decide. */
+export const retryNote = (entry: LedgerEntry): string | undefined =>
+  entry.state === 'recovery_required' ? reconcileNote(entry) : undefined;
 
 /** The invariant violations a ledger recorded; tests assert there are none. */
 export const invariantViolations = (entries: readonly LedgerEntry[]): string[] =>

@@ -18,4 +18,5 @@ export const PATCHES = {
   localReads: 'local-reads-v1',
   sessionIdCheck: 'session-id-check-v1',
   reservedNames: 'reserved-names-refused-v1',
+  retryAsksReconcile: 'recovery-retry-asks-reconcile-v1',
 } as const;

@@ -22,7 +22,8 @@ export type NextStep =
   | { kind: 'succeed'; result: unknown; via: 'execute' | 'reconcile' | 'recovery'; attempt?: number }
   | { kind: 'fail'; error: string; via: 'execute' | 'recovery' | 'not_dispatched' }
   | { kind: 'run'; why: string }
-  | { kind: 'reconcile' }
+  /** Ask the external system; `retryDecidedBy`: a person's retry asks first (afterRetryReconcile). */
+  | { kind: 'reconcile'; retryDecidedBy?: string }
   | { kind: 'recovery_required'; reason: string };
 
 export interface CallFacts {
@@ -116,6 +117,26 @@ export function afterRecoveryDecision(decision: {
         via: 'recovery',
       };
   }
+}
+
+/**
+ * What a person's retry does once no attempt can still be running (or at once, with --now): a tool
+ * with reconcile() is asked first, because a relay, a queue or a mail server can apply an attempt
+ * after its start-to-close window, and waiting out the window proves nothing about the external
+ * system; a tool without one runs again.
+ */
+export function retryStep(hasReconcile: boolean, by: string): NextStep {
+  return hasReconcile ? { kind: 'reconcile', retryDecidedBy: by } : { kind: 'run', why: `retry decided by ${by}` };
+}
+
+/** The answer to a person's retry's question: applied is the result, not applied sends, unknown asks the person again. */
+export function afterRetryReconcile(answer: ReconcileAnswer, by: string): NextStep {
+  if (answer.status === 'applied') return { kind: 'succeed', result: answer.result, via: 'reconcile' };
+  if (answer.status === 'not_applied') return { kind: 'run', why: `retry decided by ${by}; reconcile: not applied` };
+  return {
+    kind: 'recovery_required',
+    reason: `the retry decided by ${by} did not run: reconcile could not tell whether an earlier attempt was applied (${answer.reason ?? 'unknown'}); decide again`,
+  };
 }
 
 /**

@@ -17,6 +17,11 @@ export interface SmtpConfig {
   lookupUrl?: string;
   /** Upper bound for one send (`'30s'`, ms); also how long reconcile waits before believing "not sent". Default 2 minutes. */
   timeout?: string;
+  /**
+   * With a lookup URL: `reconcile` (default) asks it on its own after an unknown outcome; `manual` parks
+   * the call for a person, and a person's retry asks the lookup before sending again.
+   */
+  recovery?: 'manual' | 'reconcile';
 }
 
 export interface SendEmailResult {
@@ -61,6 +66,11 @@ export function smtpConfigFromEnv(env: NodeJS.ProcessEnv = process.env): SmtpCon
   if (lookupUrl !== undefined && !/^https?:$/.test(safeUrlProtocol(lookupUrl))) {
     throw new Error('OPENWORKER_SMTP_LOOKUP_URL must be an http(s) URL');
   }
+  const recovery = get('OPENWORKER_SMTP_RECOVERY');
+  if (recovery !== undefined && recovery !== 'manual' && recovery !== 'reconcile')
+    throw new Error(`OPENWORKER_SMTP_RECOVERY must be manual or reconcile, got ${JSON.stringify(recovery)}`);
+  if (recovery === 'reconcile' && lookupUrl === undefined)
+    throw new Error('OPENWORKER_SMTP_RECOVERY=reconcile needs OPENWORKER_SMTP_LOOKUP_URL (the lookup it asks)');
   const timeout = get('OPENWORKER_SMTP_TIMEOUT');
   if (timeout !== undefined && !/^\d+(\.\d+)?\s*(ms|s|m|seconds?|minutes?)?$/.test(timeout)) {
     throw new Error(`OPENWORKER_SMTP_TIMEOUT must be a duration like 30s or 2m, got ${JSON.stringify(timeout)}`);
@@ -74,6 +84,7 @@ export function smtpConfigFromEnv(env: NodeJS.ProcessEnv = process.env): SmtpCon
     from: get('OPENWORKER_SMTP_FROM') ?? 'openworker@localhost',
     lookupUrl,
     ...(timeout ? { timeout } : {}),
+    ...(recovery ? { recovery } : {}),
   };
 }
 
@@ -126,7 +137,7 @@ export function sendEmailTool(config: SmtpConfig | undefined) {
     maxArgsBytes: 512 * 1024,
     effect: 'external',
     requiresApproval: true,
-    recovery: lookupUrl ? 'reconcile' : 'manual',
+    recovery: lookupUrl ? (config?.recovery ?? 'reconcile') : 'manual',
     target: (input) => input.to,
     ...(config?.timeout ? { timeouts: { startToClose: config.timeout } } : {}),
     execute: async (input, ctx): Promise<SendEmailResult> => {

@@ -1,7 +1,7 @@
 import { turnWorkflowId } from '../../workflows/ids';
 import { decisionToSign, resultDigestOf, signedMessage } from '../../workflows/signatures';
 import { executionIdFor } from '../../workflows/identity';
-import { pendingFence } from '../../workflows/ledger';
+import { pendingFence, retryNote } from '../../workflows/ledger';
 import type { DecisionSignature, LedgerEntry, Message, RecoveryDecision } from '../../workflows/types';
 import type { OpenWorkerClient } from '../connection';
 import { approve, recover, reject, type DecisionOutcome } from '../decisions';
@@ -37,6 +37,8 @@ export interface CallView {
   /** Set when this call's decisions count only when signed (the worker's approver policy). */
   needsSignature?: string;
   fence?: { until: string; attempt: number };
+  /** A parked call: whether a retry asks reconcile() first, or nothing can tell (ledger retryNote). */
+  retryNote?: string;
   /** Decisions on this call the turn did not apply, with why. */
   notApplied: NotApplied[];
 }
@@ -111,6 +113,7 @@ async function turnView(c: OpenWorkerClient, ref: CallRef): Promise<Omit<CallVie
   const entry = status.ledger.find((e) => e.toolCallId === ref.toolCallId);
   if (!entry) throw new OpenWorkerError(`no tool call '${ref.toolCallId}' in ${workflowId}`, 'not_found');
   const fence = pendingFence(entry);
+  const note = retryNote(entry);
   const actions = status.closed ? [] : actionsFor(entry);
   return {
     executionId: entry.executionId,
@@ -126,6 +129,7 @@ async function turnView(c: OpenWorkerClient, ref: CallRef): Promise<Omit<CallVie
         }
       : {}),
     ...(fence ? { fence: { until: fence.until, attempt: fence.attempt } } : {}),
+    ...(note ? { retryNote: note } : {}),
   };
 }
 

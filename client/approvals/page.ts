@@ -149,6 +149,7 @@ async function showCall(executionId, query) {
     parkedWhy(e) ? el('p', { className: 'error', id: 'parked-why' }, 'Why it parked: ' + parkedWhy(e) +
       (e.dispatched ? '. The tool was called: retry only if you know the first call had no effect.' : '.')) : '',
     v.fence ? el('p', {}, 'A retry waits until ' + v.fence.until + ' (the last attempt\\'s window).') : '',
+    v.retryNote ? el('p', { className: e.hasReconcile ? '' : 'error', id: 'retry-note' }, 'A retry: ' + v.retryNote + '.') : '',
     v.needsSignature ? el('section', {}, el('p', { className: 'error', id: 'needs-signature' }, v.needsSignature), keyInfo) : '',
     offered.length ? el('section', { className: 'actions' }, el('h3', {}, 'Decide as ' + me),
       reason, e.state === 'recovery_required' ? result : '', ...buttons, outcome) : outcome,

@@ -201,11 +201,16 @@ export async function partitionRetry(ctx: CellContext): Promise<CellReport> {
   const fenced = `waiting out attempt ${r.fence!.attempt} until ${r.fence!.until}`;
   assert.ok(r.views!.show.includes(fenced), `show names the fence:\n${r.views!.show}`);
   assert.ok(r.views!.inbox.includes(fenced), `inbox names the fence:\n${r.views!.inbox}`);
+  // send_email without a lookup URL has no reconcile(): the screens say the first attempt may still land.
+  const hazard = 'send_email has no reconcile(): an earlier attempt may still land';
+  assert.ok(r.views!.show.includes(hazard), `show says a retry cannot check:\n${r.views!.show}`);
+  assert.ok(r.views!.inbox.includes(hazard), `inbox says a retry cannot check:\n${r.views!.inbox}`);
   return ctx.finish({
     workflowId: r.workflowId,
     executionId: r.executionId,
     extraChecks: [
       'partition: the CLI, the ledger, show and inbox name the fence',
+      'partition: show and inbox say the tool has no reconcile(), so the fence proves nothing',
       'partition: the retry was scheduled no earlier than the fence',
       "partition: the cut-off attempt's message was abandoned, never committed",
     ],

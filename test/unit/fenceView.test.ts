@@ -1,10 +1,11 @@
 import { strict as assert } from 'node:assert';
-import { formatInbox, formatSession, formatTurn } from '../../client/format';
+import { formatDecision, formatInbox, formatSession, formatTurn } from '../../client/format';
 import type { SessionView } from '../../client/inspect';
 import { inboxItemOf } from '../../client/inspect';
 import type { WaitedTurn } from '../../client/session';
-import { applyLedger, newEntry, pendingFence } from '../../workflows/ledger';
-import type { LedgerEntry } from '../../workflows/types';
+import { renderDetails } from '../../workflows/details';
+import { applyLedger, newEntry, pendingFence, reconcileNote, retryNote } from '../../workflows/ledger';
+import type { LedgerEntry, TurnStatus } from '../../workflows/types';
 import { AT, planned } from './helpers';
 
 // A decided retry that waits out the last attempt's window is visible where a person looks:
@@ -79,5 +80,48 @@ describe('the fence of a decided retry in show, inbox and a turn', () => {
   it('once the retry runs, nothing claims a fence', () => {
     const running = applyLedger(fenced(), { type: 'scheduled', activityId: 'exec-1-2' }, AT);
     assert.ok(!formatSession(session(running)).includes('waiting out'));
+  });
+});
+
+// Whether a retry asks reconcile() first is one fact of the entry (hasReconcile, from the tool's
+// spec): every screen where a person decides prints the same line from it.
+describe('what a retry does about an attempt that may still land, on every decision screen', () => {
+  const withReconcile = (has: boolean): LedgerEntry => ({ ...parked(), hasReconcile: has });
+  const NONE = 'send_email has no reconcile(): an earlier attempt may still land after its window';
+  const ASKS = "a retry first asks send_email's reconcile() whether an earlier attempt was applied";
+
+  it('newEntry keeps the spec’s hasReconcile; the note follows it', () => {
+    assert.equal(parked().hasReconcile, false);
+    assert.equal(
+      newEntry(planned({ spec: { ...planned().spec!, hasReconcile: true } }), 'x', 1, AT).hasReconcile,
+      true,
+    );
+    assert.ok(retryNote(withReconcile(false))!.startsWith(NONE));
+    assert.ok(retryNote(withReconcile(true))!.startsWith(ASKS));
+    assert.ok(retryNote(fenced())!.startsWith(NONE), 'also while a decided retry waits');
+  });
+
+  it('no note where nobody decides a retry: not parked, a read, an entry recorded before the field', () => {
+    const { hasReconcile: _gone, ...old } = parked();
+    const running = applyLedger(parked(), { type: 'scheduled', activityId: 'exec-1-2' }, AT);
+    for (const e of [running, { ...parked(), effect: 'read' as const }, old as LedgerEntry])
+      assert.equal(retryNote(e), undefined, JSON.stringify(e.state));
+  });
+
+  it('show, inbox, a turn, the Web UI details and the decision output print it', () => {
+    for (const [has, line] of [
+      [false, NONE],
+      [true, ASKS],
+    ] as const) {
+      const e = withReconcile(has);
+      const turn = { workflowId: 'wf-1', sessionId: 's1', state: 'recovery_required', ledger: [e] };
+      assert.ok(formatSession(session(e)).includes(line), formatSession(session(e)));
+      assert.ok(formatInbox([item(e)]).includes(line), formatInbox([item(e)]));
+      assert.ok(formatTurn(turn as unknown as WaitedTurn).includes(line));
+      const status = { ...turn, turn: 1, iteration: 1, decisions: [] } as unknown as TurnStatus;
+      assert.ok(renderDetails(status).includes(`\`call_1\`: ${line}`), renderDetails(status));
+      const d = { sessionId: 's1', toolCallId: 'c1', workflowId: 'wf-1', decisionId: 'd', outcome: 'applied' as const };
+      assert.ok(formatDecision('recover', { ...d, retryNote: reconcileNote(e)! }).includes(line));
+    }
   });
 });

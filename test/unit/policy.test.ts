@@ -4,9 +4,11 @@ import {
   afterExecution,
   afterReconcile,
   afterRecoveryDecision,
+  afterRetryReconcile,
   attemptsPerRun,
   dispatchLearned,
   isProtected,
+  retryStep,
   whenCancelled,
 } from '../../workflows/policy';
 import type { ReconcileAnswer, RecoveryPolicy, ToolEffect } from '../../workflows/types';
@@ -192,6 +194,48 @@ describe('policy: afterRecoveryDecision', () => {
   for (const c of cases) it(c.name, () => assert.deepEqual(afterRecoveryDecision(c.input), c.want));
 });
 
+describe("policy: a person's retry asks reconcile() first (retryStep, afterRetryReconcile)", () => {
+  const steps: [string, boolean, NextStep][] = [
+    ['a tool with reconcile() is asked', true, { kind: 'reconcile', retryDecidedBy: 'ops' }],
+    ['a tool without one runs again', false, { kind: 'run', why: 'retry decided by ops' }],
+  ];
+  for (const [name, has, want] of steps) it(`retryStep: ${name}`, () => assert.deepEqual(retryStep(has, 'ops'), want));
+
+  // Unlike afterReconcile, a person's retry is not bounded by maxAttempts: the person decided it.
+  const answers: [string, ReconcileAnswer, NextStep][] = [
+    [
+      'applied → succeeded with its result, via reconcile (nothing sent again)',
+      { status: 'applied', result: { messageId: 'm' } },
+      { kind: 'succeed', result: { messageId: 'm' }, via: 'reconcile' },
+    ],
+    [
+      'not applied → runs again',
+      { status: 'not_applied' },
+      { kind: 'run', why: 'retry decided by ops; reconcile: not applied' },
+    ],
+    [
+      'unknown → parks again, saying the retry did not run and why',
+      { status: 'unknown', reason: 'lookup answered 503' },
+      {
+        kind: 'recovery_required',
+        reason:
+          'the retry decided by ops did not run: reconcile could not tell whether an earlier attempt was applied (lookup answered 503); decide again',
+      },
+    ],
+    [
+      'unknown without a reason',
+      { status: 'unknown' },
+      {
+        kind: 'recovery_required',
+        reason:
+          'the retry decided by ops did not run: reconcile could not tell whether an earlier attempt was applied (unknown); decide again',
+      },
+    ],
+  ];
+  for (const [name, answer, want] of answers)
+    it(`afterRetryReconcile: ${name}`, () => assert.deepEqual(afterRetryReconcile(answer, 'ops'), want));
+});
+
 describe('policy: isProtected / attemptsPerRun', () => {
   const cases: { effect: ToolEffect; recovery: RecoveryPolicy; protect: boolean }[] = [
     { effect: 'read', recovery: 'manual', protect: false },
@@ -232,6 +276,12 @@ describe('policy: whenCancelled (nothing new starts once the turn is being cance
       fails,
     ],
     ['a dispatched run, to be reconciled', f('external', 'reconcile', 1, true), { kind: 'reconcile' }, parks],
+    [
+      "a person's retry, to ask reconcile() first",
+      f('external', 'manual', 1, true),
+      { kind: 'reconcile', retryDecidedBy: 'ops' },
+      parks,
+    ],
     [
       'a dispatched run, retry decided by a human',
       f('external', 'manual', 1, true),

@@ -1,13 +1,14 @@
 import { strict as assert } from 'node:assert';
 import { z } from 'zod';
 import { defineTool } from '../../activities/tool';
-import { recoverSignal, approveSignal } from '../../workflows/definitions';
-import type { LedgerEntry, TurnResult } from '../../workflows/types';
+import { recoverSignal, approveSignal, turnStatusQuery } from '../../workflows/definitions';
+import type { LedgerEntry, ReconcileAnswer, TurnResult } from '../../workflows/types';
 import { assertLive, until, useWorkflowTier } from './harness';
 
 // The call lifecycle of the seed, run in process against a dev server: approve → dispatch → succeed,
 // unknown → recovery_required → a person's decision (fenced retry, replaced retry, --now),
-// unknown → reconcile, and a cancel that meets a parked call or a decision in the same task.
+// unknown → reconcile, a person's retry that asks reconcile() first, and a cancel that meets a parked
+// call or a decision in the same task.
 
 type Mode = 'ok' | 'unknown';
 const effects: string[] = [];
@@ -26,6 +27,20 @@ const send = defineTool({
 });
 
 const steps = [{ toolCalls: [{ id: 'c1', name: 'send', arguments: { to: 'ann' } }] }, { text: 'done' }];
+
+// A manual tool that can tell whether an execution ID was applied: a person decides, a retry asks it.
+let answer: ReconcileAnswer = { status: 'not_applied' };
+const asked: string[] = [];
+const sendChecked = defineTool({
+  ...send,
+  name: 'send_checked',
+  recovery: 'manual',
+  reconcile(_input, ctx) {
+    asked.push(ctx.executionId);
+    return answer;
+  },
+});
+const checkedSteps = [{ toolCalls: [{ id: 'c1', name: 'send_checked', arguments: { to: 'ann' } }] }, { text: 'done' }];
 const types = (e: LedgerEntry): string[] => e.events.map((ev) => ev.type);
 const at = (e: LedgerEntry, type: string, nth = 1): number =>
   Date.parse(String(e.events.filter((ev) => ev.type === type)[nth - 1]?.at));
@@ -35,6 +50,7 @@ describe('workflow tier: the call lifecycle in process', function () {
   const tier = useWorkflowTier();
   beforeEach(() => {
     effects.length = 0;
+    asked.length = 0;
     mode = 'ok';
   });
 
@@ -52,8 +68,8 @@ describe('workflow tier: the call lifecycle in process', function () {
   });
 
   /** Approves c1 with a tool that fails after writing its request, and waits until the call parks. */
-  const parkUnknown = async () => {
-    const h = await tier.start(steps);
+  const parkUnknown = async (script = steps) => {
+    const h = await tier.start(script);
     mode = 'unknown';
     await until(h, (s) => s.state === 'awaiting_approval', 'the call waits');
     await h.signal(approveSignal, { toolCallId: 'c1', by: 'alice' });
@@ -127,6 +143,79 @@ describe('workflow tier: the call lifecycle in process', function () {
     assert.equal(e.events.find((ev) => ev.type === 'recovery_decided')?.skipFence, true);
     assert.ok(at(e, 'scheduled', 2) < at(e, 'dispatched') + 3000);
     assert.equal(effects.length, 2);
+  });
+
+  it('a fenced retry of a tool with reconcile() asks it after the fence: applied → succeeded via reconcile, nothing sent again', async () => {
+    answer = { status: 'applied', result: { delivered: 'ann', late: true } };
+    const r = await tier.withWorker([sendChecked], checkedSteps, async () => {
+      const h = await parkUnknown(checkedSteps);
+      assert.equal((await h.query(turnStatusQuery)).ledger[0]!.hasReconcile, true);
+      await h.signal(recoverSignal, { toolCallId: 'c1', by: 'bob', decision: 'retry', park: 1 });
+      const result = (await h.result()) as TurnResult;
+      await tier.record(h, 'turn-retry-asks-reconcile');
+      return result;
+    });
+    const e = r.ledger[0]!;
+    assert.deepEqual(types(e).slice(-6), [
+      'recovery_required',
+      'recovery_decided',
+      'retry_fenced',
+      'reconciling',
+      'reconciled',
+      'succeeded',
+    ]);
+    assert.ok(at(e, 'reconciling') >= Date.parse(String(e.events.find((ev) => ev.type === 'retry_fenced')!.until)));
+    assert.deepEqual([e.state, e.events.at(-1)!.via, e.runs], ['succeeded', 'reconcile', 1]);
+    assert.deepEqual(e.result, { delivered: 'ann', late: true });
+    assert.deepEqual([effects.length, asked.length], [1, 1]);
+  });
+
+  it('a retry with --now asks too (without the wait): not applied → runs again', async () => {
+    answer = { status: 'not_applied' };
+    const r = await tier.withWorker([sendChecked], checkedSteps, async () => {
+      const h = await parkUnknown(checkedSteps);
+      await h.signal(recoverSignal, { toolCallId: 'c1', by: 'bob', decision: 'retry', park: 1, skipFence: true });
+      return (await h.result()) as TurnResult;
+    });
+    const e = r.ledger[0]!;
+    assert.deepEqual(types(e).slice(-7), [
+      'recovery_required',
+      'recovery_decided',
+      'reconciling',
+      'reconciled',
+      'scheduled',
+      'dispatched',
+      'succeeded',
+    ]);
+    assert.deepEqual([e.state, e.events.at(-1)!.via, e.runs], ['succeeded', 'execute', 2]);
+    assert.deepEqual([effects.length, asked.length], [2, 1]);
+  });
+
+  it('a retry whose reconcile() cannot tell parks again, saying so; the next retry asks again', async () => {
+    answer = { status: 'unknown', reason: 'lookup answered 503' };
+    const r = await tier.withWorker([sendChecked], checkedSteps, async () => {
+      const h = await parkUnknown(checkedSteps);
+      await h.signal(recoverSignal, { toolCallId: 'c1', by: 'bob', decision: 'retry', park: 1, skipFence: true });
+      const again = await until(
+        h,
+        (s) => s.ledger[0]!.events.filter((ev) => ev.type === 'recovery_required').length === 2,
+        'the call parks again',
+      );
+      assert.equal(again.ledger[0]!.state, 'recovery_required');
+      assert.equal(
+        again.ledger[0]!.events.at(-1)!.reason,
+        'the retry decided by bob did not run: reconcile could not tell whether an earlier attempt was applied (lookup answered 503); decide again',
+      );
+      assert.equal(effects.length, 1, 'nothing was sent again');
+      answer = { status: 'not_applied' };
+      await h.signal(recoverSignal, { toolCallId: 'c1', by: 'bob', decision: 'retry', park: 2, skipFence: true });
+      const result = (await h.result()) as TurnResult;
+      await assertLive(h, result);
+      await tier.record(h, 'turn-retry-asks-reconcile-unknown');
+      return result;
+    });
+    assert.deepEqual([r.ledger[0]!.state, r.ledger[0]!.runs], ['succeeded', 2]);
+    assert.deepEqual([effects.length, asked.length], [2, 2]);
   });
 
   it('a cancel while parked ends the turn cancelled; a decision after it is not applied', async () => {

@@ -37,6 +37,11 @@ export interface LedgerEntry {
   arguments: unknown;
   effect?: ToolEffect;
   recovery?: RecoveryPolicy;
+  /**
+   * The tool has reconcile() (ToolSpec.hasReconcile): a person's retry asks it before running again.
+   * Absent in entries recorded before it was kept.
+   */
+  hasReconcile?: boolean;
   iteration: number;
   state: CallState;
   /** Executions of the tool adapter that may have happened (dispatches), across all runs. */
