@@ -67,6 +67,21 @@ export interface WorkerConfig extends ConnectOptions {
 
 export const DEFAULT_MAX_CACHED_WORKFLOWS = 100;
 
+/**
+ * How long one workflow activation may run before the SDK stops it. The SDK's 5 s default is a
+ * crash, not a guard: a timed-out activation with promises in flight aborts the whole worker
+ * process ("async hook stack has become corrupted", nodejs/node#38503, sdk-typescript#939). A flood
+ * of signals to one turn ends up in one activation (the server force-fails a task that more than
+ * 100 signals arrive during, and the replay after it takes every signal since the last completed
+ * task at once); the SDK spends ~0.5-1 ms per signal there, so the 10,000 a server takes per
+ * execution need ~5-10 s (node dist/bench/floodRepro.js). 60 s lets them finish; test/unit/workerOptions.test.ts
+ * checks the SDK still takes the setting.
+ */
+export const ISOLATE_EXECUTION_TIMEOUT = '60s';
+
+/** Worker options the SDK honours (worker-options.js) though its WorkerOptions type leaves them out. */
+export const UNTYPED_WORKER_OPTIONS: object = { isolateExecutionTimeout: ISOLATE_EXECUTION_TIMEOUT };
+
 export function cacheFromEnv(raw = readString('OPENWORKER_MAX_CACHED_WORKFLOWS')): number {
   if (raw === undefined || raw === '') return DEFAULT_MAX_CACHED_WORKFLOWS;
   const n = Number(raw);
@@ -233,6 +248,7 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{
       // within heartbeat + 2 s (npm run bench). A live worker starts its tasks in tens of ms.
       stickyQueueScheduleToStartTimeout: config.stickyQueueTimeout ?? '1s',
       maxCachedWorkflows: config.maxCachedWorkflows ?? cacheFromEnv(),
+      ...UNTYPED_WORKER_OPTIONS,
     });
     return {
       worker,

@@ -1,3 +1,4 @@
+import { MAX_NOT_APPLIED_KEPT, omittedDecisions } from './audit';
 import { invariantViolations, pendingFence, retryNote } from './ledger';
 import { isProtected } from './policy';
 import type { DecisionRecord, TurnStatus } from './types';
@@ -64,6 +65,9 @@ export function renderDetails(status: TurnStatus): string {
       lines.push(
         `| ${d.at.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')} | ${d.kind} | ${cell(d.toolCallId ?? '')} | ${cell(d.by ?? '')} | ${cell(d.why ?? '')} |`,
       );
+    const omitted = omittedDecisions(status.decisions);
+    if (omitted)
+      lines.push('', `…and ${omitted} earlier ones not kept: a turn keeps the latest ${MAX_NOT_APPLIED_KEPT}.`);
   }
   const violations = invariantViolations(status.ledger);
   if (violations.length)

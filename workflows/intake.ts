@@ -1,3 +1,4 @@
+import { createDecisionAudit } from './audit';
 import type { Decision } from './decisions';
 import { judgeDecision, parseDecision, splitDecisions } from './decisions';
 import type { LedgerInput } from './ledger';
@@ -11,7 +12,7 @@ export interface IntakeDeps {
   ledger: ReadonlyMap<string, LedgerEntry>;
   /** Accepted recovery decisions, consumed by the call's lifecycle. */
   recoveries: Map<string, RecoverSignal>;
-  /** The audit of every decision received, applied or ignored. */
+  /** The audit of the decisions received, applied or ignored (bounded: workflows/audit.ts). */
   decisions: DecisionRecord[];
   record(toolCallId: string, change: LedgerInput): unknown;
   publish(): void;
@@ -35,6 +36,7 @@ export const NOT_APPLIED_CANCELLED = 'not applied: the turn is cancelled';
  */
 export function createDecisionIntake(deps: IntakeDeps) {
   const { ledger, recoveries, decisions, record, publish, now } = deps;
+  const audit = createDecisionAudit(decisions);
   // Pending from the start: decisions that arrive with the turn's first task (a reset re-applies
   // its signals there) wait for the calls of the first model response.
   let modelPending = true;
@@ -57,7 +59,7 @@ export function createDecisionIntake(deps: IntakeDeps) {
         : undefined;
     const why = !verdict.ok ? verdict.why : auth && !auth.ok ? auth.why : undefined;
     const signer = auth?.ok ? auth.signer : undefined;
-    decisions.push({
+    audit.add({
       at,
       kind: d.kind,
       toolCallId,
@@ -102,7 +104,7 @@ export function createDecisionIntake(deps: IntakeDeps) {
     const parsed = parseDecision(kind, raw, deps.resultLimitApplies, deps.namesReserved);
     if (!parsed.ok) {
       const { why, toolCallId, by, decisionId } = parsed;
-      decisions.push({
+      audit.add({
         at,
         kind,
         ...(toolCallId ? { toolCallId } : {}),
@@ -131,7 +133,7 @@ export function createDecisionIntake(deps: IntakeDeps) {
         for (const item of batch.items) decide(item.kind, item.payload);
         return;
       }
-      decisions.push({ at: now(), kind: 'decisions', outcome: 'ignored', why: batch.why });
+      audit.add({ at: now(), kind: 'decisions', outcome: 'ignored', why: batch.why });
       publish();
     },
     modelPending(pending: boolean): void {

@@ -115,7 +115,10 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     holdWhilePending: () => patched(PATCHES.grantsAfterResponse),
     revokeWhilePending: () => patched(PATCHES.revokeWhilePending),
   });
-  setHandler(turnStatusQuery, book.status, { description: 'The turn state, its ledger and every decision received' });
+  setHandler(turnStatusQuery, book.status, {
+    description:
+      'The turn state, its ledger and the decisions received (the latest 100 not applied; older ones counted)',
+  });
   handleNotifications({ entries: book.entries, record: book.record });
   handleDispatch({
     entries: book.entries,

@@ -65,6 +65,8 @@ export interface DecisionRecord {
   why?: string;
   /** The key whose valid signature the decision carried. */
   signedBy?: string;
+  /** The one record that counts the decisions not applied that the turn did not keep (workflows/audit.ts). */
+  omitted?: number;
 }
 
 /** Sent by the execute activity before it calls the tool; the turn answers whether it may proceed. */
