@@ -105,6 +105,18 @@ describe('docs', () => {
     );
   });
 
+  it('every test the guarantees page names as proof of an assumption exists, under that title', () => {
+    const page = read('docs/guarantees.md');
+    const section = /## What the promise assumes\n([\s\S]*?)\n## /.exec(page);
+    assert.ok(section, "docs/guarantees.md has no '## What the promise assumes' section");
+    const named = [...section[1]!.matchAll(/`(test\/[^`]+\.ts)` › "([^"]+)"/g)];
+    assert.ok(named.length >= 10, `expected the assumptions to name their tests, found ${named.length}`);
+    for (const [, file, title] of named) {
+      assert.ok(existsSync(join(ROOT, file!)), `${file} (named in the assumptions) does not exist`);
+      assert.ok(read(file!).includes(title!), `${file} has no test titled "${title}"`);
+    }
+  });
+
   it('slugs headings as GitHub does', () => {
     const cases: [string, string][] = [
       ['The protocol (for `temporal` and any Temporal SDK)', 'the-protocol-for-temporal-and-any-temporal-sdk'],
