@@ -22,7 +22,7 @@ import type {
 import type { ApproverKeyPair } from './keys';
 import { signDecision } from './keys';
 import type { OpenWorkerClient } from './connection';
-import { activeTurn, checkSessionId, OpenWorkerError } from './session';
+import { activeTurn, checkSessionId, OpenWorkerError, signalLimitError } from './session';
 import { readString } from '../runtime/config';
 
 export interface DecisionTarget {
@@ -153,7 +153,14 @@ async function sendAll(
       });
     }
   } catch (err) {
-    throw new OpenWorkerError(`could not deliver ${what} to ${workflowId}: ${(err as Error).message}`, 'not_found');
+    throw (
+      signalLimitError(
+        err,
+        what,
+        workflowId,
+        'this turn takes no more decisions: cancel it and send the message again to ask anew',
+      ) ?? new OpenWorkerError(`could not deliver ${what} to ${workflowId}: ${(err as Error).message}`, 'not_found')
+    );
   }
   const outcomes: DecisionOutcome[] = payloads.map((p) => ({
     sessionId,

@@ -13,7 +13,16 @@ import { MAX_TARGET } from '../workflows/grants';
 import type { OpenWorkerClient } from './connection';
 import type { DecisionOutcome, DecisionTarget } from './decisions';
 import { approve, checkBy } from './decisions';
-import { activeTurn, checkSessionId, checkTurn, OpenWorkerError, queryWithDeadline, sessionStatus } from './session';
+import {
+  activeTurn,
+  checkSessionId,
+  checkTurn,
+  OpenWorkerError,
+  queryWithDeadline,
+  sessionStatus,
+  SESSION_FULL,
+  signalLimitError,
+} from './session';
 import { showSession } from './inspect';
 
 export interface GrantOutcome {
@@ -44,7 +53,7 @@ async function signalSession(
         `session '${sessionId}' not found or ended; grants live in a running session`,
         'not_found',
       );
-    throw err;
+    throw signalLimitError(err, 'the grant change', handle.workflowId, SESSION_FULL) ?? err;
   }
 }
 

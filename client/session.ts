@@ -109,6 +109,8 @@ export async function sendMessage(
       staticSummary: `Session ${sessionId}`,
     }));
   } catch (err) {
+    const full = signalLimitError(err, `message ${messageId}`, workflowId, SESSION_FULL);
+    if (full) throw full;
     if (err instanceof WorkflowExecutionAlreadyStartedError) {
       const other = await notASession(c, workflowId);
       throw new OpenWorkerError(
@@ -131,6 +133,33 @@ export async function sendMessage(
     );
   return { sessionId, sessionWorkflowId: workflowId, messageId };
 }
+
+/** How the server says a run has taken its limit of signals (history.maximumSignalsPerExecution). */
+const SIGNAL_LIMIT = /exceeded workflow execution limit for signal events/i;
+
+/**
+ * A one-line error for a signal the server refused because the run has taken as many signals as one
+ * run may take (`then` says what to do), or undefined for any other failure.
+ */
+export function signalLimitError(
+  err: unknown,
+  what: string,
+  workflowId: string,
+  then: string,
+): OpenWorkerError | undefined {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    if (SIGNAL_LIMIT.test(e.message))
+      return new OpenWorkerError(
+        `${what} NOT delivered: ${workflowId} has taken the most signals one workflow run may take (the server's history.maximumSignalsPerExecution); ${then}`,
+        'failed',
+      );
+  }
+  return undefined;
+}
+
+/** What a refused message's sender can do: the session's next run takes messages again. */
+export const SESSION_FULL =
+  'the session takes messages again once it continues as new (between turns, at the latest every 100 turns): send it again then';
 
 /** The workflow type under `workflowId` when it is not a session (one describe, answered by the server). */
 async function notASession(c: OpenWorkerClient, workflowId: string, runId?: string): Promise<string | undefined> {

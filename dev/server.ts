@@ -33,6 +33,11 @@ export const DYNAMIC_CONFIG: Record<string, unknown> = {
   'history.transferProcessorMaxPollRPS': 1000,
   'history.timerProcessorMaxPollRPS': 1000,
   'history.visibilityProcessorMaxPollRPS': 1000,
+  // Signals one workflow run takes (Temporal's default is 10,000). Each signal stays in history, and a
+  // message under 16 KiB is kept inline: 2,000 of the largest keep a session run under Temporal's
+  // 50 MiB history limit even while a turn runs and the session cannot continue as new. A flooded
+  // turn or session refuses more with a one-line error (docs/guarantees.md, npm run bench:flood).
+  'history.maximumSignalsPerExecution': 2000,
 };
 
 export type SqliteSync = 'normal' | 'full';
