@@ -17,7 +17,7 @@ import { NOT_APPLIED_TYPES, classifyToolFailure, messageOf } from './failures';
 import type { createDecisionIntake } from './intake';
 import { NOT_APPLIED_CANCELLED } from './intake';
 import type { LedgerInput } from './ledger';
-import { activityIdFor, attemptFence, isTerminal } from './ledger';
+import { activityIdFor, attemptFence, earlierRunMayHaveApplied, isTerminal } from './ledger';
 import { PATCHES } from './patches';
 import type { CallFacts, ExecutionOutcome, NextStep } from './policy';
 import {
@@ -101,13 +101,25 @@ export function callLifecycle(ctx: CallContext) {
   const current = (id: string): LedgerEntry => ledger.get(id)!;
   const facts = (call: PlannedCall): CallFacts => {
     const e = current(call.toolCallId);
+    const spec = call.spec!;
     return {
-      effect: call.spec!.effect,
-      recovery: call.spec!.recovery,
+      effect: spec.effect,
+      recovery: spec.recovery,
       dispatched: e.dispatched,
       runs: e.runs,
-      maxAttempts: call.spec!.maxAttempts,
+      maxAttempts: spec.maxAttempts,
+      earlierDispatch:
+        (ctx.rerun !== undefined && isProtected(spec.effect, spec.recovery)) || earlierRunMayHaveApplied(e, spec),
     };
+  };
+  // A refusal of a retry, or a retry that never started, after an earlier run was dispatched parks
+  // instead of failing: asked by patch only where the step differs, so other histories get no marker.
+  const decide = (call: PlannedCall, rule: (f: CallFacts) => NextStep): NextStep => {
+    const f = facts(call);
+    const next = rule(f);
+    if (!f.earlierDispatch) return next;
+    const before = rule({ ...f, earlierDispatch: false });
+    return next.kind === before.kind || patched(PATCHES.refusalAfterDispatch) ? next : before;
   };
 
   const activityInput = (entry: LedgerEntry, call: PlannedCall): ToolActivityInput => {
@@ -181,7 +193,7 @@ export function callLifecycle(ctx: CallContext) {
         ...(outcome.phase ? { lastHeartbeatPhase: outcome.phase } : {}),
       });
     }
-    return afterExecution(facts(call), outcome);
+    return decide(call, (f) => afterExecution(f, outcome));
   };
 
   const askExternalSystem = async (call: PlannedCall): Promise<ReconcileAnswer> => {
@@ -277,7 +289,7 @@ export function callLifecycle(ctx: CallContext) {
         // Once the turn is cancelled nothing new starts; a decided retry that cannot run parks anew.
         if (shields.lettingCallsFinish() || (decided !== undefined && root.consideredCancelled)) {
           const planned = next;
-          next = whenCancelled(facts(call), next);
+          next = decide(call, (f) => whenCancelled(f, planned));
           if (decided !== undefined && next !== planned) {
             intake.notApplied(id, `${NOT_APPLIED_CANCELLED} before the retry ran`);
             if (next.kind === 'recovery_required')

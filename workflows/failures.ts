@@ -1,6 +1,6 @@
 import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
 import { FAILURE } from './definitions';
-import type { ExecutionOutcome } from './policy';
+import type { ExecutionOutcome, RefusedBeforeTool } from './policy';
 import type { ToolHeartbeat } from './types';
 
 /** Failure types by which the execute activity says the tool was definitely not applied. */
@@ -11,11 +11,19 @@ export const NOT_APPLIED_TYPES: readonly string[] = [
   FAILURE.dispatchRefused,
 ];
 
+/** The failure types raised before the adapter is called: they speak for this attempt only. */
+const REFUSED_BEFORE_TOOL: Readonly<Record<string, RefusedBeforeTool>> = {
+  [FAILURE.notRegistered]: 'not_registered',
+  [FAILURE.invalidArguments]: 'invalid_arguments',
+  [FAILURE.dispatchRefused]: 'dispatch_refused',
+};
+
 /** Maps an execute activity failure to "definitely not applied" or "unknown". */
 export function classifyToolFailure(err: unknown): ExecutionOutcome {
   const cause = err instanceof ActivityFailure ? err.cause : err;
   if (cause instanceof ApplicationFailure && cause.type && NOT_APPLIED_TYPES.includes(cause.type)) {
-    return { kind: 'not_applied', error: cause.message };
+    const refused = REFUSED_BEFORE_TOOL[cause.type];
+    return { kind: 'not_applied', error: cause.message, ...(refused ? { refused } : {}) };
   }
   // Only the execute activity's own code raises NotStarted, before the adapter is called (an
   // ApplicationFailure from the adapter is re-raised as an unknown outcome).

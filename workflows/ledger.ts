@@ -1,4 +1,12 @@
-import type { CallState, LedgerEntry, PlannedCall, RecoveryDecision, TurnState } from './types';
+import type {
+  CallState,
+  LedgerEntry,
+  PlannedCall,
+  RecoveryDecision,
+  RecoveryPolicy,
+  ToolEffect,
+  TurnState,
+} from './types';
 import { CALL_STATES, TERMINAL_CALL_STATES } from './types';
 import { AUTO_BY_POLICY } from './deciders';
 
@@ -251,6 +259,30 @@ export function liveTurnState(entries: readonly LedgerEntry[]): TurnState {
 export function attemptFence(entry: LedgerEntry, startToCloseMs: number, marginMs = 2000): number {
   const dispatched = [...entry.events].reverse().find((e) => e.type === 'dispatched');
   return dispatched ? Date.parse(dispatched.at) + startToCloseMs + marginMs : 0;
+}
+
+/**
+ * Whether a run of this call before the current one (the last `scheduled`) may have called the
+ * adapter: a protected run that recorded its dispatch (unless a `not_started` took it back), or any
+ * run of an unprotected external call, which records no dispatch marker. A refusal of the current run
+ * (an unregistered tool, arguments its schema no longer accepts) proves nothing about those.
+ */
+export function earlierRunMayHaveApplied(
+  entry: LedgerEntry,
+  spec: { effect: ToolEffect; recovery: RecoveryPolicy },
+): boolean {
+  if (spec.effect !== 'external') return false;
+  const marked = spec.recovery !== 'idempotent';
+  let earlier = false;
+  let run = false;
+  for (const ev of entry.events) {
+    if (ev.type === 'scheduled') {
+      earlier ||= run;
+      run = !marked;
+    } else if (ev.type === 'dispatched') run = true;
+    else if (ev.type === 'not_started') run = false;
+  }
+  return earlier;
 }
 
 /** The activity ID of the n-th run of an execution (n ≥ 1); unique among the run's open activities. */

@@ -19,4 +19,5 @@ export const PATCHES = {
   sessionIdCheck: 'session-id-check-v1',
   reservedNames: 'reserved-names-refused-v1',
   retryAsksReconcile: 'recovery-retry-asks-reconcile-v1',
+  refusalAfterDispatch: 'refused-retry-after-dispatch-parks-v1',
 } as const;

@@ -4,8 +4,12 @@ import type { ReconcileAnswer, RecoveryDecision, RecoveryPolicy, ToolEffect } fr
 
 export type ExecutionOutcome =
   | { kind: 'succeeded'; result: unknown; attempt?: number }
-  /** The tool said so (ToolFailure) or the call could never have reached it: definitely not applied. */
-  | { kind: 'not_applied'; error: string }
+  /**
+   * The tool said so (ToolFailure), or this attempt was refused before the adapter (`refused`: the
+   * tool is not registered, the arguments no longer fit its schema, the turn refused the dispatch):
+   * this attempt did not apply it, which says nothing about an earlier one.
+   */
+  | { kind: 'not_applied'; error: string; refused?: RefusedBeforeTool }
   /** The attempt proved it never called the adapter (NotStarted), even if it had been granted dispatch. */
   | { kind: 'not_started'; reason: string }
   /** Timeout, crash, unexpected exception: it may or may not have been applied. */
@@ -17,6 +21,9 @@ export type ExecutionOutcome =
       /** A timeout's last heartbeat carried the dispatch marker (true) or did not (false). */
       marked?: boolean;
     };
+
+/** Why an attempt was refused before its adapter was called. */
+export type RefusedBeforeTool = 'not_registered' | 'invalid_arguments' | 'dispatch_refused';
 
 export type NextStep =
   | { kind: 'succeed'; result: unknown; via: 'execute' | 'reconcile' | 'recovery'; attempt?: number }
@@ -34,6 +41,11 @@ export interface CallFacts {
   /** Runs scheduled so far, including the one that just ended. */
   runs: number;
   maxAttempts: number;
+  /**
+   * An earlier run of this call may have called the adapter (ledger.ts earlierRunMayHaveApplied, or
+   * the turn is a rerun): whatever the current run proves, the call may already have applied.
+   */
+  earlierDispatch?: boolean;
 }
 
 /** Protected tools record a dispatch marker and are never retried by Temporal on their own. */
@@ -63,7 +75,11 @@ export function afterExecution(facts: CallFacts, outcome: ExecutionOutcome): Nex
       via: 'execute',
       ...(outcome.attempt ? { attempt: outcome.attempt } : {}),
     };
-  if (outcome.kind === 'not_applied') return { kind: 'fail', error: outcome.error, via: 'execute' };
+  if (outcome.kind === 'not_applied') {
+    if (outcome.refused && facts.earlierDispatch && facts.effect === 'external')
+      return { kind: 'recovery_required', reason: refusedAfterDispatch(outcome.error, outcome.refused) };
+    return { kind: 'fail', error: outcome.error, via: 'execute' };
+  }
   if (facts.effect === 'read') return { kind: 'fail', error: `tool failed: ${outcome.reason}`, via: 'execute' };
   if (facts.recovery === 'idempotent') {
     return { kind: 'recovery_required', reason: `outcome unknown, automatic retries stopped: ${outcome.reason}` };
@@ -72,6 +88,11 @@ export function afterExecution(facts: CallFacts, outcome: ExecutionOutcome): Nex
     // No marker, or the activity itself proved it never called the adapter: running again cannot
     // duplicate anything.
     if (facts.runs < facts.maxAttempts) return { kind: 'run', why: `never dispatched (${outcome.reason})` };
+    if (facts.earlierDispatch)
+      return {
+        kind: 'recovery_required',
+        reason: `this retry could not be started after ${facts.runs} runs (${outcome.reason}); an earlier attempt was dispatched and may have applied: decide succeeded or failed, or retry`,
+      };
     return {
       kind: 'fail',
       error: `tool could not be started after ${facts.runs} attempts (never dispatched): ${outcome.reason}`,
@@ -81,6 +102,16 @@ export function afterExecution(facts: CallFacts, outcome: ExecutionOutcome): Nex
   if (facts.recovery === 'reconcile') return { kind: 'reconcile' };
   return { kind: 'recovery_required', reason: `outcome unknown after dispatch: ${outcome.reason}` };
 }
+
+const RETRY_NEEDS: Record<RefusedBeforeTool, string> = {
+  not_registered: 'a retry needs a worker that has this tool again',
+  invalid_arguments: 'a retry needs the tool to accept these arguments again',
+  dispatch_refused: 'a retry asks the turn to record its dispatch again',
+};
+
+/** A refusal proves only that this attempt did not run; an earlier dispatched one may have applied. */
+const refusedAfterDispatch = (error: string, refused: RefusedBeforeTool): string =>
+  `this retry was refused before the tool ran (${error}); an earlier attempt was dispatched and may have applied: decide succeeded or failed (${RETRY_NEEDS[refused]})`;
 
 export function afterReconcile(facts: CallFacts, answer: ReconcileAnswer): NextStep {
   if (answer.status === 'applied') return { kind: 'succeed', result: answer.result, via: 'reconcile' };
@@ -141,13 +172,16 @@ export function afterRetryReconcile(answer: ReconcileAnswer, by: string): NextSt
 
 /**
  * The next step of a call whose turn is being cancelled: nothing new is started. A call that never
- * reached its tool fails as interrupted; one that may have (a run was dispatched, or an unprotected
- * external run was scheduled) waits for a human in recovery_required, never silently dropped.
+ * reached its tool fails as interrupted; one that may have (a run was dispatched, this one or an
+ * earlier one, or an unprotected external run was scheduled) waits for a human in recovery_required,
+ * never silently dropped.
  */
 export function whenCancelled(facts: CallFacts, next: NextStep): NextStep {
   if (next.kind !== 'run' && next.kind !== 'reconcile') return next;
   const mayHaveRun =
-    facts.effect === 'external' && facts.runs > 0 && (facts.dispatched || !isProtected(facts.effect, facts.recovery));
+    facts.effect === 'external' &&
+    facts.runs > 0 &&
+    (facts.dispatched || facts.earlierDispatch === true || !isProtected(facts.effect, facts.recovery));
   return mayHaveRun
     ? { kind: 'recovery_required', reason: 'the turn was cancelled before this call’s outcome was known' }
     : { kind: 'fail', error: 'interrupted: the turn was cancelled before this call ran', via: 'not_dispatched' };

@@ -6,6 +6,7 @@ import {
   activityIdFor,
   applyLedger,
   applyLedgerSafely,
+  earlierRunMayHaveApplied,
   invariantViolations,
   isTerminal,
   liveTurnState,
@@ -284,4 +285,40 @@ describe('ledger: liveTurnState and helpers', () => {
   it('isTerminal matches invalid/rejected/succeeded/failed', () => {
     assert.deepEqual(ALL_STATES.filter(isTerminal), ['invalid', 'rejected', 'succeeded', 'failed']);
   });
+});
+
+describe('ledger: earlierRunMayHaveApplied (did a run before the current one reach the tool?)', () => {
+  const ev = (type: string) => ({ at: AT, type });
+  const manual = { effect: 'external', recovery: 'manual' } as const;
+  const idempotent = { effect: 'external', recovery: 'idempotent' } as const;
+  const read = { effect: 'read', recovery: 'manual' } as const;
+  const cases: [string, string[], typeof manual | typeof idempotent | typeof read, boolean][] = [
+    ['the first run, refused', ['approved', 'scheduled'], manual, false],
+    [
+      'the first run, dispatched (the current run is not "earlier")',
+      ['approved', 'scheduled', 'dispatched'],
+      manual,
+      false,
+    ],
+    [
+      'a retry after a dispatched run',
+      ['scheduled', 'dispatched', 'outcome_unknown', 'recovery_required', 'scheduled'],
+      manual,
+      true,
+    ],
+    ['a re-run after a run that never dispatched', ['scheduled', 'outcome_unknown', 'scheduled'], manual, false],
+    ['a dispatch taken back by not_started', ['scheduled', 'dispatched', 'not_started', 'scheduled'], manual, false],
+    ['a dispatched run two runs back', ['scheduled', 'dispatched', 'scheduled', 'scheduled'], manual, true],
+    [
+      'an idempotent retry: the earlier run records no marker',
+      ['scheduled', 'outcome_unknown', 'scheduled'],
+      idempotent,
+      true,
+    ],
+    ['an idempotent first run', ['scheduled'], idempotent, false],
+    ['a read is never an effect', ['scheduled', 'dispatched', 'scheduled'], read, false],
+  ];
+  for (const [name, types, spec, want] of cases)
+    it(`${name} → ${want}`, () =>
+      assert.equal(earlierRunMayHaveApplied(entryIn('running', { events: types.map(ev) }), spec), want));
 });

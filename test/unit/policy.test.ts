@@ -18,6 +18,7 @@ const RECOVERIES: RecoveryPolicy[] = ['manual', 'idempotent', 'reconcile'];
 const OUTCOMES: ExecutionOutcome[] = [
   { kind: 'succeeded', result: { id: 7 }, attempt: 1 },
   { kind: 'not_applied', error: 'bad address' },
+  { kind: 'not_applied', error: "invalid arguments for 'send_email': replyTo: required", refused: 'invalid_arguments' },
   { kind: 'unknown', reason: 'timed out', attempt: 1, phase: 'dispatched' },
   { kind: 'not_started', reason: 'timed out waiting for the dispatch answer' },
 ];
@@ -32,13 +33,19 @@ type Expect = Partial<NextStep> & { kind: NextStep['kind']; match?: RegExp };
 /** The oracle, written from the policy's documented rules. */
 function expected(f: CallFacts, o: ExecutionOutcome): Expect {
   if (o.kind === 'succeeded') return { kind: 'succeed', result: o.result, via: 'execute' };
-  if (o.kind === 'not_applied') return { kind: 'fail', error: o.error, via: 'execute' };
+  if (o.kind === 'not_applied') {
+    // A refusal before the adapter speaks for this attempt only; an earlier dispatched one may have applied.
+    if (o.refused && f.earlierDispatch && f.effect === 'external')
+      return { kind: 'recovery_required', match: /refused before the tool ran \(invalid arguments.*may have applied/ };
+    return { kind: 'fail', error: o.error, via: 'execute' };
+  }
   if (f.effect === 'read') return { kind: 'fail', via: 'execute', match: /timed out/ };
   if (f.recovery === 'idempotent') return { kind: 'recovery_required', match: /timed out/ };
   // A proof that the adapter was never called outranks the dispatch marker.
   if (!f.dispatched || o.kind === 'not_started') {
-    return f.runs < f.maxAttempts
-      ? { kind: 'run', match: /never dispatched/ }
+    if (f.runs < f.maxAttempts) return { kind: 'run', match: /never dispatched/ };
+    return f.earlierDispatch
+      ? { kind: 'recovery_required', match: /could not be started after 3 runs.*earlier attempt was dispatched/ }
       : { kind: 'fail', via: 'not_dispatched', match: /never dispatched.*timed out/ };
   }
   if (f.recovery === 'reconcile') return { kind: 'reconcile' };
@@ -57,18 +64,20 @@ function check(step: NextStep, want: Expect): void {
   }
 }
 
-describe('policy: afterExecution (effect × recovery × dispatched × runs × outcome)', () => {
+describe('policy: afterExecution (effect × recovery × dispatched × earlier dispatch × runs × outcome)', () => {
   for (const effect of EFFECTS)
     for (const recovery of RECOVERIES)
       for (const dispatched of [false, true])
-        for (const [runs, maxAttempts] of RUN_COUNTS)
-          for (const outcome of OUTCOMES) {
-            const facts: CallFacts = { effect, recovery, dispatched, runs, maxAttempts };
-            const want = expected(facts, outcome);
-            it(`${effect}/${recovery} dispatched=${dispatched} runs=${runs}/${maxAttempts} ${outcome.kind} → ${want.kind}`, () => {
-              check(afterExecution(facts, outcome), want);
-            });
-          }
+        for (const earlierDispatch of [false, true])
+          for (const [runs, maxAttempts] of RUN_COUNTS)
+            for (const outcome of OUTCOMES) {
+              const facts: CallFacts = { effect, recovery, dispatched, runs, maxAttempts, earlierDispatch };
+              const want = expected(facts, outcome);
+              const kind = 'refused' in outcome ? 'refused' : outcome.kind;
+              it(`${effect}/${recovery} dispatched=${dispatched} earlier=${earlierDispatch} runs=${runs}/${maxAttempts} ${kind} → ${want.kind}`, () => {
+                check(afterExecution(facts, outcome), want);
+              });
+            }
 
   // A few spelled-out rows, so the oracle above is not the only source of truth.
   const explicit: { facts: CallFacts; outcome: ExecutionOutcome; want: NextStep }[] = [
@@ -106,6 +115,65 @@ describe('policy: afterExecution (effect × recovery × dispatched × runs × ou
       facts: { effect: 'external', recovery: 'manual', dispatched: true, runs: 1, maxAttempts: 5 },
       outcome: { kind: 'not_started', reason: 'cancelled before the tool was called' },
       want: { kind: 'run', why: 'never dispatched (cancelled before the tool was called)' },
+    },
+    {
+      // Issue #27: a retry on a build whose schema no longer accepts the recorded arguments.
+      facts: {
+        effect: 'external',
+        recovery: 'manual',
+        dispatched: false,
+        runs: 2,
+        maxAttempts: 3,
+        earlierDispatch: true,
+      },
+      outcome: { kind: 'not_applied', error: "invalid arguments for 'send_email': x", refused: 'invalid_arguments' },
+      want: {
+        kind: 'recovery_required',
+        reason:
+          "this retry was refused before the tool ran (invalid arguments for 'send_email': x); an earlier attempt was dispatched and may have applied: decide succeeded or failed (a retry needs the tool to accept these arguments again)",
+      },
+    },
+    {
+      facts: {
+        effect: 'external',
+        recovery: 'idempotent',
+        dispatched: false,
+        runs: 2,
+        maxAttempts: 3,
+        earlierDispatch: true,
+      },
+      outcome: { kind: 'not_applied', error: "tool 'x' is not registered", refused: 'not_registered' },
+      want: {
+        kind: 'recovery_required',
+        reason:
+          "this retry was refused before the tool ran (tool 'x' is not registered); an earlier attempt was dispatched and may have applied: decide succeeded or failed (a retry needs a worker that has this tool again)",
+      },
+    },
+    {
+      // The tool itself said no on this attempt: a definite failure, whatever came before.
+      facts: {
+        effect: 'external',
+        recovery: 'manual',
+        dispatched: true,
+        runs: 2,
+        maxAttempts: 3,
+        earlierDispatch: true,
+      },
+      outcome: { kind: 'not_applied', error: 'card declined' },
+      want: { kind: 'fail', error: 'card declined', via: 'execute' },
+    },
+    {
+      // The first run refused: nothing before it, a definite failure as before.
+      facts: {
+        effect: 'external',
+        recovery: 'manual',
+        dispatched: false,
+        runs: 1,
+        maxAttempts: 3,
+        earlierDispatch: false,
+      },
+      outcome: { kind: 'not_applied', error: 'dispatch refused: x', refused: 'dispatch_refused' },
+      want: { kind: 'fail', error: 'dispatch refused: x', via: 'execute' },
     },
   ];
   for (const c of explicit) {
@@ -254,13 +322,13 @@ describe('policy: isProtected / attemptsPerRun', () => {
 });
 
 describe('policy: whenCancelled (nothing new starts once the turn is being cancelled)', () => {
-  const f = (effect: ToolEffect, recovery: RecoveryPolicy, runs: number, dispatched: boolean): CallFacts => ({
-    effect,
-    recovery,
-    runs,
-    dispatched,
-    maxAttempts: 3,
-  });
+  const f = (
+    effect: ToolEffect,
+    recovery: RecoveryPolicy,
+    runs: number,
+    dispatched: boolean,
+    earlierDispatch = false,
+  ): CallFacts => ({ effect, recovery, runs, dispatched, maxAttempts: 3, earlierDispatch });
   const parks = { kind: 'recovery_required', reason: 'the turn was cancelled before this call’s outcome was known' };
   const fails = {
     kind: 'fail',
@@ -292,6 +360,12 @@ describe('policy: whenCancelled (nothing new starts once the turn is being cance
       'an idempotent run that was scheduled',
       f('external', 'idempotent', 1, false),
       { kind: 'run', why: 'retry decided by ops' },
+      parks,
+    ],
+    [
+      'a retry that never dispatched after an earlier run that did',
+      f('external', 'manual', 2, false, true),
+      { kind: 'run', why: 'never dispatched' },
       parks,
     ],
     ['a read', f('read', 'manual', 1, false), { kind: 'run', why: 'x' }, fails],
