@@ -12,11 +12,13 @@ import { killHard, startBenchWorker } from './procs';
 // What a flood of signals costs a parked turn and a session: history events and bytes per signal,
 // and whether the workflow still answers a query and takes the decision that matters afterwards.
 // Temporal warns at 10,240 events / 10 MiB of history and terminates a run at 51,200 / 50 MiB.
-// Run: npm run bench:flood [-- --signals N] [--turn-only]
+// Run: npm run bench:flood [-- --signals N] [--turn-only] [--message-bytes N]
 
 const argv = process.argv;
 const N = Number(argv.includes('--signals') ? argv[argv.indexOf('--signals') + 1] : 2000);
 const BATCH = 50;
+/** `--message-bytes N`: pad each flooding message to N bytes (under 16 KiB a message stays inline in history). */
+const PAD = Number(argv.includes('--message-bytes') ? argv[argv.indexOf('--message-bytes') + 1] : 0);
 
 interface Row {
   target: string;
@@ -97,7 +99,7 @@ async function floodSession(c: OpenWorkerClient, taskQueue: string): Promise<Row
   await sleep(2000);
   const sessionBefore = await size(session);
   const onSession = await flood(session, (i) =>
-    session.signal(messageSignal, { text: `message ${i}`, messageId: `m-${i + 1}` }),
+    session.signal(messageSignal, { text: `message ${i} `.padEnd(PAD, 'x'), messageId: `m-${i + 1}` }),
   );
   const d = await session.describe();
   const events = Number(d.raw.workflowExecutionInfo?.historyLength ?? 0);

@@ -171,16 +171,7 @@ async function holdCommit(link: Link, message: StoredMessage, sessionId: string,
     t.outcome = 'abandoned';
     return emit('abandoned', id);
   }
-  try {
-    await state.commit(message);
-  } catch {
-    Object.assign(t, { outcome: 'rejected', code: 451 });
-    emit('failed', id);
-    return callback(smtpError(451, 'Could not store the message'));
-  }
-  t.outcome = 'stored';
-  emit('released', id);
-  callback(null, 'Message stored');
+  await commitHeld(state, t, message, callback);
 }
 
 /**
@@ -205,14 +196,25 @@ async function relay(
   if (how === 'close') return link.dropConnection(sessionId);
   if (how === 'reset') return callback(smtpError(451, 'The sink was reset, nothing stored'));
   t.releasedAt = iso();
+  await commitHeld(state, t, message, callback);
+}
+
+/** Stores a held message and answers the client: 250, or 451 when it could not be stored. */
+async function commitHeld(
+  state: Link['state'],
+  t: ReturnType<Link['state']['transaction']>,
+  message: StoredMessage,
+  callback: Reply,
+): Promise<void> {
+  const id = message.messageId;
   try {
     await state.commit(message);
   } catch {
     Object.assign(t, { outcome: 'rejected', code: 451 });
-    emit('failed', id);
+    state.emit('failed', id);
     return callback(smtpError(451, 'Could not store the message'));
   }
   t.outcome = 'stored';
-  emit('released', id);
+  state.emit('released', id);
   callback(null, 'Message stored');
 }
