@@ -219,20 +219,21 @@ export function createActivities({ registry, model, limits: given, dispatchMarke
       const startedLocal = performance.now();
       const { info } = ctx;
       const attempt = input.attemptBase + info.attempt;
+      // A refusal proves only that this attempt did not run: after an earlier attempt of this run
+      // (which may have called the tool, on a build that still had it), the outcome stays unknown.
+      const refuse = (why: string, type: string): ApplicationFailure =>
+        info.attempt > 1
+          ? ApplicationFailure.nonRetryable(
+              `outcome unknown: attempt ${info.attempt} was refused before the tool ran (${why}), and an earlier attempt may have applied`,
+              FAILURE.unknownFinal,
+            )
+          : ApplicationFailure.nonRetryable(why, type);
       const tool = registry.get(input.tool);
-      if (!tool) {
-        throw ApplicationFailure.nonRetryable(
-          `tool '${input.tool}' is not registered on this worker; not executed`,
-          FAILURE.notRegistered,
-        );
-      }
+      if (!tool)
+        throw refuse(`tool '${input.tool}' is not registered on this worker; not executed`, FAILURE.notRegistered);
       const parsed = tool.input.safeParse(input.arguments);
-      if (!parsed.success) {
-        throw ApplicationFailure.nonRetryable(
-          `invalid arguments for '${tool.name}': ${describeIssues(parsed.error)}`,
-          FAILURE.invalidArguments,
-        );
-      }
+      if (!parsed.success)
+        throw refuse(`invalid arguments for '${tool.name}': ${describeIssues(parsed.error)}`, FAILURE.invalidArguments);
       // Heartbeats carry the phase, so a lost attempt still tells the turn how far it got.
       let phase: ToolHeartbeat['phase'] = 'starting';
       const byHeartbeat = input.protect && input.marker === 'heartbeat' && dispatchMarker !== 'update';

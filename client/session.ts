@@ -125,7 +125,8 @@ export async function sendMessage(
   // signalWithStart signals whatever runs under the ID, whatever its type. A workflow that another
   // Temporal client started there (or a turn of a session whose id an older build allowed) has no
   // message handler: the message is lost there, so it is an error, never "queued".
-  const other = await notASession(c, workflowId, signaledRunId);
+  // The signal is in: a check that fails now must not read as "not sent" (a re-send would be a new turn).
+  const other = await notASession(c, workflowId, signaledRunId).catch(() => undefined);
   if (other)
     throw new OpenWorkerError(
       `message ${messageId} NOT delivered: ${workflowId} runs a '${other}' workflow, not a session, and drops it; use another session id`,

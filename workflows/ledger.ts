@@ -281,6 +281,8 @@ export function earlierRunMayHaveApplied(
       run = !marked;
     } else if (ev.type === 'dispatched') run = true;
     else if (ev.type === 'not_started') run = false;
+    // The previous runtime may have run it (OpenWorker's "approved, no result").
+    else if (ev.type === 'imported' && ev.disposition === 'recovery_required') earlier = true;
   }
   return earlier;
 }

@@ -178,10 +178,11 @@ export function afterRetryReconcile(answer: ReconcileAnswer, by: string): NextSt
  */
 export function whenCancelled(facts: CallFacts, next: NextStep): NextStep {
   if (next.kind !== 'run' && next.kind !== 'reconcile') return next;
+  // An earlier run (or an earlier runtime, or the run a reset replaced) counts even before this run starts.
   const mayHaveRun =
     facts.effect === 'external' &&
-    facts.runs > 0 &&
-    (facts.dispatched || facts.earlierDispatch === true || !isProtected(facts.effect, facts.recovery));
+    (facts.earlierDispatch === true ||
+      (facts.runs > 0 && (facts.dispatched || !isProtected(facts.effect, facts.recovery))));
   return mayHaveRun
     ? { kind: 'recovery_required', reason: 'the turn was cancelled before this call’s outcome was known' }
     : { kind: 'fail', error: 'interrupted: the turn was cancelled before this call ran', via: 'not_dispatched' };

@@ -114,6 +114,21 @@ describe('executeTool: guards before and after the tool', () => {
     assert.equal(calls, 1);
   });
 
+  it('a second attempt refused before the tool (a new build: tool gone or schema changed) is an unknown outcome, not a failure', async () => {
+    await rejectsWith(
+      env(2).run(executeTool, input('gone', false)),
+      FAILURE.unknownFinal,
+      /an earlier attempt may have applied/,
+    );
+    await rejectsWith(
+      env(2).run(executeTool, { ...input('charge', false), arguments: { cents: 'five' } }),
+      FAILURE.unknownFinal,
+      /attempt 2 was refused before the tool ran \(invalid arguments/,
+    );
+    await rejectsWith(env(1).run(executeTool, input('gone', false)), FAILURE.notRegistered, /not registered/);
+    assert.equal(calls, 0);
+  });
+
   it('a read is retried by Temporal as usual from its second attempt', async () => {
     assert.deepEqual(await env(2).run(executeTool, input('lookup', false)), { result: 1, attempt: 2 });
   });

@@ -318,6 +318,11 @@ describe('ledger: earlierRunMayHaveApplied (did a run before the current one rea
     ['an idempotent first run', ['scheduled'], idempotent, false],
     ['a read is never an effect', ['scheduled', 'dispatched', 'scheduled'], read, false],
   ];
+  it('a call imported as "may have run" counts as run before, even before its first run here', () => {
+    const imported = (disposition: string) => [{ at: AT, type: 'imported', disposition, why: 'x' }];
+    assert.equal(earlierRunMayHaveApplied(entryIn('running', { events: imported('recovery_required') }), manual), true);
+    assert.equal(earlierRunMayHaveApplied(entryIn('running', { events: imported('run') }), manual), false);
+  });
   for (const [name, types, spec, want] of cases)
     it(`${name} → ${want}`, () =>
       assert.equal(earlierRunMayHaveApplied(entryIn('running', { events: types.map(ev) }), spec), want));

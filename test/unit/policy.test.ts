@@ -368,6 +368,12 @@ describe('policy: whenCancelled (nothing new starts once the turn is being cance
       { kind: 'run', why: 'never dispatched' },
       parks,
     ],
+    [
+      "a person's retry of a call a reset (or the previous runtime) may have run, before any run here",
+      f('external', 'manual', 0, false, true),
+      { kind: 'run', why: 'retry decided by ops' },
+      parks,
+    ],
     ['a read', f('read', 'manual', 1, false), { kind: 'run', why: 'x' }, fails],
     [
       'already parked',
