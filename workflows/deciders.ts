@@ -9,9 +9,22 @@ import type { Approver, LedgerEntry } from './types';
 /** Names the system shows where no person decided; compared trimmed and case-insensitively. */
 export const RESERVED_NAMES: readonly string[] = ['auto', 'system', 'policy', 'grant', 'the previous runtime'];
 
+/**
+ * A name as it reads: compatibility forms folded (fullwidth 'ａｕｔｏ' is 'auto'), invisible characters
+ * (zero-width spaces, joiners) dropped, white space collapsed, lower case. Lookalikes from other
+ * scripts stay distinct; no check trusts a name anyway (the approver's kind decides).
+ */
+const comparable = (name: string): string =>
+  name
+    .normalize('NFKC')
+    .replace(/\p{Default_Ignorable_Code_Point}/gu, '')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .toLowerCase();
+
 /** The one-line reason a name cannot be who decided, or undefined when a person may use it. */
 export function reservedName(name: string): string | undefined {
-  if (!RESERVED_NAMES.includes(name.trim().toLowerCase())) return undefined;
+  if (!RESERVED_NAMES.includes(comparable(name))) return undefined;
   const list = RESERVED_NAMES.map((n) => `'${n}'`).join(', ');
   return `'${name.slice(0, 40)}' is reserved for decisions no person made (reserved: ${list}); decide under your own name`;
 }

@@ -35,6 +35,11 @@ describe('deciders: reserved names', () => {
     ['auto-approver', false],
     ['cli', false],
     ['grantor', false],
+    ['ａｕｔｏ', true],
+    ['au\u200bto', true],
+    ['auto\u2060', true],
+    ['the  previous\truntime', true],
+    ['\u0430uto', false], // a Cyrillic 'а': another script, another name (the kind decides, not the name)
   ];
   for (const [name, reserved] of cases)
     it(`${JSON.stringify(name)} is ${reserved ? '' : 'not '}reserved`, () => {
