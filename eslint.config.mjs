@@ -33,12 +33,64 @@ const temporalNonWorkflowPackages = [
   '@temporalio/envconfig',
 ];
 
-// Folders depend downward only: workflows ← runtime ← activities ← worker; client/ and dev/ on top.
+// Folders depend downward only: workflows ← runtime ← activities ← worker; client/ and dev/ on top; api/ (the package's entry points) above all.
 // `layer(...folders)` forbids importing those folders from the files a block covers.
 const layer = (...folders) => ({
   group: folders.flatMap((f) => [`../${f}`, `../${f}/**`, `../../${f}`, `../../${f}/**`]),
   message:
     'Folders depend downward only (workflows ← runtime ← activities ← worker; client/ and dev/ on top): move the shared piece down, e.g. into runtime/.',
+});
+
+// Workflow code, and the package entry users import from theirs (api/workflow.ts).
+const workflowSafe = (files, forbidden) => ({
+  files,
+  rules: {
+    // The typescript-eslint form of no-restricted-imports: same options, but it also sees
+    // `import x = require('fs')` and lets erased `import type` through.
+    '@typescript-eslint/no-restricted-imports': [
+      'error',
+      {
+        paths: [
+          ...nodeBuiltins.map((name) => ({ name, message: WORKFLOW_BUILTIN_MESSAGE, allowTypeImports: true })),
+          ...temporalNonWorkflowPackages.map((name) => ({
+            name,
+            message:
+              'This package cannot run in the Temporal workflow sandbox; workflow code may import only @temporalio/workflow and @temporalio/common (import type is fine).',
+            allowTypeImports: true,
+          })),
+        ],
+        patterns: [layer(...forbidden)],
+      },
+    ],
+    'no-restricted-globals': [
+      'error',
+      {
+        name: 'setTimeout',
+        message:
+          'Workflow code must be deterministic: use sleep() from @temporalio/workflow (a durable timer that a CancellationScope can cancel), or condition(fn, timeout).',
+      },
+      {
+        name: 'setInterval',
+        message:
+          'Workflow code must be deterministic: setInterval does not exist in the Temporal sandbox; loop with sleep() from @temporalio/workflow.',
+      },
+      {
+        name: 'setImmediate',
+        message:
+          'Workflow code must be deterministic: setImmediate does not exist in the Temporal sandbox; use sleep() or condition() from @temporalio/workflow.',
+      },
+      {
+        name: 'process',
+        message:
+          'Workflow code must be deterministic and runs in the Temporal sandbox, which has no `process`: pass configuration in the workflow input, read the environment in an activity.',
+      },
+      {
+        name: 'require',
+        message:
+          'Workflow code runs in the Temporal sandbox: use a static import of a deterministic module, never require().',
+      },
+    ],
+  },
 });
 
 export default defineConfig(
@@ -75,56 +127,9 @@ export default defineConfig(
     },
   },
 
-  {
-    files: ['workflows/**/*.ts'],
-    rules: {
-      // The typescript-eslint form of no-restricted-imports: same options, but it also sees
-      // `import x = require('fs')` and lets erased `import type` through.
-      '@typescript-eslint/no-restricted-imports': [
-        'error',
-        {
-          paths: [
-            ...nodeBuiltins.map((name) => ({ name, message: WORKFLOW_BUILTIN_MESSAGE, allowTypeImports: true })),
-            ...temporalNonWorkflowPackages.map((name) => ({
-              name,
-              message:
-                'This package cannot run in the Temporal workflow sandbox; workflow code may import only @temporalio/workflow and @temporalio/common (import type is fine).',
-              allowTypeImports: true,
-            })),
-          ],
-          patterns: [layer('activities', 'runtime', 'worker', 'client', 'dev', 'bench')],
-        },
-      ],
-      'no-restricted-globals': [
-        'error',
-        {
-          name: 'setTimeout',
-          message:
-            'Workflow code must be deterministic: use sleep() from @temporalio/workflow (a durable timer that a CancellationScope can cancel), or condition(fn, timeout).',
-        },
-        {
-          name: 'setInterval',
-          message:
-            'Workflow code must be deterministic: setInterval does not exist in the Temporal sandbox; loop with sleep() from @temporalio/workflow.',
-        },
-        {
-          name: 'setImmediate',
-          message:
-            'Workflow code must be deterministic: setImmediate does not exist in the Temporal sandbox; use sleep() or condition() from @temporalio/workflow.',
-        },
-        {
-          name: 'process',
-          message:
-            'Workflow code must be deterministic and runs in the Temporal sandbox, which has no `process`: pass configuration in the workflow input, read the environment in an activity.',
-        },
-        {
-          name: 'require',
-          message:
-            'Workflow code runs in the Temporal sandbox: use a static import of a deterministic module, never require().',
-        },
-      ],
-    },
-  },
+  workflowSafe(['workflows/**/*.ts'], ['activities', 'runtime', 'worker', 'client', 'dev', 'bench']),
+  // What your workflow imports: the workflows only.
+  workflowSafe(['api/workflow.ts'], ['activities', 'runtime', 'worker', 'client', 'dev', 'bench']),
 
   {
     files: ['activities/**/*.ts'],

@@ -1,4 +1,5 @@
-import type { OpenWorkerClient } from './connection';
+import type { ClientLike } from './own';
+import { asOpenWorker } from './own';
 import type { WaitedTurn } from './session';
 import { activeTurn, checkSessionId, OpenWorkerError, turnStatus } from './session';
 import { turnWorkflowId } from '../workflows/definitions';
@@ -15,9 +16,10 @@ export interface CancelledTurn extends WaitedTurn {
  * stays valid and the session takes the next message.
  */
 export async function cancelTurn(
-  c: OpenWorkerClient,
+  client: ClientLike,
   input: { sessionId: string; turn?: number; waitMs?: number },
 ): Promise<CancelledTurn> {
+  const c = asOpenWorker(client);
   const sessionId = checkSessionId(input.sessionId);
   let workflowId: string;
   if (input.turn !== undefined) {

@@ -9,7 +9,7 @@ export interface OpenWorkerClient {
   client: Client;
   /** The frontend address this client is connected to (for messages). */
   address: string;
-  connection: Connection;
+  connection: Client['connection'];
   namespace: string;
   taskQueue: string;
   close(): Promise<void>;

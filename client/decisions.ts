@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import type { ClientLike } from './own';
+import { asOpenWorker } from './own';
 import { MAX_BATCH, MAX_RECOVERY_RESULT_BYTES } from '../workflows/decisions';
 import {
   approveSignal,
@@ -272,20 +274,21 @@ async function bindTo(
   });
 }
 
-export const approve = (c: OpenWorkerClient, t: DecisionTarget & { argsDigest?: string }): Promise<DecisionOutcome> =>
-  send(c, 'approve', t, t.argsDigest ? { argsDigest: t.argsDigest } : {});
+export const approve = (client: ClientLike, t: DecisionTarget & { argsDigest?: string }): Promise<DecisionOutcome> =>
+  send(asOpenWorker(client), 'approve', t, t.argsDigest ? { argsDigest: t.argsDigest } : {});
 
-export const reject = (c: OpenWorkerClient, t: DecisionTarget & { reason?: string }): Promise<DecisionOutcome> =>
-  send(c, 'reject', t, t.reason ? { reason: t.reason } : {});
+export const reject = (client: ClientLike, t: DecisionTarget & { reason?: string }): Promise<DecisionOutcome> =>
+  send(asOpenWorker(client), 'reject', t, t.reason ? { reason: t.reason } : {});
 
 /**
  * Approves several calls of one turn with one signal (one history event, one workflow task), e.g.
  * every call of a model response. Each is bound and judged as if approved alone.
  */
 export function approveAll(
-  c: OpenWorkerClient,
+  client: ClientLike,
   t: Omit<DecisionTarget, 'toolCallId'> & { toolCallIds: string[] },
 ): Promise<DecisionOutcome[]> {
+  const c = asOpenWorker(client);
   const ids = [...new Set(t.toolCallIds)];
   if (!ids.length)
     throw new OpenWorkerError('name at least one tool call to approve (see `openworker-temporal inbox`)', 'bad_input');
@@ -299,9 +302,10 @@ export function approveAll(
 }
 
 export function recover(
-  c: OpenWorkerClient,
+  client: ClientLike,
   t: DecisionTarget & { decision: RecoveryDecision; result?: unknown; reason?: string; skipFence?: boolean },
 ): Promise<DecisionOutcome> {
+  const c = asOpenWorker(client);
   if (t.skipFence && t.decision !== 'retry')
     throw new OpenWorkerError('--now only goes with --decision retry', 'bad_input');
   if (!RECOVERY.includes(t.decision))

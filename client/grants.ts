@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import type { ClientLike } from './own';
+import { asOpenWorker } from './own';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import {
   grantSignal,
@@ -92,9 +94,10 @@ async function confirmed(
 
 /** Adds a standing approval to a session: later calls of `tool` (to `target`, if given) need no approval. */
 export async function grant(
-  c: OpenWorkerClient,
+  client: ClientLike,
   input: { sessionId: string; tool: string; target?: string; by?: string; waitMs?: number },
 ): Promise<GrantOutcome> {
+  const c = asOpenWorker(client);
   const sessionId = checkSessionId(input.sessionId);
   if (typeof input.tool !== 'string' || !NAME.test(input.tool))
     throw new OpenWorkerError(`invalid tool name '${input.tool}'; give the tool's name, e.g. send_email`, 'bad_input');
@@ -141,9 +144,10 @@ export async function grant(
 
 /** Revokes a grant; calls it already approved stay approved. */
 export async function revoke(
-  c: OpenWorkerClient,
+  client: ClientLike,
   input: { sessionId: string; grantId: string; by?: string; waitMs?: number },
 ): Promise<GrantOutcome> {
+  const c = asOpenWorker(client);
   const sessionId = checkSessionId(input.sessionId);
   const by = checkBy(input.by);
   const s = await sessionStatus(c, sessionId);
@@ -168,7 +172,8 @@ export async function revoke(
 }
 
 /** Every grant of the session, with the calls each one approved. */
-export async function listGrants(c: OpenWorkerClient, sessionId: string): Promise<GrantView[]> {
+export async function listGrants(client: ClientLike, sessionId: string): Promise<GrantView[]> {
+  const c = asOpenWorker(client);
   const v = await showSession(c, sessionId);
   const s = await sessionStatus(c, sessionId);
   return (s.grants ?? []).map((g) => ({
@@ -189,9 +194,10 @@ export async function listGrants(c: OpenWorkerClient, sessionId: string): Promis
  * tool for this exact target (`always: 'target'`).
  */
 export async function approveAlways(
-  c: OpenWorkerClient,
+  client: ClientLike,
   t: DecisionTarget & { argsDigest?: string; always: 'session' | 'target' },
 ): Promise<DecisionOutcome & { grant?: GrantOutcome }> {
+  const c = asOpenWorker(client);
   const sessionId = checkSessionId(t.sessionId);
   if (t.key) checkBy(t.key.name, `the signing key's name`);
   else checkBy(t.by);

@@ -1,7 +1,8 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import type { ClientLike } from './own';
+import { asOpenWorker } from './own';
 import { IMPORT_MESSAGE_ID, OpenWorkerSession, sessionWorkflowId } from '../workflows/definitions';
 import type { ImportedCall, SessionInput } from '../workflows/types';
-import type { OpenWorkerClient } from './connection';
 import { ImportError, planImport } from './importPlan';
 import { checkSessionId, OpenWorkerError } from './session';
 
@@ -25,9 +26,10 @@ export interface ImportResult {
  * proves allowed. Refuses a session id that exists or existed, so no execution ID is ever reused.
  */
 export async function importSession(
-  c: OpenWorkerClient,
+  client: ClientLike,
   input: { sessionId: string; jsonl: string; source: string },
 ): Promise<ImportResult> {
+  const c = asOpenWorker(client);
   const sessionId = checkSessionId(input.sessionId);
   let plan;
   try {

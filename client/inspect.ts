@@ -1,8 +1,9 @@
 import { notAppliedDecisions } from '../workflows/details';
+import type { ClientLike } from './own';
+import { asOpenWorker } from './own';
 import { pendingFence, retryNote } from '../workflows/ledger';
 import { notificationState, type NotificationState } from '../workflows/notifications';
 import type { DecisionRecord, ImportInfo, LedgerEntry, Message, RefusedMessage, TurnState } from '../workflows/types';
-import type { OpenWorkerClient } from './connection';
 import { OpenWorkerError, queryWithDeadline, sessionStatus, turnStatus } from './session';
 
 /** A decision the turn received and did not apply (a signal cannot answer its sender), with why. */
@@ -38,7 +39,8 @@ export interface SessionView {
 }
 
 /** The transcript, every turn with its state, and every tool call's ledger entry. */
-export async function showSession(c: OpenWorkerClient, sessionId: string): Promise<SessionView> {
+export async function showSession(client: ClientLike, sessionId: string): Promise<SessionView> {
+  const c = asOpenWorker(client);
   const s = await sessionStatus(c, sessionId);
   const turns: SessionView['turns'] = [];
   const executions: ExecutionView[] = [];
@@ -142,7 +144,8 @@ export function inboxItemOf(
 }
 
 /** Every call waiting for approval or in recovery_required, across sessions, newest first. */
-export async function inbox(c: OpenWorkerClient, filter: InboxFilter = {}): Promise<InboxItem[]> {
+export async function inbox(client: ClientLike, filter: InboxFilter = {}): Promise<InboxItem[]> {
+  const c = asOpenWorker(client);
   const clauses = ['ExecutionStatus = "Running"', `OpenWorkerState IN ("awaiting_approval", "recovery_required")`];
   if (filter.sessionId) clauses.push(`OpenWorkerSession = ${JSON.stringify(filter.sessionId)}`);
   const items: InboxItem[] = [];

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import type { ClientLike } from './own';
+import { asOpenWorker } from './own';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { WorkflowHandle } from '@temporalio/client';
 import { messageSignal, sessionStatusQuery, turnStatusQuery, OpenWorkerSession } from '../workflows/definitions';
@@ -85,9 +87,10 @@ export interface SendMessageResult {
 
 /** Queues a message in the session, starting the session workflow if needed. Works while no worker runs. */
 export async function sendMessage(
-  c: OpenWorkerClient,
+  client: ClientLike,
   input: { sessionId: string; text: string; messageId?: string },
 ): Promise<SendMessageResult> {
+  const c = asOpenWorker(client);
   const sessionId = checkSessionId(input.sessionId);
   // The session would refuse it too (and record why); saying so here loses no time.
   const problem = messageProblem(input.text);
@@ -168,16 +171,18 @@ async function notASession(c: OpenWorkerClient, workflowId: string, runId?: stri
   return d.type === 'session' ? undefined : d.type;
 }
 
-export async function sessionStatus(c: OpenWorkerClient, sessionId: string): Promise<SessionStatus> {
+export async function sessionStatus(client: ClientLike, sessionId: string): Promise<SessionStatus> {
+  const c = asOpenWorker(client);
   const handle = c.client.workflow.getHandle(sessionWorkflowId(checkSessionId(sessionId)));
   return queryWithDeadline(c, `session '${sessionId}'`, () => handle.query(sessionStatusQuery));
 }
 
 /** The turn's status: from its result when it has closed, else from its query. */
 export async function turnStatus(
-  c: OpenWorkerClient,
+  client: ClientLike,
   workflowId: string,
 ): Promise<TurnStatus & { workflowId: string; closed: boolean }> {
+  const c = asOpenWorker(client);
   const handle: WorkflowHandle = c.client.workflow.getHandle(workflowId);
   let description;
   try {
@@ -227,9 +232,10 @@ export async function turnStatus(
 
 /** The session's running turn, from the server's own record of pending children: no worker needed. */
 export async function activeTurn(
-  c: OpenWorkerClient,
+  client: ClientLike,
   sessionId: string,
 ): Promise<{ workflowId: string; turn: number } | undefined> {
+  const c = asOpenWorker(client);
   const handle = c.client.workflow.getHandle(sessionWorkflowId(checkSessionId(sessionId)));
   let description;
   try {
@@ -263,9 +269,10 @@ export interface WaitedTurn extends TurnStatus {
 
 /** Waits until the turn that handles `messageId` completes or parks for a human decision. */
 export async function waitForTurn(
-  c: OpenWorkerClient,
+  client: ClientLike,
   input: { sessionId: string; messageId: string; timeoutMs?: number; pollMs?: number },
 ): Promise<WaitedTurn> {
+  const c = asOpenWorker(client);
   const deadline = Date.now() + (input.timeoutMs ?? 120_000);
   const pollMs = input.pollMs ?? 200;
   // A worker that is starting is not polling yet: give it a moment before saying none runs.

@@ -6,7 +6,10 @@ import { SEARCH_ATTRIBUTES } from '../workflows/definitions';
 const SEARCH_ATTRIBUTE_NAMES = SEARCH_ATTRIBUTES.map((k) => k.name);
 
 /** Registers the project's Keyword search attributes when the namespace lacks them. */
-export async function ensureSearchAttributes(connection: Connection, namespace: string): Promise<void> {
+export async function ensureSearchAttributes(
+  connection: Pick<Connection, 'operatorService'>,
+  namespace: string,
+): Promise<void> {
   const command = (names: readonly string[]) =>
     `temporal operator search-attribute create --namespace ${namespace} ${names.map((n) => `--name ${n} --type Keyword`).join(' ')}`;
   let customAttributes: Record<string, unknown> | null | undefined;

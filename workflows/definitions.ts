@@ -46,6 +46,9 @@ export const SEARCH_ATTRIBUTES = [OpenWorkerState, OpenWorkerSession] as const;
 
 export const DEFAULT_TASK_QUEUE = 'openworker';
 
+/** The name OpenWorkerPlugin registers under, on workers and clients. */
+export const PLUGIN_NAME = 'openworker-temporal';
+
 /** The message id of the turn that resumes an imported session's pending tool calls. */
 export const IMPORT_MESSAGE_ID = 'import';
 export const DEFAULT_MAX_ITERATIONS = 12;

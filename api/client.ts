@@ -1,0 +1,43 @@
+// openworker-temporal/client: start turns, decide, inspect; every function takes your Client
+// (with OpenWorkerPlugin) or one from connectClient().
+export { OpenWorkerPlugin } from '../worker/plugin';
+export { openWorkerClient } from '../client/own';
+export type { ClientLike } from '../client/own';
+export { connectClient } from '../client/connection';
+export type { OpenWorkerClient, ConnectOptions } from '../client/connection';
+export { defaultDataConverter, defaultPayloadCodecs } from '../runtime/dataConverter';
+export { sendMessage, waitForTurn, turnStatus, sessionStatus, activeTurn, OpenWorkerError } from '../client/session';
+export { approve, approveAll, reject, recover } from '../client/decisions';
+export type { DecisionOutcome, DecisionTarget } from '../client/decisions';
+export { grant, revoke, listGrants, approveAlways } from '../client/grants';
+export { cancelTurn } from '../client/cancel';
+export type { CancelledTurn } from '../client/cancel';
+export { importSession } from '../client/import';
+export type { ImportResult } from '../client/import';
+export { planImport, ImportError, IMPORT_PROTOCOL } from '../client/importPlan';
+export type { ImportPlan } from '../client/importPlan';
+export { showSession, inbox } from '../client/inspect';
+export type { SessionView, ExecutionView, InboxItem, InboxFilter } from '../client/inspect';
+export {
+  approveSignal,
+  rejectSignal,
+  recoverSignal,
+  decisionsSignal,
+  messageSignal,
+  grantSignal,
+  revokeSignal,
+  turnStatusQuery,
+  sessionStatusQuery,
+  OpenWorkerState,
+  OpenWorkerSession,
+  DEFAULT_TASK_QUEUE,
+  IMPORT_MESSAGE_ID,
+  sessionWorkflowId,
+  turnWorkflowId,
+  parseWorkflowId,
+  sessionIdProblem,
+  executionIdFor,
+  argsDigest,
+  canonicalJson,
+} from './workflow';
+export type * from './workflow';

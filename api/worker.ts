@@ -1,0 +1,24 @@
+// openworker-temporal/worker: agent turns in your worker (the plugin), or a worker of their own.
+export { OpenWorkerPlugin } from '../worker/plugin';
+export type { OpenWorkerPluginOptions } from '../worker/plugin';
+export { createWorker } from '../worker/worker';
+export type { WorkerConfig } from '../worker/worker';
+export { defaultDataConverter, defaultPayloadCodecs, endpointCodec } from '../runtime/dataConverter';
+export { defineTool, ToolFailure, UnknownOutcome, isTool } from '../activities/tool';
+export type {
+  Tool,
+  ToolConfig,
+  ToolContext,
+  ToolEffect,
+  RecoveryPolicy,
+  ReconcileAnswer,
+  ToolTimeouts,
+  Duration,
+} from '../activities/tool';
+export type { ModelProvider, ModelRequest, ModelResponse, ToolDescriptor } from '../activities/model';
+export { ModelError } from '../activities/model';
+export { scriptedModel } from '../activities/models/scripted';
+export { demoModel } from '../activities/models/demo';
+export { loadModel, defaultModelSpec, MODEL_SPECS } from '../activities/models';
+export { sendEmailTool, smtpConfigFromEnv } from '../activities/tools/sendEmail';
+export { createPaymentTool, paymentsConfigFromEnv } from '../activities/tools/payments';

@@ -1,0 +1,181 @@
+import { SimplePlugin } from '@temporalio/plugin';
+import type { BundleOptions, Worker, WorkerOptions } from '@temporalio/worker';
+import { createActivities } from '../activities';
+import type { ApproversConfig } from '../activities/approvers';
+import { approversFromEnv, loadApprovers } from '../activities/approvers';
+import { faultSinks } from '../activities/faults';
+import type { Limits } from '../activities/limits';
+import { limitsFromEnv } from '../activities/limits';
+import type { McpServerConfig } from '../activities/mcp/config';
+import type { McpToolSet } from '../activities/mcp/pool';
+import type { ModelProvider } from '../activities/model';
+import { loadModel } from '../activities/models';
+import type { ToolRegistry } from '../activities/registry';
+import type { Tool } from '../activities/tool';
+import { readChoice } from '../runtime/config';
+import { defaultDataConverter } from '../runtime/dataConverter';
+import { workflowBundlerOptions } from './bundle';
+import { ensureSearchAttributes } from './searchAttributes';
+import { attachMcp, mcpConfigs, ownTools, toolRegistry } from './tools';
+import { PLUGIN_NAME } from '../workflows/definitions';
+import { OPENWORKER_WORKFLOWS, prebuiltBundle, workflowsPathWith } from './workflowModules';
+
+/** What the agent turn runs with: the model, the tools, and their limits. */
+export interface OpenWorkerPluginOptions {
+  /** The tools the model may call. */
+  tools?: Tool[];
+  /** Also register the built-in tools (send_email). Default false here; `createWorker` defaults to true. */
+  builtins?: boolean;
+  /** A `--model` spec or a provider. Default 'demo'. */
+  model?: string | ModelProvider;
+  /** Size limits on model output and tool results; each defaults to its OPENWORKER_MAX_* variable, else DEFAULT_LIMITS. */
+  limits?: Partial<Limits>;
+  /** Approvers' public keys and policy, or the path of an approvers file. Default: $OPENWORKER_APPROVERS. */
+  approvers?: ApproversConfig | string;
+  /** Where protected calls record "dispatched" (default: OPENWORKER_DISPATCH_MARKER, else heartbeat). */
+  dispatchMarker?: 'heartbeat' | 'update';
+  /** MCP servers whose tools the worker serves (connected when the worker runs), or an MCP servers file. Default: $OPENWORKER_MCP. */
+  mcp?: McpServerConfig[] | string;
+  /** Lines worth an operator's eye (an MCP connection closed, a tool list that changed). Default: stderr. */
+  log?: (line: string) => void;
+  /** Add only the activities (a worker that polls no workflow tasks), or everything (default). */
+  only?: 'activities';
+}
+
+/** The plugin's resolved parts; `createWorker` builds them itself to connect MCP before the worker exists. */
+export interface PluginParts {
+  registry: ToolRegistry;
+  model: ModelProvider;
+  limits: Limits;
+  approvers?: ApproversConfig;
+  dispatchMarker: 'heartbeat' | 'update';
+  /** Connected when the worker runs, closed when it stops. */
+  connectMcp?: () => Promise<McpToolSet | undefined>;
+  only?: 'activities';
+}
+
+export function pluginParts(options: OpenWorkerPluginOptions = {}): PluginParts {
+  const approvers =
+    typeof options.approvers === 'string'
+      ? loadApprovers(options.approvers)
+      : (options.approvers ?? approversFromEnv());
+  const limits: Limits = { ...limitsFromEnv(process.env), ...options.limits };
+  const own = ownTools(options.tools ?? [], options.builtins ?? false);
+  const registry = toolRegistry(own, limits.maxArgsBytes, approvers);
+  const configs = mcpConfigs(options.mcp);
+  const log = options.log ?? ((line: string) => console.error(line));
+  return {
+    registry,
+    model: typeof options.model === 'object' ? options.model : loadModel(options.model ?? 'demo'),
+    limits,
+    ...(approvers ? { approvers } : {}),
+    dispatchMarker:
+      options.dispatchMarker ?? readChoice('OPENWORKER_DISPATCH_MARKER', ['heartbeat', 'update'] as const, 'heartbeat'),
+    ...(configs.length ? { connectMcp: () => attachMcp(registry, own, configs, log) } : {}),
+    ...(options.only ? { only: options.only } : {}),
+  };
+}
+
+/**
+ * How long one workflow activation may run before the SDK stops it. The SDK's 5 s default is a
+ * crash, not a guard: a timed-out activation with promises in flight aborts the whole worker
+ * process ("async hook stack has become corrupted", nodejs/node#38503, sdk-typescript#939). A flood
+ * of signals to one turn ends up in one activation; the SDK spends ~0.5-1 ms per signal there, so
+ * the 10,000 a server takes per execution need ~5-10 s (node dist/bench/floodRepro.js). 60 s lets
+ * them finish; test/unit/workerOptions.test.ts checks the SDK still takes the setting.
+ */
+export const ISOLATE_EXECUTION_TIMEOUT = '60s';
+
+/** Worker options the SDK honours (worker-options.js) though its WorkerOptions type leaves them out. */
+export const UNTYPED_WORKER_OPTIONS: object = { isolateExecutionTimeout: ISOLATE_EXECUTION_TIMEOUT };
+
+/**
+ * Agent turns in your own worker: `Worker.create({ ..., plugins: [new OpenWorkerPlugin({ tools, model })] })`
+ * adds the session and turn workflows beside yours, the model and tool activities, the data
+ * converter (encryption, payload store) and the fault sinks, on your task queue. On a Client
+ * (`new Client({ plugins: [...] })`) it sets the same data converter, so your client reads what the
+ * worker wrote.
+ */
+export class OpenWorkerPlugin extends SimplePlugin {
+  /** Resolved on a worker's first use, so a Client's plugin loads no model and no tools. */
+  private readonly parts: () => PluginParts;
+
+  constructor(options: OpenWorkerPluginOptions | { parts: PluginParts } = {}) {
+    let parts: PluginParts | undefined;
+    const resolve = () => (parts ??= 'parts' in options ? options.parts : pluginParts(options));
+    super({
+      name: PLUGIN_NAME,
+      dataConverter: defaultDataConverter(),
+      activities: (theirs) => withActivities(theirs, createActivities(resolve())),
+    });
+    this.parts = resolve;
+  }
+
+  configureWorker(options: WorkerOptions): WorkerOptions {
+    const configured = super.configureWorker(options);
+    return {
+      ...configured,
+      ...(this.parts().only === 'activities' ? {} : workflowsFor(configured)),
+      sinks: { ...faultSinks(), ...configured.sinks },
+      // Defaults the guarantee leans on; a value you set wins.
+      // A deploy must not turn running tool calls into unknown outcomes.
+      shutdownGraceTime: configured.shutdownGraceTime ?? '60s',
+      // After a crash a turn's next task waits on the dead worker's sticky queue: 1 s gets a lost
+      // call to recovery_required within heartbeat + 2 s (npm run bench).
+      stickyQueueScheduleToStartTimeout: configured.stickyQueueScheduleToStartTimeout ?? '1s',
+      ...('isolateExecutionTimeout' in configured ? {} : UNTYPED_WORKER_OPTIONS),
+    };
+  }
+
+  configureBundler(options: BundleOptions): BundleOptions {
+    return withBundlerOptions({ ...options, workflowsPath: workflowsPathWith(options.workflowsPath) });
+  }
+
+  async runWorker(worker: Worker, next: (w: Worker) => Promise<void>): Promise<void> {
+    // A turn's first upsert fails its workflow task while the namespace lacks the search attributes.
+    if (worker.connection) await ensureSearchAttributes(worker.connection, worker.options.namespace);
+    const mcp = await this.parts().connectMcp?.();
+    try {
+      await next(worker);
+    } finally {
+      await mcp?.close();
+    }
+  }
+}
+
+/**
+ * Ours alone: the prebuilt bundle. Beside yours: one module exporting both, bundled at start (or a
+ * bundle you built with `bundleWorkflowCode({ plugins: [plugin] })`, which is taken as it is).
+ * A worker that polls no workflow tasks gets none.
+ */
+function workflowsFor(options: WorkerOptions): Partial<WorkerOptions> {
+  if (options.workflowBundle !== undefined) return {};
+  if (options.workflowsPath === undefined && !options.interceptors?.workflowModules?.length) {
+    const bundle = prebuiltBundle();
+    if (bundle) return { workflowBundle: { codePath: bundle } };
+  }
+  return {
+    workflowsPath: workflowsPathWith(options.workflowsPath ?? OPENWORKER_WORKFLOWS),
+    bundlerOptions: withBundlerOptions(options.bundlerOptions ?? {}),
+  };
+}
+
+function withBundlerOptions<T extends Pick<BundleOptions, 'preloadModules' | 'webpackConfigHook'>>(options: T): T {
+  const theirs = options.webpackConfigHook;
+  const ours = workflowBundlerOptions.webpackConfigHook!;
+  return {
+    ...options,
+    preloadModules: [...new Set([...(options.preloadModules ?? []), ...(workflowBundlerOptions.preloadModules ?? [])])],
+    webpackConfigHook: (config) => ours(theirs ? theirs(config) : config),
+  };
+}
+
+/** Yours and ours; one name registered by both would silently replace yours, so it is refused. */
+function withActivities(theirs: object | undefined, ours: object): object {
+  const clash = Object.keys(theirs ?? {}).filter((name) => name in ours);
+  if (clash.length)
+    throw new Error(
+      `OpenWorkerPlugin: your worker registers activit${clash.length > 1 ? 'ies' : 'y'} ${clash.map((n) => `'${n}'`).join(', ')}, a name the agent turn uses; rename yours`,
+    );
+  return { ...theirs, ...ours };
+}

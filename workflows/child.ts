@@ -1,0 +1,63 @@
+import type { ChildWorkflowHandle } from '@temporalio/workflow';
+import { ApplicationFailure, ParentClosePolicy, WorkflowIdReusePolicy, startChild } from '@temporalio/workflow';
+import { OpenWorkerSession, OpenWorkerState } from './definitions';
+import { sessionIdProblem, turnProblem, turnWorkflowId } from './ids';
+import { messageProblem } from './limits';
+import { unpairedToolCalls } from './transcript';
+import { agentTurn } from './turn';
+import type { Message, TurnOptions, TurnResult } from './types';
+
+/** One agent turn run from your own workflow. */
+export interface AgentTurnRequest {
+  /** Names the conversation; execution IDs and the turn's workflow ID derive from it. */
+  sessionId: string;
+  /** The turn's number in the session, from 1; each (sessionId, turn) runs at most once. */
+  turn: number;
+  message: string;
+  /** The conversation so far: earlier turns' `messages`, each tool call paired with one result. */
+  history?: Message[];
+  options?: TurnOptions;
+}
+
+/**
+ * Starts one agent turn as a child workflow of yours, on your task queue, with the ID
+ * `session-<sessionId>-turn-<turn>`: its protected calls wait for the same approve / reject /
+ * recover signals (send them from your workflow with the handle, or from anywhere: the CLI's
+ * `approve`, the inbox and the approvals page find it), and its execution IDs are those a session
+ * would give it. Bad input fails your workflow with a non-retryable `BadInput` naming what was
+ * wrong (never a task failure that replays forever).
+ */
+export async function startAgentTurn(request: AgentTurnRequest): Promise<ChildWorkflowHandle<typeof agentTurn>> {
+  const history = request.history ?? [];
+  const problem =
+    sessionIdProblem(request.sessionId) ??
+    turnProblem(request.turn) ??
+    messageProblem(request.message) ??
+    (Array.isArray(history) ? unpairedToolCalls(history)[0] : 'history must be an array of messages');
+  if (problem) throw ApplicationFailure.nonRetryable(`agent turn: ${problem}`, 'BadInput');
+  return startChild(agentTurn, {
+    workflowId: turnWorkflowId(request.sessionId, request.turn),
+    args: [
+      {
+        sessionId: request.sessionId,
+        turn: request.turn,
+        history,
+        message: request.message,
+        ...(request.options ? { options: request.options } : {}),
+      },
+    ],
+    // A turn ID is never reused: its execution IDs are the idempotency keys of real effects.
+    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+    parentClosePolicy: ParentClosePolicy.TERMINATE,
+    typedSearchAttributes: [
+      { key: OpenWorkerSession, value: request.sessionId },
+      { key: OpenWorkerState, value: 'running' },
+    ],
+    staticSummary: `Turn ${request.turn} of session ${request.sessionId}`,
+  });
+}
+
+/** startAgentTurn, then its result: the turn's state, text, ledger and the messages to keep as history. */
+export async function runAgentTurn(request: AgentTurnRequest): Promise<TurnResult> {
+  return (await startAgentTurn(request)).result();
+}
