@@ -55,12 +55,21 @@ describe('embedding: OpenWorkerPlugin in your own worker and Client', function (
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('a workflow importing openworker-temporal/workflow bundles with no Node built-in; the package root does not', async () => {
-    const { code } = await bundleWorkflowCode({ workflowsPath: join(dir, 'workflows.js'), logger: quiet });
+  it('a workflow importing openworker-temporal/workflow bundles with no Node built-in (with the plugin: beside the agent turn); the package root does not', async () => {
+    const { code } = await bundleWorkflowCode({
+      workflowsPath: join(dir, 'workflows.js'),
+      plugins: [new OpenWorkerPlugin()],
+      logger: quiet,
+    });
+    assert.match(code, /async function refundFlow\(/);
+    assert.match(code, /async function agentTurn\(/);
     assert.doesNotMatch(code, /require\(["'](node:)?(fs|os|path|crypto|child_process|net|http)["']\)/);
     assert.ok(code.length < 4 * 1024 * 1024, `bundle is ${(code.length / 2 ** 20).toFixed(1)} MiB`);
     // What the issue saw: the root entry drags the worker, the client and node:* into the bundle.
-    writeFileSync(join(dir, 'root.js'), `export { messageSignal } from 'openworker-temporal';\nexport async function w() {}\n`);
+    writeFileSync(
+      join(dir, 'root.js'),
+      `export { messageSignal } from 'openworker-temporal';\nexport async function w() {}\n`,
+    );
     await assert.rejects(bundleWorkflowCode({ workflowsPath: join(dir, 'root.js'), logger: quiet }));
   });
 
