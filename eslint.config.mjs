@@ -33,12 +33,13 @@ const temporalNonWorkflowPackages = [
   '@temporalio/envconfig',
 ];
 
-// Folders depend downward only: workflows ← runtime ← activities ← worker; client/ and dev/ on top; api/ (the package's entry points) above all.
+// Folders depend downward only: workflows ← runtime ← activities ← worker ← client ← apps ← cli (and dev/);
+// api/ (the package's entry points) above all.
 // `layer(...folders)` forbids importing those folders from the files a block covers.
 const layer = (...folders) => ({
   group: folders.flatMap((f) => [`../${f}`, `../${f}/**`, `../../${f}`, `../../${f}/**`]),
   message:
-    'Folders depend downward only (workflows ← runtime ← activities ← worker; client/ and dev/ on top): move the shared piece down, e.g. into runtime/.',
+    'Folders depend downward only (workflows ← runtime ← activities ← worker ← client ← apps ← cli, dev; api/ on top): move the shared piece down, e.g. into runtime/.',
 });
 
 // Workflow code, and the package entry users import from theirs (api/workflow.ts).
@@ -127,9 +128,12 @@ export default defineConfig(
     },
   },
 
-  workflowSafe(['workflows/**/*.ts'], ['activities', 'runtime', 'worker', 'client', 'dev', 'bench']),
+  workflowSafe(
+    ['workflows/**/*.ts'],
+    ['activities', 'runtime', 'worker', 'client', 'cli', 'apps', 'dev', 'api', 'bench'],
+  ),
   // What your workflow imports: the workflows only.
-  workflowSafe(['api/workflow.ts'], ['activities', 'runtime', 'worker', 'client', 'dev', 'bench']),
+  workflowSafe(['api/workflow.ts'], ['activities', 'runtime', 'worker', 'client', 'cli', 'apps', 'dev', 'bench']),
 
   {
     files: ['activities/**/*.ts'],
@@ -142,12 +146,38 @@ export default defineConfig(
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
-        { patterns: [layer('activities', 'worker', 'client', 'dev', 'bench')] },
+        { patterns: [layer('activities', 'worker', 'client', 'cli', 'apps', 'dev', 'api', 'bench')] },
       ],
     },
   },
   {
     files: ['worker/**/*.ts'],
-    rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [layer('client', 'dev', 'bench')] }] },
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { patterns: [layer('client', 'cli', 'apps', 'dev', 'api', 'bench')] },
+      ],
+    },
+  },
+  // The library: no command line, no server, no dev launcher in it.
+  {
+    files: ['client/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { patterns: [layer('cli', 'apps', 'dev', 'api', 'bench')] },
+      ],
+    },
+  },
+  // The servers (approvals app, codec endpoint) build on the library, never on the command line.
+  {
+    files: ['apps/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', { patterns: [layer('cli', 'dev', 'api', 'bench')] }],
+    },
+  },
+  {
+    files: ['cli/**/*.ts', 'dev/**/*.ts'],
+    rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [layer('api', 'bench')] }] },
   },
 );

@@ -2,7 +2,7 @@
 'use strict';
 let cli;
 try {
-  cli = require('../dist/client/cli.js');
+  cli = require('../dist/cli/main.js');
 } catch (err) {
   if (err && err.code === 'MODULE_NOT_FOUND') {
     console.error(

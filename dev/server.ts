@@ -63,7 +63,7 @@ export interface DevServerOptions {
   ip?: string;
   /** Extra namespace to create besides `default`. */
   namespace?: string;
-  /** A codec endpoint the Web UI decodes payloads with (see client/codecServer.ts). */
+  /** A codec endpoint the Web UI decodes payloads with (see apps/codecServer.ts). */
   codecEndpoint?: string;
   /** Server stdout/stderr (appended); default `temporal-server.log` next to the db file. */
   logFile?: string;

@@ -7,7 +7,7 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 import { DevServer, SEARCH_ATTRIBUTE_NAMES, startDevServer } from '../dev/server';
 import { resolveTemporalCli } from '../dev/temporalCli';
 import { packageRoot } from '../runtime/stateDir';
-import { startCodecServer } from '../client/codecServer';
+import { startCodecServer } from '../apps/codecServer';
 
 const logTail = (file: string): string => fs.readFileSync(file, 'utf8').slice(-3000);
 

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { resolveCall } from '../client/approvals/calls';
+import { resolveCall } from '../apps/approvals/calls';
 import { approve } from '../client/decisions';
 import { importSession } from '../client/import';
 import { OpenWorkerError, sendMessage, sessionStatus, turnStatus } from '../client/session';

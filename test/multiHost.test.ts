@@ -8,7 +8,7 @@ import { connectClient } from '../client/connection';
 import { approve } from '../client/decisions';
 import { turnStatus } from '../client/session';
 import { messageIdFor } from '../activities/tools/sendEmail';
-import { newCodecToken, startCodecServer } from '../client/codecServer';
+import { newCodecToken, startCodecServer } from '../apps/codecServer';
 import { endpointCodec } from '../runtime/dataConverter';
 import { startDevServer } from '../dev/server';
 import { launchBrowser, pageText, requireChromium, shot } from './support/browser';

@@ -6,7 +6,7 @@ import type { Browser } from 'playwright-core';
 import { approve } from '../client/decisions';
 import { connectClient } from '../client/connection';
 import type { OpenWorkerClient } from '../client/connection';
-import { startCodecServer } from '../client/codecServer';
+import { startCodecServer } from '../apps/codecServer';
 import { turnStatus } from '../client/session';
 import { startDevServer } from '../dev/server';
 import type { DevServer } from '../dev/server';

@@ -18,7 +18,7 @@ import { workflowBundlerOptions } from './bundle';
 import { ensureSearchAttributes } from './searchAttributes';
 import { attachMcp, mcpConfigs, ownTools, toolRegistry } from './tools';
 import { PLUGIN_NAME } from '../workflows/definitions';
-import { OPENWORKER_WORKFLOWS, prebuiltBundle, workflowsPathWith } from './workflowModules';
+import { AGENT_WORKFLOWS_MODULE, prebuiltBundle, workflowsPathWith } from './workflowModules';
 
 /** What the agent turn runs with: the model, the tools, and their limits. */
 export interface OpenWorkerPluginOptions {
@@ -155,7 +155,7 @@ function workflowsFor(options: WorkerOptions): Partial<WorkerOptions> {
     if (bundle) return { workflowBundle: { codePath: bundle } };
   }
   return {
-    workflowsPath: workflowsPathWith(options.workflowsPath ?? OPENWORKER_WORKFLOWS),
+    workflowsPath: workflowsPathWith(options.workflowsPath ?? AGENT_WORKFLOWS_MODULE),
     bundlerOptions: withBundlerOptions(options.bundlerOptions ?? {}),
   };
 }

@@ -12,7 +12,7 @@ import { resolveConnectConfig } from '../runtime/connection';
 import { workflowBundlerOptions } from './bundle';
 import { OpenWorkerPlugin, pluginParts } from './plugin';
 import { attachMcp, loadToolModule, mcpConfigs, ownTools } from './tools';
-import { OPENWORKER_WORKFLOWS, prebuiltBundle } from './workflowModules';
+import { AGENT_WORKFLOWS_MODULE, prebuiltBundle } from './workflowModules';
 
 export { ISOLATE_EXECUTION_TIMEOUT, UNTYPED_WORKER_OPTIONS } from './plugin';
 export { loadToolModule } from './tools';
@@ -77,7 +77,7 @@ export function workflowSource():
   const bundle = prebuiltBundle();
   return bundle
     ? { workflowBundle: { codePath: bundle } }
-    : { workflowsPath: OPENWORKER_WORKFLOWS, bundlerOptions: workflowBundlerOptions };
+    : { workflowsPath: AGENT_WORKFLOWS_MODULE, bundlerOptions: workflowBundlerOptions };
 }
 
 async function connectWorker(cfg: ReturnType<typeof resolveConnectConfig>): Promise<NativeConnection> {

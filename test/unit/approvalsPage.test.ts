@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { PAGE_HTML, PAGE_JS } from '../../client/approvals/page';
+import { PAGE_HTML, PAGE_JS } from '../../apps/approvals/page';
 
 // The page ships as strings: a stray backtick or quote in them breaks it only in the browser.
 

@@ -9,7 +9,7 @@ import {
   shortValue,
   statusLine,
   turnEnd,
-} from '../../client/chatView';
+} from '../../cli/chatView';
 import type { CallState, LedgerEntry } from '../../workflows/types';
 import { entryIn } from './helpers';
 

@@ -8,7 +8,7 @@ import type { Setting } from '../../runtime/config';
 // and documented in docs/configuration.md.
 
 const ROOT = join(__dirname, '..', '..', '..');
-const SOURCE_DIRS = ['workflows', 'activities', 'runtime', 'worker', 'client', 'dev'];
+const SOURCE_DIRS = ['workflows', 'activities', 'runtime', 'worker', 'client', 'cli', 'apps', 'dev', 'api'];
 /** Tokens that look like variables but are not: the fault report's stderr prefix, and OPENWORKER_MAX_* in prose. */
 const NOT_VARIABLES = new Set(['OPENWORKER_FAULT', 'OPENWORKER_MAX']);
 

@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { formatDecision, formatInbox, formatSession, formatTurn } from '../../client/format';
+import { formatDecision, formatInbox, formatSession, formatTurn } from '../../cli/format';
 import type { SessionView } from '../../client/inspect';
 import { inboxItemOf } from '../../client/inspect';
 import type { WaitedTurn } from '../../client/session';

@@ -1,11 +1,11 @@
 import { Command } from 'commander';
-import { processCommands } from './cliProcesses';
-import { cancelCommand, sessionCommands, showCommand } from './cliSessions';
-import { decisionCommands, keyCommands } from './cliDecisions';
-import { storageCommands } from './cliStorage';
-import { approvalsCommands } from './cliApprovals';
-import { mcpCommands } from './cliMcp';
-import { OpenWorkerError } from './session';
+import { processCommands } from './processes';
+import { cancelCommand, sessionCommands, showCommand } from './sessions';
+import { decisionCommands, keyCommands } from './decisions';
+import { storageCommands } from './storage';
+import { approvalsCommands } from './approvals';
+import { mcpCommands } from './mcp';
+import { OpenWorkerError } from '../client/session';
 
 // The commands live in sibling modules by subject; they are added here in the order the help lists them.
 export function buildCli(): Command {

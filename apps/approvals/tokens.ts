@@ -4,7 +4,7 @@ import path from 'node:path';
 import { readString } from '../../runtime/config';
 import { stateDir } from '../../runtime/stateDir';
 import { reservedName } from '../../workflows/deciders';
-import { OpenWorkerError } from '../session';
+import { OpenWorkerError } from '../../client/session';
 
 // Operators' sign-in tokens for the approvals app. The file holds only SHA-256 hashes (tokens are
 // 32 random bytes, so a fast hash is enough), so it can ship with every replica's configuration

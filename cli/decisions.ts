@@ -1,15 +1,15 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import type { RecoveryDecision } from '../workflows/types';
-import { globals, json, positiveInt, print, withClient } from './cliCommon';
-import { approve, approveAll, recover, reject } from './decisions';
-import type { DecisionOutcome } from './decisions';
+import { globals, json, positiveInt, print, withClient } from './common';
+import { approve, approveAll, recover, reject } from '../client/decisions';
+import type { DecisionOutcome } from '../client/decisions';
 import { formatDecision, formatGrantChange, formatGrants } from './format';
-import { approveAlways, grant, listGrants, revoke } from './grants';
-import type { GrantOutcome } from './grants';
-import type { ApproverKeyPair } from './keys';
-import { createApproverKey, keysDir, listApproverKeys, signingKey } from './keys';
-import { OpenWorkerError } from './session';
+import { approveAlways, grant, listGrants, revoke } from '../client/grants';
+import type { GrantOutcome } from '../client/grants';
+import type { ApproverKeyPair } from '../client/keys';
+import { createApproverKey, keysDir, listApproverKeys, signingKey } from '../client/keys';
+import { OpenWorkerError } from '../client/session';
 
 /** The CLI commands that decide on tool calls (approve, reject, recover), the standing approvals, and the approver keys. */
 

@@ -2,7 +2,7 @@ import type { LedgerEntry, TurnStatus } from '../workflows/types';
 import { needsNoApproval } from '../workflows/deciders';
 
 // What the chat REPL prints and how it reads answers. Pure, so the wording is tested as a table;
-// client/chat.ts does the terminal and Temporal I/O.
+// cli/chat.ts does the terminal and Temporal I/O.
 
 const ARG_MAX = 200;
 

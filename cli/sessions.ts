@@ -2,12 +2,12 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import { runChat } from './chat';
-import { cancelTurn } from './cancel';
-import { globals, positiveInt, print, withClient } from './cliCommon';
+import { cancelTurn } from '../client/cancel';
+import { globals, positiveInt, print, withClient } from './common';
 import { formatImport, formatInbox, formatSession, formatTurn } from './format';
-import { importSession } from './import';
-import { inbox, showSession } from './inspect';
-import { OpenWorkerError, sendMessage, waitForTurn } from './session';
+import { importSession } from '../client/import';
+import { inbox, showSession } from '../client/inspect';
+import { OpenWorkerError, sendMessage, waitForTurn } from '../client/session';
 
 /** The CLI commands about a session and its turns: messages, imports, the chat, the inbox, cancel and show. */
 

@@ -2,7 +2,7 @@ import { createInterface } from 'node:readline';
 import type { LedgerEntry } from '../workflows/types';
 import { pendingFence } from '../workflows/ledger';
 import { turnOf } from '../workflows/ids';
-import { cancelTurn } from './cancel';
+import { cancelTurn } from '../client/cancel';
 import type { ApprovalAnswer } from './chatView';
 import {
   approvalPrompt,
@@ -13,12 +13,12 @@ import {
   statusLine,
   turnEnd,
 } from './chatView';
-import type { OpenWorkerClient } from './connection';
-import { approve, checkBy, recover, reject } from './decisions';
-import type { DecisionOutcome } from './decisions';
-import { approveAlways, listGrants } from './grants';
+import type { OpenWorkerClient } from '../client/connection';
+import { approve, checkBy, recover, reject } from '../client/decisions';
+import type { DecisionOutcome } from '../client/decisions';
+import { approveAlways, listGrants } from '../client/grants';
 import { formatGrants } from './format';
-import { activeTurn, checkSessionId, OpenWorkerError, sendMessage, sessionStatus, turnStatus } from './session';
+import { activeTurn, checkSessionId, OpenWorkerError, sendMessage, sessionStatus, turnStatus } from '../client/session';
 
 export interface ChatOptions {
   sessionId: string;

@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { checkPayloadStore, describeStore, payloadStoreConfig } from '../runtime/payloadStorage';
-import { positiveInt, print } from './cliCommon';
+import { positiveInt, print } from './common';
 
 /** `storage check` and `storage expire`: the payload store each host's workers and clients use. */
 export function storageCommands(program: Command): void {

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
-import type { OpenWorkerClient } from './connection';
-import { connectClient } from './connection';
+import type { OpenWorkerClient } from '../client/connection';
+import { connectClient } from '../client/connection';
 
 /** What every command module of the CLI shares: the global options, option parsers, the client and the output. */
 

@@ -6,17 +6,17 @@ import type { LogLevel } from '@temporalio/worker';
 import { startMailSink } from '../dev/mailSink';
 import { startDevServer } from '../dev/server';
 import { stateDir } from '../runtime/stateDir';
-import type { CodecServer } from './codecServer';
-import { codecTokenFromEnv, startCodecServer } from './codecServer';
-import { startApprovalsServer } from './approvals/serve';
-import { createToken } from './approvals/tokens';
-import { defaultApprover } from './decisions';
+import type { CodecServer } from '../apps/codecServer';
+import { codecTokenFromEnv, startCodecServer } from '../apps/codecServer';
+import { startApprovalsServer } from '../apps/approvals/serve';
+import { createToken } from '../apps/approvals/tokens';
+import { defaultApprover } from '../client/decisions';
 import { ensureLocalKeyFile } from '../runtime/encryption';
 import { describeMcpTools } from '../activities/mcp/servers';
 import { createWorker } from '../worker/worker';
-import { connectClient } from './connection';
+import { connectClient } from '../client/connection';
 import { formatTurn } from './format';
-import { activeTurn, sendMessage, turnStatus, waitForTurn } from './session';
+import { activeTurn, sendMessage, turnStatus, waitForTurn } from '../client/session';
 import { readString } from '../runtime/config';
 
 // Long-running commands: server, worker, dev. Each runs until SIGINT/SIGTERM and cleans up after itself.

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import type { OpenWorkerClient } from '../connection';
+import type { OpenWorkerClient } from '../../client/connection';
 import { randomUUID } from 'node:crypto';
 import { approvalsApp, type ApprovalsOptions } from './app';
 import { startNotifier } from './notifier';

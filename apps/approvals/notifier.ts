@@ -1,6 +1,6 @@
 import { notifiedSignal, notifyUpdate } from '../../workflows/definitions';
-import type { OpenWorkerClient } from '../connection';
-import type { InboxItem } from '../inspect';
+import type { OpenWorkerClient } from '../../client/connection';
+import type { InboxItem } from '../../client/inspect';
 import { waitingCalls } from './calls';
 
 // Sends what parked calls owe (workflows/notifications.ts): for each call waiting for approval or in

@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import { MODEL_SPECS, defaultModelSpec } from '../activities/models';
-import { globals, port } from './cliCommon';
-import { runDev, runServer, runWorker } from './processes';
+import { globals, port } from './common';
+import { runDev, runServer, runWorker } from './run';
 
 /** The CLI commands that run processes: the Temporal dev server, a worker, and all of them together for the demo. */
 export function processCommands(program: Command): void {

@@ -3,8 +3,8 @@ import { loadMcpConfig } from '../activities/mcp/config';
 import { startMcp } from '../activities/mcp/pool';
 import type { McpTool } from '../activities/mcp/servers';
 import { readString } from '../runtime/config';
-import { OpenWorkerError } from './session';
-import { print } from './cliCommon';
+import { OpenWorkerError } from '../client/session';
+import { print } from './common';
 
 type Checked = McpTool['policy'] & { server: string; tool: string; served: boolean };
 

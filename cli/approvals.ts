@@ -1,9 +1,9 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { connectClient } from './connection';
-import { globals, port, positiveInt, print } from './cliCommon';
-import { startApprovalsServer } from './approvals/serve';
-import { createToken, readTokens, revokeToken, tokensFile } from './approvals/tokens';
-import { OpenWorkerError } from './session';
+import { connectClient } from '../client/connection';
+import { globals, port, positiveInt, print } from './common';
+import { startApprovalsServer } from '../apps/approvals/serve';
+import { createToken, readTokens, revokeToken, tokensFile } from '../apps/approvals/tokens';
+import { OpenWorkerError } from '../client/session';
 
 interface ServeOptions {
   port: number;

@@ -3,11 +3,11 @@ import { decisionToSign, resultDigestOf, signedMessage } from '../../workflows/s
 import { executionIdFor } from '../../workflows/identity';
 import { pendingFence, retryNote } from '../../workflows/ledger';
 import type { DecisionSignature, LedgerEntry, Message, RecoveryDecision } from '../../workflows/types';
-import type { OpenWorkerClient } from '../connection';
-import { approve, recover, reject, type DecisionOutcome } from '../decisions';
-import { approveAlways } from '../grants';
-import { inbox, notApplied, type InboxItem, type NotApplied } from '../inspect';
-import { checkSessionId, checkTurn, OpenWorkerError, sessionStatus, turnStatus } from '../session';
+import type { OpenWorkerClient } from '../../client/connection';
+import { approve, recover, reject, type DecisionOutcome } from '../../client/decisions';
+import { approveAlways } from '../../client/grants';
+import { inbox, notApplied, type InboxItem, type NotApplied } from '../../client/inspect';
+import { checkSessionId, checkTurn, OpenWorkerError, sessionStatus, turnStatus } from '../../client/session';
 
 // What the approvals app shows and does, on top of the client library: everything is read from
 // Temporal on each request and every action is a signal, so replicas share no state.

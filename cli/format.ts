@@ -1,8 +1,8 @@
-import type { DecisionOutcome } from './decisions';
-import type { GrantOutcome, GrantView } from './grants';
-import type { ImportResult } from './import';
-import type { InboxItem, NotApplied, SessionView } from './inspect';
-import type { WaitedTurn } from './session';
+import type { DecisionOutcome } from '../client/decisions';
+import type { GrantOutcome, GrantView } from '../client/grants';
+import type { ImportResult } from '../client/import';
+import type { InboxItem, NotApplied, SessionView } from '../client/inspect';
+import type { WaitedTurn } from '../client/session';
 import { pendingFence, retryNote } from '../workflows/ledger';
 import { approvedByPerson } from '../workflows/deciders';
 
