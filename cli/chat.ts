@@ -18,6 +18,7 @@ import { approve, checkBy, recover, reject } from '../client/decisions';
 import type { DecisionOutcome } from '../client/decisions';
 import { approveAlways, listGrants } from '../client/grants';
 import { formatGrants } from './format';
+import { inCliTerms } from './flags';
 import { activeTurn, checkSessionId, OpenWorkerError, sendMessage, sessionStatus, turnStatus } from '../client/session';
 
 export interface ChatOptions {
@@ -199,7 +200,7 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
         } catch (err) {
           // No worker right now (restarting, or not started): the turn waits durably, and so does the chat.
           if (!(err instanceof OpenWorkerError && err.code === 'no_worker')) throw err;
-          status(`waiting: ${err.message.replace(/^[^:]*: /, '')}`);
+          status(`waiting: ${inCliTerms(err.message.replace(/^[^:]*: /, ''))}`);
           await sleep(1000);
           continue;
         }
@@ -275,7 +276,7 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
       );
       if (!done) break;
     } catch (err) {
-      print(`error: ${(err as Error).message.split('\n')[0]}`);
+      print(`error: ${inCliTerms((err as Error).message.split('\n')[0]!)}`);
     }
   }
   rl.close();

@@ -6,6 +6,7 @@ import { storageCommands } from './storage';
 import { approvalsCommands } from './approvals';
 import { mcpCommands } from './mcp';
 import { OpenWorkerError } from '../client/session';
+import { inCliTerms } from './flags';
 
 // The commands live in sibling modules by subject; they are added here in the order the help lists them.
 export function buildCli(): Command {
@@ -35,7 +36,7 @@ export async function main(argv = process.argv): Promise<void> {
     await buildCli().parseAsync(argv);
   } catch (err) {
     const msg = err instanceof Error ? err.message : String(err);
-    console.error(`error: ${msg.split('\n')[0]}`);
+    console.error(`error: ${inCliTerms(msg.split('\n')[0]!)}`);
     process.exitCode = err instanceof OpenWorkerError && err.code === 'bad_input' ? 2 : 1;
   }
 }

@@ -24,7 +24,7 @@ export async function cancelTurn(
   let workflowId: string;
   if (input.turn !== undefined) {
     if (!Number.isSafeInteger(input.turn) || input.turn < 1)
-      throw new OpenWorkerError(`--turn must be a positive integer, got ${input.turn}`, 'bad_input');
+      throw new OpenWorkerError(`\`turn\` must be a positive integer, got ${input.turn}`, 'bad_input');
     workflowId = turnWorkflowId(sessionId, input.turn);
   } else {
     const active = await activeTurn(c, sessionId);

@@ -63,16 +63,16 @@ export const defaultApprover = (): string => readString('OPENWORKER_USER') ?? pr
  * Who decides, checked before anything is sent: 1-200 characters, and not a name the system shows
  * where no person decided (workflows/deciders.ts). `by` undefined: the default approver.
  */
-export function checkBy(by: string | undefined, from = by !== undefined ? '--by' : undefined): string {
+export function checkBy(by: string | undefined, from = by !== undefined ? '`by`' : undefined): string {
   const name = by ?? defaultApprover();
   from ??= 'the default approver (OPENWORKER_USER, else USER)';
   if (typeof name !== 'string' || !name || name.length > 200)
     throw new OpenWorkerError(
-      `${from} must name who decides (1-200 characters), got '${String(name).slice(0, 40)}'; set --by or OPENWORKER_USER`,
+      `${from} must name who decides (1-200 characters), got '${String(name).slice(0, 40)}'; set \`by\` or OPENWORKER_USER`,
       'bad_input',
     );
   const reserved = reservedName(name);
-  if (reserved) throw new OpenWorkerError(`${from}: ${reserved}; set --by or OPENWORKER_USER`, 'bad_input');
+  if (reserved) throw new OpenWorkerError(`${from}: ${reserved}; set \`by\` or OPENWORKER_USER`, 'bad_input');
   return name;
 }
 
@@ -105,14 +105,14 @@ async function sendAll(
   const key = target.key;
   if (key && target.by && target.by !== key.name)
     throw new OpenWorkerError(
-      `--by ${target.by} does not match the signing key '${key.name}': a signed decision is sent as its key's name`,
+      `\`by\` ${target.by} does not match the signing key '${key.name}': a signed decision is sent as its key's name`,
       'bad_input',
     );
   const by = key ? checkBy(key.name, `the signing key's name`) : checkBy(target.by);
   let turn: number;
   if (target.turn !== undefined) {
     if (!Number.isSafeInteger(target.turn) || target.turn < 1)
-      throw new OpenWorkerError(`--turn must be a positive integer, got ${target.turn}`, 'bad_input');
+      throw new OpenWorkerError(`\`turn\` must be a positive integer, got ${target.turn}`, 'bad_input');
     turn = target.turn;
   } else {
     const active = await activeTurn(c, sessionId);
@@ -307,15 +307,15 @@ export function recover(
 ): Promise<DecisionOutcome> {
   const c = asOpenWorker(client);
   if (t.skipFence && t.decision !== 'retry')
-    throw new OpenWorkerError('--now only goes with --decision retry', 'bad_input');
+    throw new OpenWorkerError('`skipFence` only goes with `decision` retry', 'bad_input');
   if (!RECOVERY.includes(t.decision))
-    throw new OpenWorkerError(`--decision must be one of ${RECOVERY.join(', ')}, got '${t.decision}'`, 'bad_input');
+    throw new OpenWorkerError(`\`decision\` must be one of ${RECOVERY.join(', ')}, got '${t.decision}'`, 'bad_input');
   if (t.result !== undefined && t.decision !== 'succeeded')
-    throw new OpenWorkerError('--result only goes with --decision succeeded', 'bad_input');
+    throw new OpenWorkerError('`result` only goes with `decision` succeeded', 'bad_input');
   const bytes = t.result === undefined ? 0 : Buffer.byteLength(JSON.stringify(t.result) ?? '');
   if (bytes > MAX_RECOVERY_RESULT_BYTES)
     throw new OpenWorkerError(
-      `--result is ${bytes} bytes; at most ${MAX_RECOVERY_RESULT_BYTES}: give a summary, or where to find the rest`,
+      `\`result\` is ${bytes} bytes; at most ${MAX_RECOVERY_RESULT_BYTES}: give a summary, or where to find the rest`,
       'bad_input',
     );
   return send(c, 'recover', t, {

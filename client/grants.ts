@@ -103,7 +103,7 @@ export async function grant(
     throw new OpenWorkerError(`invalid tool name '${input.tool}'; give the tool's name, e.g. send_email`, 'bad_input');
   if (input.target !== undefined && (typeof input.target !== 'string' || !input.target || input.target.length > 200)) {
     throw new OpenWorkerError(
-      '--target must be 1-200 characters (the exact target, e.g. bob@example.com)',
+      '`target` must be 1-200 characters (the exact target, e.g. bob@example.com)',
       'bad_input',
     );
   }
@@ -219,7 +219,7 @@ export async function approveAlways(
     );
   if (t.always === 'target' && !entry.target) {
     throw new OpenWorkerError(
-      `${entry.tool} call '${t.toolCallId}' names no target; use --always session to allow the tool for the whole session`,
+      `${entry.tool} call '${t.toolCallId}' names no target; use \`always\` session to allow the tool for the whole session`,
       'bad_input',
     );
   }

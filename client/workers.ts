@@ -29,4 +29,4 @@ export async function liveWorkers(c: OpenWorkerClient, opts: { fresh?: boolean }
 
 /** The one line that says no worker runs, and how to start one. */
 export const noWorkerMessage = (c: OpenWorkerClient, address?: string): string =>
-  `no worker is polling task queue '${c.taskQueue}'${address ? ` at ${address}` : ''} (namespace ${c.namespace}); start one with 'openworker-temporal worker --task-queue ${c.taskQueue}', or pass the --task-queue your worker uses`;
+  `no worker is polling task queue '${c.taskQueue}'${address ? ` at ${address}` : ''} (namespace ${c.namespace}); start one with 'openworker-temporal worker --task-queue ${c.taskQueue}', or use the \`taskQueue\` your worker polls`;

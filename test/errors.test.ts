@@ -23,7 +23,7 @@ describe('CLI errors (one line, what to do, no hanging)', function () {
     assert.match(
       oneLine(turn.stderr),
       new RegExp(
-        `^error: queued message [0-9a-f-]+ in session ${sessionId}, but no worker is polling task queue '${w.taskQueue}' at 127\\.0\\.0\\.1:\\d+ \\(namespace default\\); start one with 'openworker-temporal worker --task-queue ${w.taskQueue}', or pass the --task-queue your worker uses; the turn runs when one does$`,
+        `^error: queued message [0-9a-f-]+ in session ${sessionId}, but no worker is polling task queue '${w.taskQueue}' at 127\\.0\\.0\\.1:\\d+ \\(namespace default\\); start one with 'openworker-temporal worker --task-queue ${w.taskQueue}', or use the --task-queue your worker polls; the turn runs when one does$`,
       ),
     );
     assert.ok(Date.now() - t0 < 40_000, `took ${Date.now() - t0} ms`);

@@ -18,19 +18,19 @@ import { readString } from '../runtime/config';
 
 export async function loadToolModule(path: string): Promise<Tool[]> {
   const abs = isAbsolute(path) ? path : resolve(process.cwd(), path);
-  if (!existsSync(abs)) throw new Error(`--tools ${path}: file not found (${abs})`);
+  if (!existsSync(abs)) throw new Error(`\`toolModules\` ${path}: file not found (${abs})`);
   let mod: { default?: unknown };
   try {
     mod = await import(pathToFileURL(abs).href);
   } catch (err) {
-    throw new Error(`--tools ${path}: cannot load the module: ${(err as Error).message}`);
+    throw new Error(`\`toolModules\` ${path}: cannot load the module: ${(err as Error).message}`);
   }
   const tools = mod.default;
   if (!Array.isArray(tools))
-    throw new Error(`--tools ${path}: the default export must be an array of tools built with defineTool()`);
+    throw new Error(`\`toolModules\` ${path}: the default export must be an array of tools built with defineTool()`);
   tools.forEach((t, i) => {
     if (!isTool(t))
-      throw new Error(`--tools ${path}: item ${i} of the default export is not a tool built with defineTool()`);
+      throw new Error(`\`toolModules\` ${path}: item ${i} of the default export is not a tool built with defineTool()`);
   });
   return tools as Tool[];
 }

@@ -18,9 +18,9 @@ export function loadModel(spec: string, env: NodeJS.ProcessEnv = process.env): M
   }
   if (spec.startsWith('scripted:')) {
     const file = spec.slice('scripted:'.length);
-    if (!file) throw new Error('--model scripted:<file.json> needs a file path');
+    if (!file) throw new Error('`model` scripted:<file.json> needs a file path');
     return scriptedModel(loadScript(file), file);
   }
   const hint = /^[\w.-]+$/.test(spec) ? ` (a provider's model goes after its name, e.g. openai:${spec})` : '';
-  throw new Error(`unknown --model '${spec}'; use one of: ${MODEL_SPECS.join(', ')}${hint}`);
+  throw new Error(`unknown \`model\` '${spec}'; use one of: ${MODEL_SPECS.join(', ')}${hint}`);
 }

@@ -17,7 +17,7 @@ import type { ProviderSpec } from './specs';
 function languageModel(spec: ProviderSpec, env: NodeJS.ProcessEnv): LanguageModel {
   const need = (key: string): string => {
     const v = env[key]?.trim();
-    if (!v) throw new Error(`--model ${spec.provider}:${spec.model} needs ${key} in the environment`);
+    if (!v) throw new Error(`\`model\` ${spec.provider}:${spec.model} needs ${key} in the environment`);
     return v;
   };
   switch (spec.provider) {

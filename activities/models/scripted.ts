@@ -45,14 +45,14 @@ export function loadScript(file: string): Script {
     raw = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
     throw new Error(
-      `--model scripted:${file}: cannot read the script (${(err as Error).message.replace(/\s+/g, ' ')})`,
+      `\`model\` scripted:${file}: cannot read the script (${(err as Error).message.replace(/\s+/g, ' ')})`,
     );
   }
   const parsed = ScriptSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new Error(
-      `--model scripted:${file}: ${issue.path.join('.') || 'file'}: ${issue.message}; expected { "steps": [ { "text"?, "toolCalls"?: [ { "id", "name", "arguments" } ] } ] }`,
+      `\`model\` scripted:${file}: ${issue.path.join('.') || 'file'}: ${issue.message}; expected { "steps": [ { "text"?, "toolCalls"?: [ { "id", "name", "arguments" } ] } ] }`,
     );
   }
   return parsed.data;

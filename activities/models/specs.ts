@@ -24,16 +24,16 @@ export function parseProviderSpec(spec: string): ProviderSpec | undefined {
     const at = model.indexOf('@');
     if (at < 0)
       throw new Error(
-        `--model ${spec}: expected openai-compatible:<model>@<baseURL>, e.g. openai-compatible:llama3.1@http://localhost:11434/v1`,
+        `\`model\` ${spec}: expected openai-compatible:<model>@<baseURL>, e.g. openai-compatible:llama3.1@http://localhost:11434/v1`,
       );
     baseURL = model.slice(at + 1).trim();
     model = model.slice(0, at).trim();
     if (!/^https?:\/\/[^\s/]+/.test(baseURL))
-      throw new Error(`--model ${spec}: the base URL must be an http(s) URL, got '${baseURL}'`);
+      throw new Error(`\`model\` ${spec}: the base URL must be an http(s) URL, got '${baseURL}'`);
   }
   if (!model || /\s/.test(model))
     throw new Error(
-      `--model ${spec}: name a model, e.g. ${provider === 'anthropic' ? 'anthropic:claude-sonnet-4-5' : 'openai:gpt-4.1'}`,
+      `\`model\` ${spec}: name a model, e.g. ${provider === 'anthropic' ? 'anthropic:claude-sonnet-4-5' : 'openai:gpt-4.1'}`,
     );
   return { provider, model, ...(baseURL ? { baseURL: baseURL.replace(/\/+$/, '') } : {}) };
 }

@@ -177,7 +177,7 @@ describe('deciders: every client boundary refuses a reserved name in one line', 
     });
 
   it('--by', () => {
-    oneLine(() => checkBy('auto'), /^--by: 'auto' is reserved .*; set --by or OPENWORKER_USER$/);
+    oneLine(() => checkBy('auto'), /^`by`: 'auto' is reserved .*; set `by` or OPENWORKER_USER$/);
     assert.equal(checkBy('alice'), 'alice');
   });
   it('the default approver', () => {

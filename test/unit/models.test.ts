@@ -123,7 +123,7 @@ describe('models: loadScript', () => {
         () => loadScript(path),
         (err: unknown) => {
           assert.ok(err instanceof Error);
-          assert.ok(err.message.startsWith(`--model scripted:${path}: `), err.message);
+          assert.ok(err.message.startsWith(`\`model\` scripted:${path}: `), err.message);
           assert.match(err.message, c.problem);
           assert.ok(!err.message.includes('\n'), `multi-line: ${JSON.stringify(err.message)}`);
           return true;
@@ -191,7 +191,7 @@ describe('models: loadModel', () => {
       () => loadModel('nope'),
       (err: unknown) => {
         assert.ok(err instanceof Error);
-        assert.match(err.message, /unknown --model 'nope'/);
+        assert.match(err.message, /unknown `model` 'nope'/);
         for (const spec of MODEL_SPECS) assert.ok(err.message.includes(spec), spec);
         return true;
       },
@@ -201,6 +201,6 @@ describe('models: loadModel', () => {
   it("'scripted:<missing>' → loadScript error", () =>
     assert.throws(
       () => loadModel('scripted:/nonexistent/x.json'),
-      /--model scripted:\/nonexistent\/x\.json: cannot read/,
+      /`model` scripted:\/nonexistent\/x\.json: cannot read/,
     ));
 });

@@ -24,7 +24,7 @@ describe('providers: parseProviderSpec', () => {
     assert.equal(parseProviderSpec('scripted:x.json'), undefined);
   });
   const bad = [
-    { spec: 'openai:', why: /--model openai:: name a model, e.g. openai:gpt-4\.1/ },
+    { spec: 'openai:', why: /`model` openai:: name a model, e.g. openai:gpt-4\.1/ },
     { spec: 'anthropic: ', why: /name a model, e.g. anthropic:claude-sonnet-4-5/ },
     { spec: 'openai-compatible:llama3', why: /expected openai-compatible:<model>@<baseURL>/ },
     {

@@ -1,0 +1,18 @@
+// The library names its options (`turn`, `by`, …) in its errors; on the command line they read as flags.
+const FLAG_OF: Record<string, string> = {
+  turn: '--turn',
+  by: '--by',
+  decision: '--decision',
+  result: '--result',
+  skipFence: '--now',
+  target: '--target',
+  always: '--always',
+  model: '--model',
+  toolModules: '--tools',
+  taskQueue: '--task-queue',
+};
+
+/** A library error's message with each option named as its command-line flag. */
+export function inCliTerms(message: string): string {
+  return message.replace(/`(\w+)`/g, (whole, name: string) => FLAG_OF[name] ?? whole);
+}
