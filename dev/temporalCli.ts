@@ -21,6 +21,12 @@ export class TemporalCliNotFoundError extends Error {
   }
 }
 
+/** An error message as a reason in that line: its first line, a part repeated after `: ` once (the SDK's download error repeats its URL). */
+export function reasonOf(message: string): string {
+  const parts = (message.split('\n')[0] ?? '').split(': ');
+  return parts.filter((part, i) => part !== parts[i - 1]).join(': ');
+}
+
 export const EXE = process.platform === 'win32' ? 'temporal.exe' : 'temporal';
 
 /** This package's per-user cache: $XDG_CACHE_HOME/openworker-temporal, else ~/.cache/openworker-temporal. */
