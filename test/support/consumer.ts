@@ -169,7 +169,7 @@ async function install(): Promise<ConsumerProject> {
     join(dir, 'package.json'),
     JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module' }),
   );
-  // The npm cache holds every dependency since `npm ci`: no network needed, ~14 s on 2 cores.
+  // --prefer-offline takes what `npm ci` left in the npm cache: 14 s on 2 cores (22 s from an empty cache).
   const installed = await exec(
     'npm',
     ['install', tarball, '--prefer-offline', '--no-audit', '--no-fund'],
