@@ -6,7 +6,7 @@ import { Connection } from '@temporalio/client';
 import { SEARCH_ATTRIBUTES } from '../workflows/definitions';
 import { readChoice } from '../runtime/config';
 import { stateDir } from '../runtime/stateDir';
-import { resolveTemporalCli, TemporalCliNotFoundError } from './temporalCli';
+import { ensureTemporalCli } from './fetchTemporalCli';
 
 /** Search attributes the workflows upsert; registered on every start (re-registering the same type is a no-op). */
 export const SEARCH_ATTRIBUTE_NAMES = SEARCH_ATTRIBUTES.map((k) => k.name);
@@ -104,78 +104,6 @@ export async function freePort(): Promise<number> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function isExecutable(file: string): boolean {
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return fs.statSync(file).isFile();
-  } catch {
-    return false;
-  }
-}
-
-/** The SDK names its cached CLI `temporal-sdk-typescript-<version>`; newest wins. */
-function findDownloaded(dir: string): string | undefined {
-  let names: string[];
-  try {
-    names = fs.readdirSync(dir);
-  } catch {
-    return undefined;
-  }
-  return names
-    .filter((n) => n.startsWith('temporal-'))
-    .map((n) => path.join(dir, n))
-    .filter(isExecutable)
-    .sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
-}
-
-/**
- * Last resort on machines with internet: let @temporalio/testing download the CLI (it starts a throwaway
- * server to do so), then run that binary ourselves so persistence, flags and stop() behave the same.
- */
-async function downloadCli(timeoutMs: number): Promise<string> {
-  const dir = path.join(stateDir(), 'temporal-download');
-  const cached = findDownloaded(dir);
-  if (cached) return cached;
-  fs.mkdirSync(dir, { recursive: true });
-  // Required lazily: only this fallback needs the SDK's native test tooling.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { TestWorkflowEnvironment } = require('@temporalio/testing') as typeof import('@temporalio/testing');
-  const pending = TestWorkflowEnvironment.createLocal({
-    server: { executable: { type: 'cached-download', downloadDir: dir, ttl: '3650d' } },
-  });
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      // A download that finishes after the timeout must not leave its server running.
-      pending.then((env) => env.teardown()).catch(() => undefined);
-      reject(new Error(`timed out after ${timeoutMs / 1000}s`));
-    }, timeoutMs);
-  });
-  try {
-    const env = await Promise.race([pending, timeout]);
-    await env.teardown();
-  } finally {
-    clearTimeout(timer);
-  }
-  const found = findDownloaded(dir);
-  if (!found) throw new Error(`no temporal binary in ${dir} after download`);
-  return found;
-}
-
-async function cliPathOrDownload(): Promise<string> {
-  try {
-    return (await resolveTemporalCli()).path;
-  } catch (err) {
-    if (!(err instanceof TemporalCliNotFoundError)) throw err;
-    try {
-      return await downloadCli(60_000);
-    } catch (dlErr) {
-      const why = dlErr instanceof Error ? dlErr.message.split('\n')[0].slice(0, 240) : String(dlErr);
-      throw new TemporalCliNotFoundError(`download via @temporalio/testing failed: ${why}`);
-    }
-  }
-}
-
 function readLogTail(file: string, from: number, lines = 20): string {
   try {
     const text = fs.readFileSync(file).subarray(from).toString('utf8');
@@ -231,7 +159,7 @@ async function probe(ip: string, port: number): Promise<'down' | 'no-search-attr
  * survives a parent killed by SIGKILL: always call stop(). A normal parent exit (incl. process.exit) sends SIGTERM.
  */
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
-  const cliPath = await cliPathOrDownload();
+  const cliPath = await ensureTemporalCli();
   const ip = options.ip ?? '127.0.0.1';
   const port = options.port === 0 ? await freePort() : (options.port ?? 7233);
   const uiPort = options.headless

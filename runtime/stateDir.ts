@@ -12,8 +12,12 @@ import { readString } from './config';
 export function stateDir(): string {
   const override = readString('OPENWORKER_STATE_DIR');
   if (override) return path.resolve(override);
-  const root = packageRoot();
-  return path.join(root.split(path.sep).includes('node_modules') ? process.cwd() : root, '.openworker');
+  return path.join(installedAsDependency() ? process.cwd() : packageRoot(), '.openworker');
+}
+
+/** True when this package runs from a consumer's node_modules, false in a checkout of its repository. */
+export function installedAsDependency(root = packageRoot()): boolean {
+  return root.split(path.sep).includes('node_modules');
 }
 
 let cachedRoot: string | undefined;

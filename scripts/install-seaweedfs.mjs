@@ -4,7 +4,8 @@
 import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { executable, pipInstall } from './pipTarget.mjs';
+// The build (first in `prepare`) compiled the shared install code.
+import { executable, pipInstall } from '../dist/dev/pipTarget.js';
 
 // Pinned so every checkout tests against the same server; bump deliberately.
 const VERSION = '4.48';

