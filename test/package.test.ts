@@ -147,4 +147,28 @@ describe('the packed tarball in a consumer project', function () {
     assert.equal(lines.length, 1, `one approval, one effect: ${lines.join(' | ')}`);
     assert.match(lines[0]!, /^hello \S+$/);
   });
+
+  it('your worker with OpenWorkerPlugin, your workflow and activity on your task queue: the approval your workflow forwards gives one effect', async () => {
+    for (const f of ['workflows.mjs', 'plugin.mjs'])
+      project.write(f, fs.readFileSync(path.join(ROOT, 'test', 'fixtures', 'consumer', f), 'utf8'));
+    const effects = path.join(project.dir, `${uniq('effects')}.txt`);
+    const env = {
+      TEMPORAL_ADDRESS: testServer().address,
+      TASK_QUEUE: uniq('plugin'),
+      SESSION_ID: uniq('plugin'),
+      EFFECTS_FILE: effects,
+    };
+    const r = await project.run('plugin.mjs', env, { timeoutMs: 90_000 });
+    assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    assert.deepEqual(JSON.parse(r.stdout.trim().split('\n').pop()!), {
+      parked: 'awaiting_approval',
+      result: { order: 'A-17', state: 'completed', text: 'refunded' },
+      by: ['dana'],
+      ledger: ['succeeded'],
+    });
+    const lines = fs.readFileSync(effects, 'utf8').trim().split('\n');
+    assert.equal(lines.length, 1, `one approval, one effect: ${lines.join(' | ')}`);
+    // The generated module that adds the agent turn lives in the consumer's node_modules/.cache.
+    assert.ok(fs.existsSync(path.join(project.dir, 'node_modules', '.cache', 'openworker-temporal')));
+  });
 });
