@@ -1,31 +1,18 @@
-import type { CancellationScope, RetryPolicy } from '@temporalio/workflow';
-import {
-  ActivityCancellationType,
-  ActivityFailure,
-  CancelledFailure,
-  condition,
-  isCancellation,
-  patched,
-  proxyActivities,
-  proxyLocalActivities,
-  proxySinks,
-  sleep,
-} from '@temporalio/workflow';
+import type { CancellationScope } from '@temporalio/workflow';
+import { condition, isCancellation, patched, proxySinks, sleep } from '@temporalio/workflow';
+import { askReconcile, dispatchMarkerOf, reconcileActivityId, runAttempt } from './callActivities';
 import type { FaultSinks } from './definitions';
-import { FAILURE } from './definitions';
-import { NOT_APPLIED_TYPES, classifyToolFailure, messageOf } from './failures';
 import type { createDecisionIntake } from './intake';
 import { NOT_APPLIED_CANCELLED } from './intake';
 import type { LedgerInput } from './ledger';
 import { activityIdFor, attemptFence, earlierRunMayHaveApplied, isTerminal } from './ledger';
 import { PATCHES } from './patches';
-import type { CallFacts, ExecutionOutcome, NextStep } from './policy';
+import type { CallFacts, NextStep } from './policy';
 import {
   afterExecution,
   afterReconcile,
   afterRecoveryDecision,
   afterRetryReconcile,
-  attemptsPerRun,
   dispatchLearned,
   isProtected,
   retryStep,
@@ -33,17 +20,7 @@ import {
 } from './policy';
 import type { createShields } from './shields';
 import { toolResultMessage } from './transcript';
-import type {
-  LedgerEntry,
-  Message,
-  PlannedCall,
-  ReconcileAnswer,
-  RecoverSignal,
-  ToolActivityInput,
-  ToolSpec,
-  TurnActivities,
-  TurnInput,
-} from './types';
+import type { LedgerEntry, Message, PlannedCall, ReconcileAnswer, RecoverSignal, TurnInput } from './types';
 
 /*
  * One tool call, from approval to a result the model can read: the seed's state machine.
@@ -60,18 +37,6 @@ import type {
  * and "unknown" is an event (`outcome_unknown`) that the recovery policy turns into a state.
  * Each step asks a pure function in policy.ts what comes next; this module only runs it.
  */
-
-// Tool activities get per-call options (activity ID, summary, timeouts, retry) from the tool's spec.
-const { executeTool } = proxyActivities<TurnActivities>({ startToCloseTimeout: '2 minutes' });
-
-// Reads run in the turn's workflow task (see ToolSpec.local); the call's options set the rest.
-const { executeTool: executeLocally } = proxyLocalActivities<TurnActivities>({ startToCloseTimeout: '2 minutes' });
-
-// Asking the external system is read-only, so ordinary retries are safe.
-const { reconcileTool } = proxyActivities<TurnActivities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1s', maximumAttempts: 3 },
-});
 
 const { openworkerFaults } = proxySinks<FaultSinks>();
 
@@ -122,67 +87,16 @@ export function callLifecycle(ctx: CallContext) {
     return next.kind === before.kind || patched(PATCHES.refusalAfterDispatch) ? next : before;
   };
 
-  const activityInput = (entry: LedgerEntry, call: PlannedCall): ToolActivityInput => {
-    const spec = call.spec!;
-    const firstScheduledAt = firstScheduled(entry);
-    return {
-      sessionId: input.sessionId,
-      turn: input.turn,
-      toolCallId: entry.toolCallId,
-      executionId: entry.executionId,
-      tool: entry.tool,
-      arguments: entry.arguments,
-      attemptBase: (entry.runs - 1) * attemptsPerRun(spec.effect, spec.recovery, spec.maxAttempts),
-      protect: isProtected(spec.effect, spec.recovery),
-      ...(firstScheduledAt ? { firstScheduledAt } : {}),
-    };
-  };
-
   // running: one activity per run; its outcome, classified, goes to the policy.
   const execute = async (call: PlannedCall): Promise<NextStep> => {
-    const spec = call.spec!;
     const activityId = activityIdFor(current(call.toolCallId).executionId, current(call.toolCallId).runs + 1);
     const entry = step(call.toolCallId, { type: 'scheduled', activityId });
-    const protect = isProtected(spec.effect, spec.recovery);
-    // The marker as an awaited heartbeat saves the dispatch update's workflow task; this turn learns
-    // it from the attempt's outcome (dispatchLearned) instead of recording it as it happens.
-    const byHeartbeat = protect && patched(PATCHES.heartbeatMarker);
-    let outcome: ExecutionOutcome;
+    const marker = dispatchMarkerOf(call.spec!);
     openworkerFaults.reached('turn.before_schedule', entry.tool, entry.executionId);
-    try {
-      const retry = retryOf(spec, protect);
-      const input = { ...activityInput(entry, call), ...(byHeartbeat ? { marker: 'heartbeat' as const } : {}) };
-      const schedule = () =>
-        spec.local && patched(PATCHES.localReads)
-          ? executeLocally.executeWithOptions(
-              { summary: summary(entry, 'execute'), startToCloseTimeout: spec.startToCloseMs, retry },
-              [input],
-            )
-          : executeTool.executeWithOptions(
-              {
-                activityId,
-                summary: summary(entry, 'execute'),
-                startToCloseTimeout: spec.startToCloseMs,
-                heartbeatTimeout: spec.heartbeatMs,
-                retry,
-                // A cancel is a question to the attempt (did it dispatch?), so its answer is awaited.
-                ...(byHeartbeat ? { cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED } : {}),
-              },
-              [input],
-            );
-      // A cancel lets an external effect in flight finish (or park) instead of abandoning it.
-      const r = spec.effect === 'external' ? await shields.run(schedule, { askToStop: byHeartbeat }) : await schedule();
-      outcome = { kind: 'succeeded', result: r.result, attempt: r.attempt };
-    } catch (err) {
-      // Asked to stop before any worker took it, an activity is cancelled by the server at once; once
-      // taken, this one never reports itself cancelled (every failure it raises is its own).
-      if (byHeartbeat && err instanceof ActivityFailure && err.cause instanceof CancelledFailure)
-        outcome = { kind: 'not_started', reason: 'cancelled with the turn before any worker started it' };
-      else if (isCancellation(err)) throw err;
-      else outcome = classifyToolFailure(err);
-    }
+    const outcome = await runAttempt({ turn: input, entry, call, activityId, marker, shields });
     openworkerFaults.reached('turn.after_result', entry.tool, entry.executionId);
-    if (byHeartbeat && !current(call.toolCallId).dispatched && dispatchLearned(outcome))
+    // The heartbeat marker is learned from the outcome; the legacy update recorded it as it happened.
+    if (marker === 'heartbeat' && !current(call.toolCallId).dispatched && dispatchLearned(outcome))
       step(call.toolCallId, { type: 'dispatched', activityId, attempt: entry.runs }); // one attempt per run
     if (outcome.kind === 'not_started') step(call.toolCallId, { type: 'not_started', reason: outcome.reason });
     if (outcome.kind === 'unknown') {
@@ -197,22 +111,9 @@ export function callLifecycle(ctx: CallContext) {
   };
 
   const askExternalSystem = async (call: PlannedCall): Promise<ReconcileAnswer> => {
-    const before = current(call.toolCallId);
-    const prefix = `${before.executionId}-reconcile-${before.runs}`;
-    const asked = before.events.filter(
-      (e) => e.type === 'reconciling' && e.activityId !== undefined && String(e.activityId).startsWith(prefix),
-    ).length;
-    const activityId = `${prefix}${asked ? `-${asked + 1}` : ''}`;
+    const activityId = reconcileActivityId(current(call.toolCallId));
     const entry = step(call.toolCallId, { type: 'reconciling', activityId });
-    let answer: ReconcileAnswer;
-    try {
-      answer = await reconcileTool.executeWithOptions({ activityId, summary: summary(entry, 'reconcile') }, [
-        activityInput(entry, call),
-      ]);
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-      answer = { status: 'unknown', reason: `reconcile failed: ${messageOf(err)}` };
-    }
+    const answer = await askReconcile(input, entry, call, activityId);
     step(call.toolCallId, {
       type: 'reconciled',
       answer: answer.status,
@@ -395,23 +296,4 @@ export function callLifecycle(ctx: CallContext) {
       return message;
     },
   };
-}
-
-/** Protected calls are never retried by Temporal; the rest retry what may succeed next time. */
-const retryOf = (spec: ToolSpec, protect: boolean): RetryPolicy =>
-  protect
-    ? { maximumAttempts: 1 }
-    : {
-        maximumAttempts: spec.maxAttempts,
-        initialInterval: '1s',
-        maximumInterval: '30s',
-        nonRetryableErrorTypes: [...NOT_APPLIED_TYPES, FAILURE.unknownFinal, FAILURE.notStarted],
-      };
-
-const summary = (entry: LedgerEntry, what: string): string =>
-  `${what} ${entry.tool} ${entry.executionId}${entry.target ? ` → ${entry.target}` : ''}`.slice(0, 190);
-
-function firstScheduled(entry: LedgerEntry): number | undefined {
-  const at = entry.events.find((e) => e.type === 'scheduled')?.at;
-  return at ? Date.parse(at) : undefined;
 }
