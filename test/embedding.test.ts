@@ -133,6 +133,23 @@ describe('embedding: OpenWorkerPlugin in your own worker and Client', function (
       const done = await waitForTurn(own, { sessionId: sent.sessionId, messageId: sent.messageId, timeoutMs: 30_000 });
       assert.equal(done.state, 'completed');
       assert.equal(readFileSync(effects, 'utf8').trim().split('\n').length, 2);
+
+      // Your histories replay with the plugin: your workflow and the turn it started.
+      const histories = [flow.workflowId, turnId].map(async (workflowId) => ({
+        workflowId,
+        history: await client.workflow.getHandle(workflowId).fetchHistory(),
+      }));
+      const replayed = Worker.runReplayHistories(
+        { workflowsPath: join(dir, 'workflows.js'), plugins: [new OpenWorkerPlugin({ tools: [refund], model })] },
+        (async function* () {
+          for (const h of histories) yield await h;
+        })(),
+      );
+      for await (const r of replayed) assert.equal(r.error, undefined, `${r.workflowId}: ${r.error?.message}`);
+      // Without the plugin the turn's history has no workflow to replay on.
+      await assert.rejects(
+        Worker.runReplayHistory({ workflowsPath: join(dir, 'workflows.js') }, (await histories[1]!).history),
+      );
     } finally {
       worker.shutdown();
       await running;
@@ -154,6 +171,16 @@ describe('embedding: OpenWorkerPlugin in your own worker and Client', function (
           plugins: [new OpenWorkerPlugin({ model: scriptedModel({ steps: [] }) })],
         }),
         /registers activity 'callModel'/,
+      );
+      // A bundle built without the plugin would fail every turn's task: refused at start instead.
+      await assert.rejects(
+        Worker.create({
+          connection: nativeConnection,
+          taskQueue: 'no-turn',
+          workflowBundle: { code: 'async function mine() {}' },
+          plugins: [new OpenWorkerPlugin({ model: scriptedModel({ steps: [] }) })],
+        }),
+        /your workflowBundle has no session or agentTurn workflow; build it with bundleWorkflowCode/,
       );
     } finally {
       await nativeConnection.close();

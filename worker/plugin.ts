@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { SimplePlugin } from '@temporalio/plugin';
-import type { BundleOptions, Worker, WorkerOptions } from '@temporalio/worker';
+import type { BundleOptions, ReplayWorkerOptions, Worker, WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import type { ApproversConfig } from '../activities/approvers';
 import { approversFromEnv, loadApprovers } from '../activities/approvers';
@@ -18,7 +19,7 @@ import { workflowBundlerOptions } from './bundle';
 import { ensureSearchAttributes } from './searchAttributes';
 import { attachMcp, mcpConfigs, ownTools, toolRegistry } from './tools';
 import { PLUGIN_NAME } from '../workflows/definitions';
-import { AGENT_WORKFLOWS_MODULE, prebuiltBundle, workflowsPathWith } from './workflowModules';
+import { AGENT_WORKFLOWS_MODULE, AGENT_WORKFLOW_TYPES, prebuiltBundle, workflowsPathWith } from './workflowModules';
 
 /** What the agent turn runs with: the model, the tools, and their limits. */
 export interface OpenWorkerPluginOptions {
@@ -127,6 +128,12 @@ export class OpenWorkerPlugin extends SimplePlugin {
     };
   }
 
+  /** A replayer gets the same workflows (and data converter), so your histories replay with the plugin. */
+  configureReplayWorker(options: ReplayWorkerOptions): ReplayWorkerOptions {
+    const configured = super.configureReplayWorker(options);
+    return { ...configured, sinks: { ...faultSinks(), ...configured.sinks }, ...workflowsFor(configured) };
+  }
+
   configureBundler(options: BundleOptions): BundleOptions {
     return withBundlerOptions({ ...options, workflowsPath: workflowsPathWith(options.workflowsPath) });
   }
@@ -148,8 +155,11 @@ export class OpenWorkerPlugin extends SimplePlugin {
  * bundle you built with `bundleWorkflowCode({ plugins: [plugin] })`, which is taken as it is).
  * A worker that polls no workflow tasks gets none.
  */
-function workflowsFor(options: WorkerOptions): Partial<WorkerOptions> {
-  if (options.workflowBundle !== undefined) return {};
+function workflowsFor(options: WorkerOptions | ReplayWorkerOptions): Partial<WorkerOptions> {
+  if (options.workflowBundle !== undefined) {
+    checkBundle(options.workflowBundle);
+    return {};
+  }
   if (options.workflowsPath === undefined && !options.interceptors?.workflowModules?.length) {
     const bundle = prebuiltBundle();
     if (bundle) return { workflowBundle: { codePath: bundle } };
@@ -158,6 +168,16 @@ function workflowsFor(options: WorkerOptions): Partial<WorkerOptions> {
     workflowsPath: workflowsPathWith(options.workflowsPath ?? AGENT_WORKFLOWS_MODULE),
     bundlerOptions: withBundlerOptions(options.bundlerOptions ?? {}),
   };
+}
+
+/** A bundle built without the plugin has no agent turn: every turn's task would fail on this worker. */
+function checkBundle(bundle: NonNullable<WorkerOptions['workflowBundle']>): void {
+  const code = 'code' in bundle ? bundle.code : readFileSync(bundle.codePath, 'utf8');
+  const missing = AGENT_WORKFLOW_TYPES.filter((name) => !new RegExp(`function ${name}\\(`).test(code));
+  if (missing.length)
+    throw new Error(
+      `OpenWorkerPlugin: your workflowBundle has no ${missing.join(' or ')} workflow; build it with bundleWorkflowCode({ workflowsPath, plugins: [new OpenWorkerPlugin()] }), or pass workflowsPath instead`,
+    );
 }
 
 function withBundlerOptions<T extends Pick<BundleOptions, 'preloadModules' | 'webpackConfigHook'>>(options: T): T {
