@@ -171,4 +171,40 @@ describe('the packed tarball in a consumer project', function () {
     // The generated module that adds the agent turn lives in the consumer's node_modules/.cache.
     assert.ok(fs.existsSync(path.join(project.dir, 'node_modules', '.cache', 'openworker-temporal')));
   });
+
+  it('TypeScript finds the types of every entry, with node16 and with the older node10 resolution', async () => {
+    project.write(
+      'types.ts',
+      [
+        "import { OpenWorkerPlugin, defineTool } from 'openworker-temporal/worker';",
+        "import { approve, openWorkerClient } from 'openworker-temporal/client';",
+        "import { startAgentTurn, turnWorkflowId } from 'openworker-temporal/workflow';",
+        "import type { AgentTurnRequest, TurnResult } from 'openworker-temporal/workflow';",
+        "import { createWorker } from 'openworker-temporal';",
+        'const request: AgentTurnRequest = { sessionId: "s", turn: 1, message: "hi" };',
+        'const id: string = turnWorkflowId(request.sessionId, request.turn);',
+        'const plugin: OpenWorkerPlugin = new OpenWorkerPlugin({ tools: [] });',
+        'export const used = [id, plugin, defineTool, approve, openWorkerClient, startAgentTurn, createWorker];',
+        'export type Result = TurnResult["state"];',
+      ].join('\n'),
+    );
+    const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+    const check = async ([moduleResolution, module]: [string, string]) => {
+      const args = [
+        '--noEmit',
+        '--strict',
+        '--skipLibCheck',
+        '--types',
+        'node',
+        '--module',
+        module,
+        '--moduleResolution',
+        moduleResolution,
+      ];
+      const r = await project.exec(process.execPath, [tsc, ...args, 'types.ts'], {}, { timeoutMs: 120_000 });
+      assert.equal(r.code, 0, `${moduleResolution}: ${r.stdout}${r.stderr}`);
+    };
+    // node10 has no `exports`: it finds the subpaths through `typesVersions`.
+    await Promise.all([check(['node16', 'node16']), check(['node10', 'commonjs'])]);
+  });
 });
