@@ -118,6 +118,30 @@ describe('approvals app (API and page, two replicas)', function () {
     assert.equal(textPost.status, 403, 'a cross-site form post is refused');
   });
 
+  it("a call's page shows its own turn's request, not the previous turn's (#28)", async () => {
+    await w.worker(
+      scripted([
+        { text: 'Hello.' },
+        { text: 'Sending it.', toolCalls: [email('t2', 'ann@example.com')] },
+        { text: 'Sent.' },
+      ]),
+    );
+    const sessionId = uniq('appr-turn2');
+    assert.equal((await startTurn(w.c, sessionId, 'say hello first')).state, 'completed');
+    const parked = await startTurn(w.c, sessionId, 'now send the report to ann');
+    assert.equal(parked.state, 'awaiting_approval');
+    const e = parked.ledger[0]!;
+    const page = await call(a.url, `/api/calls/${e.executionId}?session=${sessionId}&turn=2&call=t2`, alice);
+    assert.equal(page.status, 200, JSON.stringify(page.body));
+    const transcript = page.body.transcript as { role: string; content: unknown }[];
+    const users = transcript.filter((m) => m.role === 'user').map((m) => m.content);
+    assert.deepEqual(users, ['now send the report to ann'], JSON.stringify(transcript));
+    assert.ok(
+      transcript.some((m) => m.role === 'assistant' && m.content === 'Sending it.'),
+      "the model's words that led to the call",
+    );
+  });
+
   describe('in the browser', () => {
     let browser: Browser | undefined;
     before(async function () {

@@ -157,7 +157,7 @@ async function showCall(executionId, query) {
       ...v.notApplied.map((d) => el('p', { className: 'error' }, d.at + ' ' + d.kind + (d.by ? ' by ' + d.by : '') + ': ' + d.why))) : '',
     el('section', {}, el('h3', {}, 'Ledger'), el('table', { id: 'ledger' }, ...events)),
     grantsPanel(v.ref.sessionId),
-    el('section', {}, el('h3', {}, 'Transcript (last messages)'),
+    el('section', {}, el('h3', {}, 'This turn (its request, then the latest messages)'),
       ...v.transcript.map((m) => el('div', {}, el('strong', {}, m.role + ': '), typeof m.content === 'string' ? m.content.slice(0, 600) : JSON.stringify(m.content).slice(0, 600)))));
 }
 const parkedWhy = (e) => e.state === 'recovery_required' ? ([...e.events].reverse().find((ev) => ev.type === 'recovery_required') || {}).reason : undefined;

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { renderDetails } from '../../workflows/details';
 import { assignCallIds } from '../../workflows/plan';
-import { toolResultMessage, unpairedToolCalls } from '../../workflows/transcript';
+import { toolResultMessage, turnContext, unpairedToolCalls } from '../../workflows/transcript';
 import type { Message, PlannedCall, TurnStatus } from '../../workflows/types';
 import { entryIn, planned } from './helpers';
 
@@ -111,6 +111,31 @@ describe('transcript: unpairedToolCalls', () => {
     },
   ];
   for (const c of cases) it(c.name, () => assert.deepEqual(unpairedToolCalls(c.messages), c.want));
+});
+
+describe('transcript: turnContext (what a call of the turn is decided in)', () => {
+  const user: Message = { role: 'user', content: 'send the report' };
+  const said = (n: number): Message[] =>
+    Array.from({ length: n }, (_, i) => ({ role: 'assistant', content: `m${i}` }) as Message);
+  const cases: { name: string; messages: Message[]; max: number; want: string[] }[] = [
+    { name: 'a short turn whole', messages: [user, ...said(2)], max: 4, want: ['send the report', 'm0', 'm1'] },
+    { name: 'exactly max: whole', messages: [user, ...said(3)], max: 4, want: ['send the report', 'm0', 'm1', 'm2'] },
+    {
+      name: 'longer: the request, then the latest',
+      messages: [user, ...said(6)],
+      max: 4,
+      want: ['send the report', 'm3', 'm4', 'm5'],
+    },
+    { name: 'no request (a resume turn): the latest', messages: said(6), max: 4, want: ['m2', 'm3', 'm4', 'm5'] },
+    { name: 'empty', messages: [], max: 4, want: [] },
+  ];
+  for (const c of cases)
+    it(c.name, () =>
+      assert.deepEqual(
+        turnContext(c.messages, c.max).map((m) => m.content),
+        c.want,
+      ),
+    );
 });
 
 describe('transcript: toolResultMessage', () => {
