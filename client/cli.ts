@@ -36,6 +36,7 @@ export async function main(argv = process.argv): Promise<void> {
   } catch (err) {
     const msg = err instanceof Error ? err.message : String(err);
     console.error(`error: ${msg.split('\n')[0]}`);
-    process.exitCode = err instanceof OpenWorkerError && err.code === 'bad_input' ? 2 : 1;
+    // 2: bad input; 3: a decision that cannot apply (the call was decided, or ran, already).
+    process.exitCode = err instanceof OpenWorkerError ? ({ bad_input: 2, ignored: 3 }[err.code as string] ?? 1) : 1;
   }
 }
