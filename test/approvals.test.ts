@@ -177,7 +177,25 @@ describe('approvals app (API and page, two replicas)', function () {
         assert.match(listed, /execution owx-\w+ · digest sha256:/, 'the execution ID and the digest');
         assert.match(listed, /Numbers attached\. Details follow\..*… \(\d+ chars\)/, 'a long value folded');
         await shot(page, 'approvals-inbox');
-        await page.click(`tr.call:has-text("${s1}")`);
+        // #28: the row is a link, reached with Tab (the list refreshes meanwhile: the focus stays) and opened with Enter.
+        const href = await page.getAttribute(`tr.call:has-text("${s1}") a.open`, 'href');
+        assert.match(href ?? '', new RegExp(`^#/calls/owx-\\w+\\?session=${s1}&turn=1&call=c1$`));
+        let tabs = 0;
+        while ((await page.evaluate('document.activeElement?.getAttribute("href")')) !== href) {
+          assert.ok(++tabs <= 12, 'the row link is not reached with Tab');
+          await page.keyboard.press('Tab');
+        }
+        // The live list redraws (a new element for the link): the focus moved to it.
+        const before = await page.evaluateHandle('document.activeElement');
+        await page.waitForFunction((el) => !(el as unknown as { isConnected: boolean }).isConnected, before, {
+          timeout: 10_000,
+        });
+        assert.equal(
+          await page.evaluate('document.activeElement?.getAttribute("href")'),
+          href,
+          'a refresh kept the focus',
+        );
+        await page.keyboard.press('Enter');
         await pageText(page, /Approve, and always for this session/, 'the call page');
         assert.match((await page.textContent('#digest')) ?? '', /^sha256:/);
         await page.click('#action-approve_session');
