@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { userInfo } from 'node:os';
 import { MAX_BATCH, MAX_RECOVERY_RESULT_BYTES } from '../workflows/decisions';
 import {
   approveSignal,
@@ -55,7 +56,21 @@ export interface DecisionOutcome {
 
 const RECOVERY: readonly RecoveryDecision[] = ['retry', 'succeeded', 'failed'];
 
-export const defaultApprover = (): string => readString('OPENWORKER_USER') ?? process.env.USER ?? 'cli';
+/**
+ * Who decides when no name is given: OPENWORKER_USER, else the login name (USER, LOGNAME, else the
+ * account's, which a container without USER still has), so a decision is never recorded under a
+ * made-up name. `dev` signs the approvals app in under it too.
+ */
+export const defaultApprover = (): string =>
+  readString('OPENWORKER_USER') ?? (process.env.USER || process.env.LOGNAME || accountName() || 'cli');
+
+const accountName = (): string | undefined => {
+  try {
+    return userInfo().username || undefined;
+  } catch {
+    return undefined; // an account without a passwd entry
+  }
+};
 
 /**
  * Who decides, checked before anything is sent: 1-200 characters, and not a name the system shows

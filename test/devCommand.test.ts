@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
@@ -38,7 +38,9 @@ describe('dev: encryption on by default, codec endpoint behind a token', functio
   const envFor = (state: string, address: string): Record<string, string> => {
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env))
-      if (v !== undefined && !/^OPENWORKER_(ENCRYPTION|CODEC_TOKEN)/.test(k)) env[k] = v;
+      // No USER either (#28: as in a container, where dev signed the approvals app in as 'cli').
+      if (v !== undefined && !/^(OPENWORKER_(ENCRYPTION|CODEC_TOKEN).*|OPENWORKER_USER|USER|LOGNAME)$/.test(k))
+        env[k] = v;
     return { ...env, OPENWORKER_STATE_DIR: state, TEMPORAL_ADDRESS: address, OPENWORKER_MODEL: 'demo' };
   };
 
@@ -105,6 +107,7 @@ describe('dev: encryption on by default, codec endpoint behind a token', functio
     assert.equal((await fetch(`${approvals[1]}/api/inbox`)).status, 401);
     const me = (await (await fetch(`${approvals[1]}/api/me`, { headers: bearer })).json()) as { name: string };
     assert.equal(me.name, approvals[2]);
+    assert.equal(me.name, userInfo().username, 'the login name, not a made-up one');
     const listed = await eventually(async () => {
       const items = (await (await fetch(`${approvals[1]}/api/inbox`, { headers: bearer })).json()) as {
         sessionId: string;
@@ -132,6 +135,29 @@ describe('dev: encryption on by default, codec endpoint behind a token', functio
     const keyless = await runCli(['show', 'demo'], { env: envFor(join(dir, 'elsewhere'), address) });
     assert.notEqual(keyless.code, 0, `${keyless.stdout}\n${keyless.stderr}`);
     assert.match(keyless.stderr, /payload encrypted with key 'local-\d{8}', and this process has no keys/);
+
+    // A decision from the approvals app is recorded under the signed-in person (#28).
+    const item = (
+      (await (await fetch(`${approvals[1]}/api/inbox`, { headers: bearer })).json()) as {
+        sessionId: string;
+        executionId: string;
+        argsDigest: string;
+        toolCallId: string;
+      }[]
+    ).find((i) => i.sessionId === 'demo')!;
+    const decided = await fetch(`${approvals[1]}/api/decisions`, {
+      method: 'POST',
+      headers: { ...bearer, 'content-type': 'application/json' },
+      body: JSON.stringify({ executionId: item.executionId, action: 'approve', argsDigest: item.argsDigest }),
+    });
+    assert.equal(decided.status, 200, await decided.text());
+    const view = (await (
+      await fetch(`${approvals[1]}/api/calls/${item.executionId}?session=demo&turn=1&call=${item.toolCallId}`, {
+        headers: bearer,
+      })
+    ).json()) as { entry: { approvedBy?: string } };
+    assert.equal(view.entry.approvedBy, userInfo().username);
+    assert.notEqual(view.entry.approvedBy, 'cli');
 
     dev.kill('SIGINT');
     await exited(dev);
