@@ -6,6 +6,7 @@ import { storageCommands } from './cliStorage';
 import { approvalsCommands } from './cliApprovals';
 import { mcpCommands } from './cliMcp';
 import { OpenWorkerError } from './session';
+import { packageVersion } from '../runtime/stateDir';
 
 // The commands live in sibling modules by subject; they are added here in the order the help lists them.
 export function buildCli(): Command {
@@ -15,6 +16,7 @@ export function buildCli(): Command {
     .option('--address <host:port>', 'Temporal frontend (default: TEMPORAL_ADDRESS or localhost:7233)')
     .option('--namespace <name>', 'Temporal namespace (default: TEMPORAL_NAMESPACE or default)')
     .option('--task-queue <name>', 'task queue of the workers (default: openworker)')
+    .version(packageVersion(), '-V, --version', 'print the version of openworker-temporal')
     .showHelpAfterError(false);
 
   processCommands(program);
