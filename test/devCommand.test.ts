@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -99,6 +99,31 @@ describe('dev: encryption on by default, codec endpoint behind a token', functio
     assert.equal((await post('/decode')).status, 401);
     assert.equal((await post('/decode', { authorization: `Bearer ${token}` })).status, 200);
     assert.equal((await post(`/${token}/decode`)).status, 200);
+
+    // #28: the Web UI has the endpoint with its token, but no command line shows it (ps, /proc), nor the server log.
+    const ui = /Web UI (http:\/\/localhost:\d+)/.exec(out)?.[1];
+    assert.ok(ui, out);
+    const settings = (await (await fetch(`${ui}/api/v1/settings`)).json()) as { Codec: { Endpoint: string } };
+    assert.equal(settings.Codec.Endpoint, uiEndpoint);
+    const db = join(dir, 'temporal.db');
+    const commandLines = readdirSync('/proc')
+      .filter((pid) => /^\d+$/.test(pid))
+      .map((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+        } catch {
+          return ''; // ended meanwhile
+        }
+      });
+    // (The installed CLI may be a launcher that runs the binary: one or two processes.)
+    const server = commandLines.filter((cmd) => cmd.includes(db) && cmd.includes('start-dev'));
+    assert.ok(server.length >= 1, 'the Temporal server among the processes');
+    assert.deepEqual(
+      commandLines.filter((cmd) => cmd.includes(token!)),
+      [],
+      'a command line with the codec token',
+    );
+    assert.ok(!readFileSync(join(dir, 'temporal-server.log'), 'utf8').includes(token!), 'the token in the server log');
 
     // The approvals app: its URL and a token for the local user, which signs in and lists the demo call.
     const approvals = /Approvals (http:\/\/127\.0\.0\.1:\d+) {3}sign in as (\S+) with (owa_\S+)/.exec(out);
