@@ -6,9 +6,10 @@ import type { Browser, Page } from 'playwright-core';
 import { messageIdFor } from '../activities/tools/sendEmail';
 import { startApprovalsServer, type ApprovalsServer } from '../client/approvals/serve';
 import { createToken } from '../client/approvals/tokens';
+import { reject } from '../client/decisions';
 import { turnStatus } from '../client/session';
 import { launchBrowser, pageText, requireChromium, shot } from './support/browser';
-import { eventually, scripted, startTurn, uniq } from './support/scenario';
+import { eventually, scripted, startTurn, turnClosed, uniq } from './support/scenario';
 import { useWorld } from './support/world';
 
 // The approvals app against a real server and worker: two replicas that share only a tokens file,
@@ -140,6 +141,9 @@ describe('approvals app (API and page, two replicas)', function () {
       transcript.some((m) => m.role === 'assistant' && m.content === 'Sending it.'),
       "the model's words that led to the call",
     );
+    // Leave nothing waiting: the later tests read the inbox, which asks every waiting turn.
+    await reject(w.c, { sessionId, toolCallId: 't2', by: 'alice' });
+    await turnClosed(w.c, parked);
   });
 
   describe('in the browser', () => {
