@@ -209,6 +209,10 @@ export function createActivities({ registry, model, limits: given, dispatchMarke
       }
     },
 
+    async listTools(): Promise<string[]> {
+      return registry.names();
+    },
+
     async planToolCalls({ calls }: PlanCallsInput): Promise<PlannedCall[]> {
       return registry.plan(Array.isArray(calls) ? calls : []);
     },

@@ -5,7 +5,7 @@ import { globals, json, positiveInt, print, withClient } from './common';
 import { approve, approveAll, recover, reject } from '../client/decisions';
 import type { DecisionOutcome } from '../client/decisions';
 import { formatDecision, formatGrantChange, formatGrants } from './format';
-import { approveAlways, grant, listGrants, revoke } from '../client/grants';
+import { approveAlways, grant, listGrants, revoke, UnlistedToolError } from '../client/grants';
 import type { GrantOutcome } from '../client/grants';
 import type { ApproverKeyPair } from '../client/keys';
 import { createApproverKey, keysDir, listApproverKeys, signingKey } from '../client/keys';
@@ -86,16 +86,31 @@ function grantCommands(program: Command): void {
     )
     .option('--target <target>', 'only calls to this exact target (e.g. bob@example.com)')
     .option('--by <name>', 'who grants (default: $OPENWORKER_USER or $USER)')
-    .action(async (sessionId: string, tool: string, opts: { target?: string; by?: string }, cmd: Command) =>
-      withClient(cmd, async (c) => {
-        const g = await grant(c, {
-          sessionId,
-          tool,
-          ...(opts.target ? { target: opts.target } : {}),
-          ...(opts.by ? { by: opts.by } : {}),
-        });
-        print(cmd, g, formatGrantChange('granted', g));
-      }),
+    .option('--unlisted', 'grant a tool no running worker lists now (e.g. one an MCP server adds later)')
+    .action(
+      async (
+        sessionId: string,
+        tool: string,
+        opts: { target?: string; by?: string; unlisted?: boolean },
+        cmd: Command,
+      ) =>
+        withClient(cmd, async (c) => {
+          const g = await grant(c, {
+            sessionId,
+            tool,
+            ...(opts.target ? { target: opts.target } : {}),
+            ...(opts.by ? { by: opts.by } : {}),
+            ...(opts.unlisted ? { unlisted: true } : {}),
+          }).catch((err: unknown) => {
+            if (err instanceof UnlistedToolError)
+              throw new OpenWorkerError(
+                `${err.message}; to grant it before a worker lists it, add --unlisted`,
+                'bad_input',
+              );
+            throw err;
+          });
+          print(cmd, g, formatGrantChange('granted', g));
+        }),
     );
 
   program

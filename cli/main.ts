@@ -6,6 +6,7 @@ import { storageCommands } from './storage';
 import { approvalsCommands } from './approvals';
 import { mcpCommands } from './mcp';
 import { OpenWorkerError } from '../client/session';
+import { packageVersion } from '../runtime/stateDir';
 import { inCliTerms } from './flags';
 
 // The commands live in sibling modules by subject; they are added here in the order the help lists them.
@@ -16,6 +17,7 @@ export function buildCli(): Command {
     .option('--address <host:port>', 'Temporal frontend (default: TEMPORAL_ADDRESS or localhost:7233)')
     .option('--namespace <name>', 'Temporal namespace (default: TEMPORAL_NAMESPACE or default)')
     .option('--task-queue <name>', 'task queue of the workers (default: openworker)')
+    .version(packageVersion(), '-V, --version', 'print the version of openworker-temporal')
     .showHelpAfterError(false);
 
   processCommands(program);
@@ -37,6 +39,7 @@ export async function main(argv = process.argv): Promise<void> {
   } catch (err) {
     const msg = err instanceof Error ? err.message : String(err);
     console.error(`error: ${inCliTerms(msg.split('\n')[0]!)}`);
-    process.exitCode = err instanceof OpenWorkerError && err.code === 'bad_input' ? 2 : 1;
+    // 2: bad input; 3: a decision that cannot apply (the call was decided, or ran, already).
+    process.exitCode = err instanceof OpenWorkerError ? ({ bad_input: 2, ignored: 3 }[err.code as string] ?? 1) : 1;
   }
 }

@@ -29,6 +29,16 @@ function serverCommand(program: Command): void {
     .action(async (opts, cmd) => runServer({ ...opts, json: globals(cmd).json }));
 }
 
+/**
+ * --model, for worker and dev: its default is resolved when the CLI starts, and the help says how,
+ * once (a default value given to .option() is printed a second time as `(default: "demo")`).
+ */
+const modelOption = (): Option =>
+  new Option('--model <spec>', MODEL_SPECS.join(' | ')).default(
+    defaultModelSpec(),
+    '$OPENWORKER_MODEL, else a provider with a key set, else demo',
+  );
+
 function workerCommand(program: Command): void {
   program
     .command('worker')
@@ -39,11 +49,7 @@ function workerCommand(program: Command): void {
       (v: string, prev: string[]) => [...prev, v],
       [],
     )
-    .option(
-      '--model <spec>',
-      `${MODEL_SPECS.join(' | ')} (default: $OPENWORKER_MODEL, else a provider with a key set, else demo)`,
-      defaultModelSpec(),
-    )
+    .addOption(modelOption())
     .option('--no-builtins', 'do not register the built-in tools (send_email)')
     .option('--shutdown-grace <duration>', 'how long SIGINT/SIGTERM waits for running tool calls', '60s')
     .option(
@@ -67,11 +73,7 @@ function devCommand(program: Command): void {
     .option('--db <file>', SERVER_OPTIONS.db)
     .option('--port <port>', SERVER_OPTIONS.port, port, 7233)
     .option('--headless', SERVER_OPTIONS.headless)
-    .option(
-      '--model <spec>',
-      `${MODEL_SPECS.join(' | ')} (default: $OPENWORKER_MODEL, else a provider with a key set, else demo)`,
-      defaultModelSpec(),
-    )
+    .addOption(modelOption())
     .option('--tools <module>', 'extra tools module (repeatable)', (v: string, prev: string[]) => [...prev, v], [])
     .option('--mcp <file>', "MCP servers for the worker's tools (see docs/mcp.md)")
     .option('--no-demo', 'do not start the demo turn')

@@ -249,7 +249,9 @@ async function startDevApprovals(address: string, port: number): Promise<{ close
   try {
     const app = await startApprovalsServer(client, { port });
     const user = defaultApprover();
-    console.log(`Approvals ${app.url}   sign in as ${user} with ${createToken(user)} (a new token each start)`);
+    console.log(
+      `Approvals ${app.url}   sign in as ${user} with ${createToken(user)} (a new token each start; your decisions are recorded as ${user}: set OPENWORKER_USER for another name)`,
+    );
     return {
       close: async () => {
         await app.close();

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ClientLike } from './own';
 import { asOpenWorker } from './own';
+import { userInfo } from 'node:os';
 import { MAX_BATCH, MAX_RECOVERY_RESULT_BYTES } from '../workflows/decisions';
 import {
   approveSignal,
@@ -10,7 +11,7 @@ import {
   turnStatusQuery,
   turnWorkflowId,
 } from '../workflows/definitions';
-import { reservedName } from '../workflows/deciders';
+import { approverOf, reservedName } from '../workflows/deciders';
 import { executionIdFor } from '../workflows/identity';
 import { pendingFence, reconcileNote } from '../workflows/ledger';
 import { decisionToSign, resultDigestOf } from '../workflows/signatures';
@@ -24,7 +25,7 @@ import type {
 import type { ApproverKeyPair } from './keys';
 import { signDecision } from './keys';
 import type { OpenWorkerClient } from './connection';
-import { activeTurn, checkSessionId, OpenWorkerError, signalLimitError } from './session';
+import { activeTurn, checkSessionId, OpenWorkerError, sessionStatus, signalLimitError, turnStatus } from './session';
 import { readString } from '../runtime/config';
 
 export interface DecisionTarget {
@@ -57,7 +58,21 @@ export interface DecisionOutcome {
 
 const RECOVERY: readonly RecoveryDecision[] = ['retry', 'succeeded', 'failed'];
 
-export const defaultApprover = (): string => readString('OPENWORKER_USER') ?? process.env.USER ?? 'cli';
+/**
+ * Who decides when no name is given: OPENWORKER_USER, else the login name (USER, LOGNAME, else the
+ * account's, which a container without USER still has), so a decision is never recorded under a
+ * made-up name. `dev` signs the approvals app in under it too.
+ */
+export const defaultApprover = (): string =>
+  readString('OPENWORKER_USER') ?? (process.env.USER || process.env.LOGNAME || accountName() || 'cli');
+
+const accountName = (): string | undefined => {
+  try {
+    return userInfo().username || undefined;
+  } catch {
+    return undefined; // an account without a passwd entry
+  }
+};
 
 /**
  * Who decides, checked before anything is sent: 1-200 characters, and not a name the system shows
@@ -116,11 +131,16 @@ async function sendAll(
     turn = target.turn;
   } else {
     const active = await activeTurn(c, sessionId);
-    if (!active)
+    if (!active) {
+      // A call of a finished turn: say what became of it rather than only that nothing runs.
+      const past = items.length === 1 ? await finishedCall(c, sessionId, items[0]!.toolCallId) : undefined;
+      const why = past && notDecidable(past.entry, items[0]!.kind, past.workflowId);
+      if (why) throw new OpenWorkerError(why, 'ignored');
       throw new OpenWorkerError(
         `session '${sessionId}' has no running turn waiting for decisions; see 'openworker-temporal show ${sessionId}'`,
         'not_found',
       );
+    }
     turn = active.turn;
   }
   const workflowId = turnWorkflowId(sessionId, turn);
@@ -259,12 +279,8 @@ async function bindTo(
         'not_found',
       );
     }
-    if (kind === 'recover' && entry.state !== 'recovery_required') {
-      throw new OpenWorkerError(
-        `call '${toolCallId}' is ${entry.state}, not recovery_required: a recovery decision answers a parked call (see 'openworker-temporal inbox')`,
-        'bad_input',
-      );
-    }
+    const why = notDecidable(entry, kind, workflowId);
+    if (why) throw new OpenWorkerError(why, kind === 'recover' ? 'bad_input' : 'ignored');
     return {
       executionId: entry.executionId,
       argsDigest: entry.argsDigest,
@@ -272,6 +288,57 @@ async function bindTo(
       ...(kind === 'recover' ? { park: entry.events.filter((e) => e.type === 'recovery_required').length } : {}),
     };
   });
+}
+
+/**
+ * Why a decision of `kind` cannot apply to the call as its ledger shows it (undefined: it can):
+ * approve and reject answer a call awaiting approval, recover one parked in recovery_required.
+ * One line naming the call's state and who decided it, so "approve" of a call that already
+ * succeeded says so instead of sending a signal the turn can only ignore.
+ */
+export function notDecidable(
+  entry: Pick<LedgerEntry, 'toolCallId' | 'state' | 'approver' | 'approvedBy' | 'grantId' | 'events' | 'rejectedBy'>,
+  kind: DecisionKind,
+  workflowId: string,
+): string | undefined {
+  const call = `call '${entry.toolCallId}'`;
+  if (kind === 'recover')
+    return entry.state === 'recovery_required'
+      ? undefined
+      : `${call} is ${entry.state}, not recovery_required: a recovery decision answers a parked call (see 'openworker-temporal inbox')`;
+  if (entry.state === 'awaiting_approval') return undefined;
+  const a = approverOf(entry);
+  const auto = { policy: 'approved by its policy', grant: 'approved by a standing approval', import: 'imported' };
+  const approved = !a ? 'approved' : a.kind === 'person' ? `approved by ${a.name}` : auto[a.why];
+  const what: Record<Exclude<LedgerEntry['state'], 'awaiting_approval'>, string> = {
+    succeeded: `already succeeded (${approved})`,
+    failed: `already ran and failed (${approved})`,
+    rejected: `was already rejected${entry.rejectedBy ? ` by ${entry.rejectedBy}` : ''}`,
+    running: `is already ${approved} and running`,
+    dispatched: `is already ${approved} and dispatched`,
+    reconciling: `is already ${approved} and reconciling`,
+    invalid: 'is invalid (the model gave arguments the tool does not take), so it never runs',
+    recovery_required: 'is recovery_required: it takes a recovery decision (retry, succeeded or failed)',
+  };
+  return `${call} in ${workflowId} ${what[entry.state]}: there is nothing to ${kind}`;
+}
+
+const PAST_TURNS_SEARCHED = 20;
+
+/** The call in one of the session's latest finished turns, newest first; undefined if none has it. */
+async function finishedCall(
+  c: OpenWorkerClient,
+  sessionId: string,
+  toolCallId: string,
+): Promise<{ entry: LedgerEntry; workflowId: string } | undefined> {
+  const s = await sessionStatus(c, sessionId).catch(() => undefined);
+  for (const t of [...(s?.turns ?? [])].reverse().slice(0, PAST_TURNS_SEARCHED)) {
+    const entry = (await turnStatus(c, t.workflowId).catch(() => undefined))?.ledger.find(
+      (e) => e.toolCallId === toolCallId,
+    );
+    if (entry) return { entry, workflowId: t.workflowId };
+  }
+  return undefined;
 }
 
 export const approve = (client: ClientLike, t: DecisionTarget & { argsDigest?: string }): Promise<DecisionOutcome> =>

@@ -26,6 +26,7 @@ import {
   signalLimitError,
 } from './session';
 import { showSession } from './inspect';
+import { servedTools, unlistedTool } from './tools';
 
 export interface GrantOutcome {
   sessionId: string;
@@ -92,10 +93,25 @@ async function confirmed(
   return undefined;
 }
 
-/** Adds a standing approval to a session: later calls of `tool` (to `target`, if given) need no approval. */
+/** A grant refused because no worker lists the tool; `served` is what the worker answered. */
+export class UnlistedToolError extends OpenWorkerError {
+  constructor(
+    message: string,
+    readonly served: string[],
+  ) {
+    super(message, 'bad_input');
+  }
+}
+
+/**
+ * Adds a standing approval to a session: later calls of `tool` (to `target`, if given) need no
+ * approval. A worker is asked first which tools it serves, and a tool it does not list is refused
+ * (UnlistedToolError); `unlisted: true` grants it anyway, e.g. an MCP server's tool that a worker
+ * lists only later. Without a worker to answer (within a few seconds) the grant is made unchecked.
+ */
 export async function grant(
   client: ClientLike,
-  input: { sessionId: string; tool: string; target?: string; by?: string; waitMs?: number },
+  input: { sessionId: string; tool: string; target?: string; by?: string; waitMs?: number; unlisted?: boolean },
 ): Promise<GrantOutcome> {
   const c = asOpenWorker(client);
   const sessionId = checkSessionId(input.sessionId);
@@ -113,11 +129,17 @@ export async function grant(
       'bad_input',
     );
   }
+  const by = checkBy(input.by);
+  if (!input.unlisted) {
+    const served = await servedTools(c);
+    const problem = served && unlistedTool(input.tool, served);
+    if (problem) throw new UnlistedToolError(problem, served);
+  }
   const payload = {
     grantId: `g-${randomBytes(4).toString('hex')}`,
     tool: input.tool,
     ...(input.target ? { target: input.target } : {}),
-    by: checkBy(input.by),
+    by,
   };
   await signalSession(c, sessionId, (h) => h.signal(grantSignal, payload));
   const g = await confirmed(
@@ -229,6 +251,8 @@ export async function approveAlways(
   const g = await grant(c, {
     sessionId,
     tool: entry.tool,
+    // The tool's name comes from the worker's own ledger entry: nothing to ask.
+    unlisted: true,
     ...(t.always === 'target' ? { target: entry.target } : {}),
     ...(t.by ? { by: t.by } : {}),
   });

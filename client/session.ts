@@ -3,9 +3,16 @@ import type { ClientLike } from './own';
 import { asOpenWorker } from './own';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { WorkflowHandle } from '@temporalio/client';
-import { messageSignal, sessionStatusQuery, turnStatusQuery, OpenWorkerSession } from '../workflows/definitions';
+import {
+  messageSignal,
+  sessionStatusQuery,
+  turnMessagesQuery,
+  turnStatusQuery,
+  OpenWorkerSession,
+} from '../workflows/definitions';
+import { turnContext } from '../workflows/transcript';
 import { parseWorkflowId, sessionIdProblem, sessionWorkflowId, turnProblem } from '../workflows/ids';
-import type { SessionStatus, TurnResult, TurnState, TurnStatus } from '../workflows/types';
+import type { Message, SessionStatus, TurnResult, TurnState, TurnStatus } from '../workflows/types';
 import { messageProblem } from '../workflows/limits';
 import type { OpenWorkerClient } from './connection';
 import { liveWorkers, noWorkerMessage } from './workers';
@@ -228,6 +235,18 @@ export async function turnStatus(
     workflowId,
     closed: true,
   };
+}
+
+/**
+ * The turn's own messages (its request first, then the latest): what one of its calls is decided
+ * in. The session's transcript holds a turn's messages only once it has finished, so a parked turn
+ * is read from its `messages` query, a completed one from its result.
+ */
+export async function turnMessages(c: OpenWorkerClient, workflowId: string): Promise<Message[]> {
+  const handle: WorkflowHandle = c.client.workflow.getHandle(workflowId);
+  const { status } = await handle.describe();
+  if (status.name === 'COMPLETED') return turnContext(((await handle.result()) as TurnResult).messages);
+  return queryWithDeadline(c, `turn ${workflowId}`, () => handle.query(turnMessagesQuery));
 }
 
 /** The session's running turn, from the server's own record of pending children: no worker needed. */

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { SEARCH_ATTRIBUTES } from '../workflows/definitions';
@@ -154,6 +155,24 @@ async function probe(ip: string, port: number): Promise<'down' | 'no-search-attr
   }
 }
 
+/** The Temporal CLI environment (`temporal env`) that holds the dev server's Web UI settings. */
+const UI_ENV = 'openworker-ui';
+
+/**
+ * The Web UI's codec endpoint in a Temporal CLI environment file (`--env-file F --env openworker-ui`
+ * sets any flag of the command by name), private to this user: 0600 in a fresh 0700 folder. Its
+ * token then shows neither in `ps` nor in the server log's command line.
+ */
+function uiEnvFile(codecEndpoint: string): { file: string; remove(): void } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'openworker-ui-'));
+  const file = path.join(dir, 'temporal-env.yaml');
+  // JSON is YAML: no quoting rules to get wrong.
+  fs.writeFileSync(file, `${JSON.stringify({ env: { [UI_ENV]: { 'ui-codec-endpoint': codecEndpoint } } })}\n`, {
+    mode: 0o600,
+  });
+  return { file, remove: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
 /**
  * Starts `temporal server start-dev` and resolves once it serves requests. The child is not detached but still
  * survives a parent killed by SIGKILL: always call stop(). A normal parent exit (incl. process.exit) sends SIGTERM.
@@ -181,7 +200,9 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   const args = ['server', 'start-dev', '--db-filename', dbFile, ...pragmas];
   args.push('--ip', ip, '--port', String(port));
   args.push(...(uiPort === undefined ? ['--headless'] : ['--ui-port', String(uiPort)]));
-  if (uiPort !== undefined && options.codecEndpoint) args.push('--ui-codec-endpoint', options.codecEndpoint);
+  // The UI's codec endpoint carries its token: never on the command line (ps shows it to every user).
+  const uiEnv = uiPort !== undefined && options.codecEndpoint ? uiEnvFile(options.codecEndpoint) : undefined;
+  if (uiEnv) args.push('--env-file', uiEnv.file, '--env', UI_ENV);
   args.push('--namespace', options.namespace ?? 'default');
   for (const name of SEARCH_ATTRIBUTE_NAMES) args.push('--search-attribute', `${name}=Keyword`);
   for (const [key, value] of Object.entries({ ...DYNAMIC_CONFIG, ...options.dynamicConfig })) {
@@ -229,6 +250,8 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   })();
   const outcome = await Promise.race([ready, ended]);
   gaveUp = true;
+  // The CLI read its flags at start: the file with the token need not outlive that.
+  uiEnv?.remove();
   if (outcome !== true) {
     await stop();
     const tail = readLogTail(logFile, logStart);

@@ -37,3 +37,9 @@ export function packageRoot(): string {
   // Unreachable in a normal checkout; the layout is dist/dev/temporalCli.js.
   return (cachedRoot = path.resolve(__dirname, '../..'));
 }
+
+/** This package's version, from its package.json (what `--version` prints). */
+export function packageVersion(): string {
+  const pkg = JSON.parse(fs.readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version?: unknown };
+  return typeof pkg.version === 'string' ? pkg.version : 'unknown';
+}

@@ -6,9 +6,10 @@ import type { Browser, Page } from 'playwright-core';
 import { messageIdFor } from '../activities/tools/sendEmail';
 import { startApprovalsServer, type ApprovalsServer } from '../apps/approvals/serve';
 import { createToken } from '../apps/approvals/tokens';
+import { reject } from '../client/decisions';
 import { turnStatus } from '../client/session';
 import { launchBrowser, pageText, requireChromium, shot } from './support/browser';
-import { eventually, scripted, startTurn, uniq } from './support/scenario';
+import { eventually, scripted, startTurn, turnClosed, uniq } from './support/scenario';
 import { useWorld } from './support/world';
 
 // The approvals app against a real server and worker: two replicas that share only a tokens file,
@@ -118,6 +119,33 @@ describe('approvals app (API and page, two replicas)', function () {
     assert.equal(textPost.status, 403, 'a cross-site form post is refused');
   });
 
+  it("a call's page shows its own turn's request, not the previous turn's (#28)", async () => {
+    await w.worker(
+      scripted([
+        { text: 'Hello.' },
+        { text: 'Sending it.', toolCalls: [email('t2', 'ann@example.com')] },
+        { text: 'Sent.' },
+      ]),
+    );
+    const sessionId = uniq('appr-turn2');
+    assert.equal((await startTurn(w.c, sessionId, 'say hello first')).state, 'completed');
+    const parked = await startTurn(w.c, sessionId, 'now send the report to ann');
+    assert.equal(parked.state, 'awaiting_approval');
+    const e = parked.ledger[0]!;
+    const page = await call(a.url, `/api/calls/${e.executionId}?session=${sessionId}&turn=2&call=t2`, alice);
+    assert.equal(page.status, 200, JSON.stringify(page.body));
+    const transcript = page.body.transcript as { role: string; content: unknown }[];
+    const users = transcript.filter((m) => m.role === 'user').map((m) => m.content);
+    assert.deepEqual(users, ['now send the report to ann'], JSON.stringify(transcript));
+    assert.ok(
+      transcript.some((m) => m.role === 'assistant' && m.content === 'Sending it.'),
+      "the model's words that led to the call",
+    );
+    // Leave nothing waiting: the later tests read the inbox, which asks every waiting turn.
+    await reject(w.c, { sessionId, toolCallId: 't2', by: 'alice' });
+    await turnClosed(w.c, parked);
+  });
+
   describe('in the browser', () => {
     let browser: Browser | undefined;
     before(async function () {
@@ -153,7 +181,25 @@ describe('approvals app (API and page, two replicas)', function () {
         assert.match(listed, /execution owx-\w+ · digest sha256:/, 'the execution ID and the digest');
         assert.match(listed, /Numbers attached\. Details follow\..*… \(\d+ chars\)/, 'a long value folded');
         await shot(page, 'approvals-inbox');
-        await page.click(`tr.call:has-text("${s1}")`);
+        // #28: the row is a link, reached with Tab (the list refreshes meanwhile: the focus stays) and opened with Enter.
+        const href = await page.getAttribute(`tr.call:has-text("${s1}") a.open`, 'href');
+        assert.match(href ?? '', new RegExp(`^#/calls/owx-\\w+\\?session=${s1}&turn=1&call=c1$`));
+        let tabs = 0;
+        while ((await page.evaluate('document.activeElement?.getAttribute("href")')) !== href) {
+          assert.ok(++tabs <= 12, 'the row link is not reached with Tab');
+          await page.keyboard.press('Tab');
+        }
+        // The live list redraws (a new element for the link): the focus moved to it.
+        const before = await page.evaluateHandle('document.activeElement');
+        await page.waitForFunction((el) => !(el as unknown as { isConnected: boolean }).isConnected, before, {
+          timeout: 10_000,
+        });
+        assert.equal(
+          await page.evaluate('document.activeElement?.getAttribute("href")'),
+          href,
+          'a refresh kept the focus',
+        );
+        await page.keyboard.press('Enter');
         await pageText(page, /Approve, and always for this session/, 'the call page');
         assert.match((await page.textContent('#digest')) ?? '', /^sha256:/);
         await page.click('#action-approve_session');

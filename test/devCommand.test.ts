@@ -1,8 +1,8 @@
 import { strict as assert } from 'node:assert';
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
@@ -38,7 +38,9 @@ describe('dev: encryption on by default, codec endpoint behind a token', functio
   const envFor = (state: string, address: string): Record<string, string> => {
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env))
-      if (v !== undefined && !/^OPENWORKER_(ENCRYPTION|CODEC_TOKEN)/.test(k)) env[k] = v;
+      // No USER either (#28: as in a container, where dev signed the approvals app in as 'cli').
+      if (v !== undefined && !/^(OPENWORKER_(ENCRYPTION|CODEC_TOKEN).*|OPENWORKER_USER|USER|LOGNAME)$/.test(k))
+        env[k] = v;
     return { ...env, OPENWORKER_STATE_DIR: state, TEMPORAL_ADDRESS: address, OPENWORKER_MODEL: 'demo' };
   };
 
@@ -98,6 +100,31 @@ describe('dev: encryption on by default, codec endpoint behind a token', functio
     assert.equal((await post('/decode', { authorization: `Bearer ${token}` })).status, 200);
     assert.equal((await post(`/${token}/decode`)).status, 200);
 
+    // #28: the Web UI has the endpoint with its token, but no command line shows it (ps, /proc), nor the server log.
+    const ui = /Web UI (http:\/\/localhost:\d+)/.exec(out)?.[1];
+    assert.ok(ui, out);
+    const settings = (await (await fetch(`${ui}/api/v1/settings`)).json()) as { Codec: { Endpoint: string } };
+    assert.equal(settings.Codec.Endpoint, uiEndpoint);
+    const db = join(dir, 'temporal.db');
+    const commandLines = readdirSync('/proc')
+      .filter((pid) => /^\d+$/.test(pid))
+      .map((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+        } catch {
+          return ''; // ended meanwhile
+        }
+      });
+    // (The installed CLI may be a launcher that runs the binary: one or two processes.)
+    const server = commandLines.filter((cmd) => cmd.includes(db) && cmd.includes('start-dev'));
+    assert.ok(server.length >= 1, 'the Temporal server among the processes');
+    assert.deepEqual(
+      commandLines.filter((cmd) => cmd.includes(token!)),
+      [],
+      'a command line with the codec token',
+    );
+    assert.ok(!readFileSync(join(dir, 'temporal-server.log'), 'utf8').includes(token!), 'the token in the server log');
+
     // The approvals app: its URL and a token for the local user, which signs in and lists the demo call.
     const approvals = /Approvals (http:\/\/127\.0\.0\.1:\d+) {3}sign in as (\S+) with (owa_\S+)/.exec(out);
     assert.ok(approvals, `the approvals line:\n${out}`);
@@ -105,6 +132,7 @@ describe('dev: encryption on by default, codec endpoint behind a token', functio
     assert.equal((await fetch(`${approvals[1]}/api/inbox`)).status, 401);
     const me = (await (await fetch(`${approvals[1]}/api/me`, { headers: bearer })).json()) as { name: string };
     assert.equal(me.name, approvals[2]);
+    assert.equal(me.name, userInfo().username, 'the login name, not a made-up one');
     const listed = await eventually(async () => {
       const items = (await (await fetch(`${approvals[1]}/api/inbox`, { headers: bearer })).json()) as {
         sessionId: string;
@@ -132,6 +160,29 @@ describe('dev: encryption on by default, codec endpoint behind a token', functio
     const keyless = await runCli(['show', 'demo'], { env: envFor(join(dir, 'elsewhere'), address) });
     assert.notEqual(keyless.code, 0, `${keyless.stdout}\n${keyless.stderr}`);
     assert.match(keyless.stderr, /payload encrypted with key 'local-\d{8}', and this process has no keys/);
+
+    // A decision from the approvals app is recorded under the signed-in person (#28).
+    const item = (
+      (await (await fetch(`${approvals[1]}/api/inbox`, { headers: bearer })).json()) as {
+        sessionId: string;
+        executionId: string;
+        argsDigest: string;
+        toolCallId: string;
+      }[]
+    ).find((i) => i.sessionId === 'demo')!;
+    const decided = await fetch(`${approvals[1]}/api/decisions`, {
+      method: 'POST',
+      headers: { ...bearer, 'content-type': 'application/json' },
+      body: JSON.stringify({ executionId: item.executionId, action: 'approve', argsDigest: item.argsDigest }),
+    });
+    assert.equal(decided.status, 200, await decided.text());
+    const view = (await (
+      await fetch(`${approvals[1]}/api/calls/${item.executionId}?session=demo&turn=1&call=${item.toolCallId}`, {
+        headers: bearer,
+      })
+    ).json()) as { entry: { approvedBy?: string } };
+    assert.equal(view.entry.approvedBy, userInfo().username);
+    assert.notEqual(view.entry.approvedBy, 'cli');
 
     dev.kill('SIGINT');
     await exited(dev);

@@ -180,7 +180,7 @@ describe('embedding: OpenWorkerPlugin in your own worker and Client', function (
           workflowBundle: { code: 'async function mine() {}' },
           plugins: [new OpenWorkerPlugin({ model: scriptedModel({ steps: [] }) })],
         }),
-        /your workflowBundle has no session or agentTurn workflow; build it with bundleWorkflowCode/,
+        /your workflowBundle lacks the workflows session, agentTurn, toolNames; build it with bundleWorkflowCode/,
       );
     } finally {
       await nativeConnection.close();

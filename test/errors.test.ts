@@ -1,6 +1,8 @@
 import { strict as assert } from 'node:assert';
 import { runCli } from './support/processes';
-import { scripted, startTurn, uniq } from './support/scenario';
+import { approve } from '../client/decisions';
+import { turnWorkflowId } from '../workflows/ids';
+import { scripted, startTurn, turnClosed, uniq } from './support/scenario';
 import { useWorld } from './support/world';
 
 // Errors a person understands: each is one line saying what was wrong and what to do, with the
@@ -101,6 +103,18 @@ describe('CLI errors (one line, what to do, no hanging)', function () {
       assert.equal(r.code, code, `${args.join(' ')}: ${r.stderr}`);
       assert.match(oneLine(r.stderr), pattern, args.join(' '));
     }
+
+    // #28: approving a call that already succeeded says so, from its finished turn, with exit 3.
+    assert.equal((await approve(w.c, { sessionId, toolCallId: 'c1', by: 'bob' })).outcome, 'applied');
+    await turnClosed(w.c, { workflowId: turnWorkflowId(sessionId, 1) });
+    const again = await runCli(['approve', sessionId, 'c1', ...q]);
+    assert.equal(again.code, 3, again.stderr);
+    assert.match(
+      oneLine(again.stderr),
+      new RegExp(
+        `^error: call 'c1' in session-${sessionId}-turn-1 already succeeded \\(approved by bob\\): there is nothing to approve$`,
+      ),
+    );
   });
 
   it('a server that cannot start: one line, and the CLI exits (the Web UI codec it started first is closed)', async () => {

@@ -104,6 +104,27 @@ describe('standing approvals (grants)', function () {
       ],
     );
     assert.deepEqual(taskFailuresIn((await session.fetchHistory()).events ?? []), []);
+
+    // #28: a grant of a tool no worker serves is refused in one line that lists the tools; one the
+    // worker serves goes through; --unlisted grants a tool a worker lists only later (an MCP server's).
+    const q = ['--by', 'ann', '--task-queue', w.taskQueue];
+    const typo = await runCli(['grant', sessionId, 'send_emial', ...q]);
+    assert.equal(typo.code, 2, typo.stderr);
+    assert.match(
+      typo.stderr,
+      /^error: tool 'send_emial' is not one the worker serves \(it serves [^)]*\bsend_email\b[^)]*\); a grant names a tool exactly as the worker lists it; to grant it before a worker lists it, add --unlisted\n$/,
+    );
+    const known = await runCli(['grant', sessionId, 'send_email', '--target', 'eve@example.com', ...q]);
+    assert.equal(known.code, 0, known.stderr);
+    const later = await runCli(['grant', sessionId, 'files__write_file', '--unlisted', ...q]);
+    assert.equal(later.code, 0, later.stderr);
+    assert.deepEqual(
+      ((await sessionStatus(w.c, sessionId)).grants ?? []).slice(-2).map((g) => [g.tool, g.target]),
+      [
+        ['send_email', 'eve@example.com'],
+        ['files__write_file', undefined],
+      ],
+    );
   });
 
   it('"always for this target": the same target goes through, another target asks; kept across continue-as-new', async () => {

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { approve } from '../client/decisions';
 import { connectClient } from '../client/connection';
 import type { OpenWorkerClient } from '../client/connection';
@@ -18,6 +18,38 @@ import { useWorld } from './support/world';
 // OpenWorkerState search attribute, open it, read the execution ID and the ledger there, and follow
 // the session to its child turns. Screenshots land in test-artifacts/; docs/chat-and-webui.md shows
 // copies of them (docs/screenshots/).
+
+// Runs in the page (no DOM types here): the innermost element showing the text, and the nearest
+// edge that cuts what overflows (an ancestor that does not let overflow show, else the frame's).
+const WHERE_DRAWN = `(n) => {
+  const all = [...document.querySelectorAll('body *')].filter((el) => el.innerText && el.innerText.includes(n));
+  const el = all.find((a) => !all.some((b) => b !== a && a.contains(b)));
+  if (!el) return undefined;
+  const r = el.getBoundingClientRect();
+  let clip = document.documentElement.clientWidth;
+  for (let p = el.parentElement; p; p = p.parentElement)
+    if (getComputedStyle(p).overflowX !== 'visible') clip = Math.min(clip, p.getBoundingClientRect().right);
+  return { bottom: r.bottom, right: r.right, clip };
+}`;
+
+/**
+ * Where the innermost element showing `needle` is drawn, in page coordinates, and the right edge of
+ * the box it is drawn in (its frame's, when the markdown renders in a frame): text past that edge is cut.
+ */
+async function placed(page: Page, needle: string): Promise<{ bottom: number; right: number; panelRight: number }> {
+  for (const frame of page.frames()) {
+    const hit = (await frame.evaluate(`(${WHERE_DRAWN})(${JSON.stringify(needle)})`).catch(() => undefined)) as
+      { bottom: number; right: number; clip: number } | undefined;
+    if (!hit) continue;
+    const box = frame === page.mainFrame() ? { x: 0, y: 0 } : await (await frame.frameElement()).boundingBox();
+    return {
+      bottom: hit.bottom + (box?.y ?? 0),
+      right: hit.right + (box?.x ?? 0),
+      panelRight: hit.clip + (box?.x ?? 0),
+    };
+  }
+  throw new Error(`'${needle}' is not on the page`);
+}
 
 describe('Temporal Web UI (headless Chromium)', function () {
   this.timeout(240_000);
@@ -96,6 +128,15 @@ describe('Temporal Web UI (headless Chromium)', function () {
       .first()
       .click();
     const meta = await text(page, /recovery_required/, 'the ledger (current details) shows the parked call');
+    // #28: that it waits for a person comes first, and the ledger's lines are not cut at the panel's edge.
+    assert.match(
+      meta,
+      /Waiting for a person to decide a call: c1 send_email → ann@example\.com \(recovery_required: retry, succeeded or failed\)/,
+    );
+    const headline = await placed(page, 'Waiting for a person');
+    assert.ok(headline.bottom <= 1000, `the headline is on the first screen: ${JSON.stringify(headline)}`);
+    const line = await placed(page, 'alice'); // who approved: the last column of the old table
+    assert.ok(line.right <= line.panelRight + 1, `the ledger line is not clipped: ${JSON.stringify(line)}`);
     assert.match(
       meta,
       new RegExp(`Turn 1 of session ${sessionId}: email ann about the launch`),

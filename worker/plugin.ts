@@ -176,7 +176,7 @@ function checkBundle(bundle: NonNullable<WorkerOptions['workflowBundle']>): void
   const missing = AGENT_WORKFLOW_TYPES.filter((name) => !new RegExp(`function ${name}\\(`).test(code));
   if (missing.length)
     throw new Error(
-      `OpenWorkerPlugin: your workflowBundle has no ${missing.join(' or ')} workflow; build it with bundleWorkflowCode({ workflowsPath, plugins: [new OpenWorkerPlugin()] }), or pass workflowsPath instead`,
+      `OpenWorkerPlugin: your workflowBundle lacks the workflow${missing.length > 1 ? 's' : ''} ${missing.join(', ')}; build it with bundleWorkflowCode({ workflowsPath, plugins: [new OpenWorkerPlugin()] }), or pass workflowsPath instead`,
     );
 }
 

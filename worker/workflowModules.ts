@@ -9,7 +9,7 @@ import { dirname, join, sep } from 'node:path';
 export const AGENT_WORKFLOWS_MODULE = require.resolve('../workflows');
 
 /** The workflow types this package registers; a user workflow of the same name is refused. */
-export const AGENT_WORKFLOW_TYPES = ['session', 'agentTurn'] as const;
+export const AGENT_WORKFLOW_TYPES = ['session', 'agentTurn', 'toolNames'] as const;
 
 /** The bundle built by `npm run build`, if it is there. */
 export function prebuiltBundle(): string | undefined {
@@ -58,7 +58,7 @@ export function workflowsPathWith(userPath: string | undefined): string {
       renameSync(part, file);
     } catch (err) {
       throw new Error(
-        `OpenWorkerPlugin: cannot write the module that adds the agent turn to your workflows (${(err as Error).message}); make ${dir} writable, or export { session, agentTurn } from 'openworker-temporal/workflow' in your workflows file and pass a bundle built with bundleWorkflowCode({ plugins: [plugin] })`,
+        `OpenWorkerPlugin: cannot write the module that adds the agent turn to your workflows (${(err as Error).message}); make ${dir} writable, or build your bundle with bundleWorkflowCode({ workflowsPath, plugins: [plugin] }) where it can write and pass workflowBundle`,
       );
     }
   }

@@ -8,6 +8,7 @@ import type {
   DispatchRequest,
   Grant,
   GrantSignal,
+  Message,
   NotifiedReport,
   NotifyClaim,
   RevokeSignal,
@@ -25,6 +26,8 @@ export const recoverSignal = defineSignal<[RecoverSignal]>('recover');
 /** Several decisions in one signal, e.g. every call of a model response: one event, one workflow task. */
 export const decisionsSignal = defineSignal<[DecisionsSignal]>('decisions');
 export const turnStatusQuery = defineQuery<TurnStatus>('status');
+/** This turn's messages so far, its request first (workflows/transcript.ts turnContext): what a call is decided in. */
+export const turnMessagesQuery = defineQuery<Message[]>('messages');
 
 /** Internal: the execute activity asks its turn for permission to call the tool adapter. */
 export const dispatchUpdate = defineUpdate<DispatchAnswer, [DispatchRequest]>('dispatch');

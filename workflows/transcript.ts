@@ -67,3 +67,16 @@ export function resultsOnCancel(a: {
       );
     });
 }
+
+/** How many of a turn's messages its `messages` query answers with. */
+export const TURN_CONTEXT = 12;
+
+/**
+ * A turn's messages as a person deciding one of its calls reads them: the user's request that
+ * started the turn (always, however long the turn), then its latest messages, up to `max` in all.
+ */
+export function turnContext(messages: readonly Message[], max = TURN_CONTEXT): Message[] {
+  if (messages.length <= max) return [...messages];
+  const request = messages[0]!.role === 'user' ? [messages[0]!] : [];
+  return [...request, ...messages.slice(-(max - request.length))];
+}

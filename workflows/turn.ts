@@ -19,6 +19,7 @@ import {
   recoverSignal,
   rejectSignal,
   turnStatusQuery,
+  turnMessagesQuery,
 } from './definitions';
 import { messageOf } from './failures';
 import { executionIdFor } from './identity';
@@ -31,7 +32,7 @@ import { handleNotifications } from './notifications';
 import { assignCallIds } from './plan';
 import type { NextStep } from './policy';
 import { createShields } from './shields';
-import { resultsOnCancel, unpairedToolCalls } from './transcript';
+import { resultsOnCancel, turnContext, unpairedToolCalls } from './transcript';
 import type { TurnEnd } from './turnLedger';
 import { createTurnLedger } from './turnLedger';
 import { handleDispatch, handleGrants } from './turnHandlers';
@@ -118,6 +119,10 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   setHandler(turnStatusQuery, book.status, {
     description:
       'The turn state, its ledger and the decisions received (the latest 100 not applied; older ones counted)',
+  });
+  // A query adds nothing to history: older runs of this turn answer it too once a new build replays them.
+  setHandler(turnMessagesQuery, () => turnContext(messages), {
+    description: "This turn's messages so far: the request that started it, then the latest (12 in all)",
   });
   handleNotifications({ entries: book.entries, record: book.record });
   handleDispatch({

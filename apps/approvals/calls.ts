@@ -7,7 +7,7 @@ import type { OpenWorkerClient } from '../../client/connection';
 import { approve, recover, reject, type DecisionOutcome } from '../../client/decisions';
 import { approveAlways } from '../../client/grants';
 import { inbox, notApplied, type InboxItem, type NotApplied } from '../../client/inspect';
-import { checkSessionId, checkTurn, OpenWorkerError, sessionStatus, turnStatus } from '../../client/session';
+import { checkSessionId, checkTurn, OpenWorkerError, turnMessages, turnStatus } from '../../client/session';
 
 // What the approvals app shows and does, on top of the client library: everything is read from
 // Temporal on each request and every action is a signal, so replicas share no state.
@@ -31,7 +31,7 @@ export interface CallView {
   workflowId: string;
   turnState: string;
   entry: LedgerEntry;
-  /** The session's last messages, for context. */
+  /** The call's turn: its request, then its latest messages (empty when no worker answered). */
   transcript: Message[];
   actions: Action[];
   /** Set when this call's decisions count only when signed (the worker's approver policy). */
@@ -42,8 +42,6 @@ export interface CallView {
   /** Decisions on this call the turn did not apply, with why. */
   notApplied: NotApplied[];
 }
-
-const TRANSCRIPT_TAIL = 12;
 
 /** The inbox oldest first: the longest-waiting call is the one to decide next. */
 export async function waitingCalls(
@@ -95,13 +93,15 @@ export function actionsFor(e: LedgerEntry): Action[] {
   return [];
 }
 
-/** The call's page: what a decision is checked against, and the session's last messages. */
+/**
+ * The call's page: what a decision is checked against, and its own turn's messages (the session's
+ * transcript holds a turn only once it finished: a parked turn's request is not there yet).
+ */
 export async function callView(c: OpenWorkerClient, ref: CallRef): Promise<CallView> {
   const [view, transcript] = await Promise.all([
     turnView(c, ref),
-    sessionStatus(c, ref.sessionId)
-      .then((s) => s.transcript.slice(-TRANSCRIPT_TAIL))
-      .catch(() => [] as Message[]),
+    // A worker of an older build has no `messages` query: the page then shows the call without them.
+    turnMessages(c, turnWorkflowId(ref.sessionId, ref.turn)).catch(() => [] as Message[]),
   ]);
   return { ...view, transcript };
 }

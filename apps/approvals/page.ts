@@ -24,7 +24,8 @@ header a { color: #fff; text-decoration: none; font-weight: 600; }
 main { max-width: 1100px; margin: 20px auto; padding: 0 20px; }
 table { width: 100%; border-collapse: collapse; background: #fff; }
 th, td { text-align: left; padding: 8px 10px; border-bottom: 1px solid #e3e6eb; vertical-align: top; }
-tr.call { cursor: pointer; } tr.call:hover { background: #eef3ff; }
+tr.call { cursor: pointer; } tr.call:hover, tr.call:focus-within { background: #eef3ff; }
+a.open { color: inherit; } a.open:focus { outline: 2px solid #3a6df0; outline-offset: 2px; }
 .state { font-size: 12px; padding: 2px 8px; border-radius: 10px; background: #e8edf7; white-space: nowrap; }
 .state.recovery_required { background: #ffe1d6; } .state.awaiting_approval { background: #fff3c4; }
 pre { background: #fff; border: 1px solid #e3e6eb; padding: 10px; white-space: pre-wrap; word-break: break-word; }
@@ -81,17 +82,22 @@ function renderInbox(calls) {
   const rows = calls.map((c) => {
     const tr = el('tr', { className: 'call' },
       el('td', {}, el('span', { className: 'state ' + c.state }, c.state)),
-      el('td', {}, el('strong', {}, c.tool), c.target ? ' → ' + c.target : '', argsView(c.arguments),
+      el('td', {}, el('a', { className: 'open', href: callHash(c), id: 'open-' + c.executionId }, el('strong', {}, c.tool)), c.target ? ' → ' + c.target : '', argsView(c.arguments),
         el('div', { className: 'muted' }, 'execution ', el('code', {}, c.executionId), ' · digest ', el('code', {}, c.argsDigest.slice(0, 19) + '…'))),
       el('td', {}, c.sessionId, el('div', { className: 'muted' }, 'turn ' + c.turn + ' · ' + c.toolCallId)),
       el('td', {}, ago(c.waitedMs)),
       el('td', { className: 'muted' }, c.reason || '', c.notApplied ? el('div', { className: 'error' }, 'not applied: ' + c.notApplied[c.notApplied.length - 1].why) : ''));
-    tr.onclick = (e) => { if (!e.target.closest('details')) location.hash = callHash(c); };
+    // The link opens it from the keyboard (Tab, Enter) and in a new tab; the whole row for the mouse.
+    tr.onclick = (e) => { if (!e.target.closest('details, a')) location.hash = callHash(c); };
     return tr;
   });
+  // The list is redrawn at every refresh: the row that had the focus keeps it.
+  const focused = document.activeElement && document.activeElement.id;
   main.replaceChildren(el('h2', {}, 'Waiting for a decision (' + calls.length + ')'),
     calls.length ? el('table', {}, el('tr', {}, ...['state', 'call', 'session', 'waiting', 'why'].map((h) => el('th', {}, h))), ...rows)
       : el('p', { className: 'muted' }, 'Nothing is waiting.'));
+  const again = focused && focused.startsWith('open-') && document.getElementById(focused);
+  if (again) again.focus();
 }
 const callHash = (c) => '#/calls/' + c.executionId + '?session=' + encodeURIComponent(c.sessionId) + '&turn=' + c.turn + '&call=' + encodeURIComponent(c.toolCallId);
 function showInbox() {
@@ -157,7 +163,7 @@ async function showCall(executionId, query) {
       ...v.notApplied.map((d) => el('p', { className: 'error' }, d.at + ' ' + d.kind + (d.by ? ' by ' + d.by : '') + ': ' + d.why))) : '',
     el('section', {}, el('h3', {}, 'Ledger'), el('table', { id: 'ledger' }, ...events)),
     grantsPanel(v.ref.sessionId),
-    el('section', {}, el('h3', {}, 'Transcript (last messages)'),
+    el('section', {}, el('h3', {}, 'This turn (its request, then the latest messages)'),
       ...v.transcript.map((m) => el('div', {}, el('strong', {}, m.role + ': '), typeof m.content === 'string' ? m.content.slice(0, 600) : JSON.stringify(m.content).slice(0, 600)))));
 }
 const parkedWhy = (e) => e.state === 'recovery_required' ? ([...e.events].reverse().find((ev) => ev.type === 'recovery_required') || {}).reason : undefined;

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
-import { renderDetails } from '../../workflows/details';
+import { LEDGER_SHOWN, renderDetails } from '../../workflows/details';
 import { assignCallIds } from '../../workflows/plan';
-import { toolResultMessage, unpairedToolCalls } from '../../workflows/transcript';
+import { toolResultMessage, turnContext, unpairedToolCalls } from '../../workflows/transcript';
 import type { Message, PlannedCall, TurnStatus } from '../../workflows/types';
 import { entryIn, planned } from './helpers';
 
@@ -113,6 +113,31 @@ describe('transcript: unpairedToolCalls', () => {
   for (const c of cases) it(c.name, () => assert.deepEqual(unpairedToolCalls(c.messages), c.want));
 });
 
+describe('transcript: turnContext (what a call of the turn is decided in)', () => {
+  const user: Message = { role: 'user', content: 'send the report' };
+  const said = (n: number): Message[] =>
+    Array.from({ length: n }, (_, i) => ({ role: 'assistant', content: `m${i}` }) as Message);
+  const cases: { name: string; messages: Message[]; max: number; want: string[] }[] = [
+    { name: 'a short turn whole', messages: [user, ...said(2)], max: 4, want: ['send the report', 'm0', 'm1'] },
+    { name: 'exactly max: whole', messages: [user, ...said(3)], max: 4, want: ['send the report', 'm0', 'm1', 'm2'] },
+    {
+      name: 'longer: the request, then the latest',
+      messages: [user, ...said(6)],
+      max: 4,
+      want: ['send the report', 'm3', 'm4', 'm5'],
+    },
+    { name: 'no request (a resume turn): the latest', messages: said(6), max: 4, want: ['m2', 'm3', 'm4', 'm5'] },
+    { name: 'empty', messages: [], max: 4, want: [] },
+  ];
+  for (const c of cases)
+    it(c.name, () =>
+      assert.deepEqual(
+        turnContext(c.messages, c.max).map((m) => m.content),
+        c.want,
+      ),
+    );
+});
+
 describe('transcript: toolResultMessage', () => {
   const c = { id: 'call_1', name: 'send_email' };
   const cases: { name: string; outcome: { result?: unknown; error?: string }; content: string; isError?: true }[] = [
@@ -171,22 +196,48 @@ describe('details: renderDetails', () => {
     assert.match(md, /Waiting for a decision/);
   });
 
-  it('escapes | in cells so every row has the header column count', () => {
+  it('a parked turn says so first: the calls that wait and how to decide (#28: the Web UI shows the top)', () => {
     const md = renderDetails(status());
-    assert.ok(md.includes('call\\|b'));
-    assert.ok(md.includes('pipe\\|tool'));
-    assert.ok(md.includes('x\\|y'));
-    const rows = md.split('\n').filter((l) => l.startsWith('|'));
-    assert.equal(rows.length, 4);
-    const columns = (row: string): number => row.replace(/\\\|/g, '').split('|').length;
-    for (const row of rows) assert.equal(columns(row), columns(rows[0]!), row);
+    const [first, , second] = md.split('\n');
+    assert.equal(
+      first,
+      '**Waiting for a person** to decide 2 calls: `call_a` send_email → bob@example.com (approve or reject); `call\\|b` pipe\\|tool (recovery_required: retry, succeeded or failed).',
+    );
+    assert.match(
+      second!,
+      /^Waiting for a decision: decide in the approvals app, with `openworker-temporal approve sess-1 <call>`/,
+    );
+  });
+
+  it('the ledger is a list that wraps, never a table wider than the panel; every column is there', () => {
+    const md = renderDetails(status());
+    assert.ok(!md.split('\n').some((l) => l.startsWith('|')), 'no table rows');
+    assert.ok(
+      md.includes(
+        '- `call\\|b` pipe\\|tool: **recovery_required** · attempts 0 · approved by x\\|y · retry by ann · `owx-bbbb`',
+      ),
+      md,
+    );
+  });
+
+  it(`a long ledger lists ${LEDGER_SHOWN} calls and says how many more and where to see them`, () => {
+    const ledger = Array.from({ length: LEDGER_SHOWN + 7 }, (_, i) =>
+      entryIn('succeeded', { toolCallId: `c${i}`, executionId: `owx-${i}` }),
+    );
+    const md = renderDetails(status({ state: 'running', ledger }));
+    assert.match(md, new RegExp(`\\*\\*Ledger\\*\\* \\(${LEDGER_SHOWN + 7} calls\\)`));
+    assert.equal(md.split('\n').filter((l) => l.startsWith('- `c')).length, LEDGER_SHOWN);
+    assert.match(
+      md,
+      /…and 7 more: the turn's `status` query \(Queries tab\) or `openworker-temporal show sess-1` lists every call\./,
+    );
   });
 
   it('flattens newlines and escapes | in the error', () => {
     const md = renderDetails(status({ state: 'failed', error: 'bad|thing\nhappened', ledger: [] }));
     assert.match(md, /\*\*failed\*\*/);
     assert.ok(md.includes('Error: bad\\|thing happened'));
-    assert.ok(!md.includes('| tool call |'));
+    assert.ok(!md.includes('**Ledger**'));
     assert.ok(!md.includes('Waiting for a decision'));
   });
 
@@ -217,10 +268,10 @@ describe('details: renderDetails', () => {
       status({ decisions: [...decisions, { ...decisions[0]!, outcome: 'applied', why: undefined }] }),
     );
     assert.match(md, /\*\*Decisions not applied\*\* \(latest last\)/);
-    const rows = md.split('\n').filter((l) => /^\| 2024-01-01/.test(l));
+    const rows = md.split('\n').filter((l) => /^- 2024-01-01/.test(l));
     assert.equal(rows.length, 5);
-    assert.match(rows[0]!, /^\| 2024-01-01 00:00:02 UTC \| approve \| call_a \| ann \| stale 2 \|$/);
-    assert.equal(rows[4], '| 2024-01-01 00:00:06 UTC | approve | call\\|z | ann | arguments changed: reload |');
+    assert.equal(rows[0], '- 2024-01-01 00:00:02 UTC approve `call_a` by ann: stale 2');
+    assert.equal(rows[4], '- 2024-01-01 00:00:06 UTC approve `call\\|z` by ann: arguments changed: reload');
     assert.ok(!renderDetails(status()).includes('not applied**'), 'nothing listed when every decision applied');
   });
 

@@ -59,4 +59,6 @@ export interface TurnActivities {
   planToolCalls(input: PlanCallsInput): Promise<PlannedCall[]>;
   executeTool(input: ToolActivityInput): Promise<ToolActivityResult>;
   reconcileTool(input: ToolActivityInput): Promise<ReconcileAnswer>;
+  /** The names of the tools this worker serves now (workflows/tools.ts). */
+  listTools(): Promise<string[]>;
 }
