@@ -254,7 +254,8 @@ export async function approveAlways(
     // The tool's name comes from the worker's own ledger entry: nothing to ask.
     unlisted: true,
     ...(t.always === 'target' ? { target: entry.target } : {}),
-    ...(t.by ? { by: t.by } : {}),
+    // A signed approval is sent as its key's name: its grant is recorded under the same name.
+    ...(t.key ? { by: t.key.name } : t.by ? { by: t.by } : {}),
   });
   return { ...decision, grant: g };
 }

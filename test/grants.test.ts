@@ -1,4 +1,8 @@
 import { strict as assert } from 'node:assert';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createApproverKey } from '../client/keys';
 import { approve } from '../client/decisions';
 import { approveAlways, listGrants } from '../client/grants';
 import { sessionStatus } from '../client/session';
@@ -166,5 +170,21 @@ describe('standing approvals (grants)', function () {
     assert.equal(t2.state, 'completed');
     assert.equal(sent(t2, 'c2'), 1);
     assert.equal(sent(t2, 'c3'), 1);
+  });
+
+  it('"always" with a signing key: the grant is recorded under the key\'s name, as the approval is', async () => {
+    await w.worker(scripted([{ toolCalls: [email('c1', 'kim@example.com')] }, { text: 'done' }]));
+    const sessionId = uniq('grant-key');
+    const turn = await startTurn(w.c, sessionId, 'email kim');
+    const dir = mkdtempSync(join(tmpdir(), 'keys-'));
+    try {
+      const key = createApproverKey('dana', dir);
+      const d = await approveAlways(w.c, { sessionId, toolCallId: 'c1', key, always: 'session' });
+      assert.equal(d.outcome, 'applied');
+      assert.equal(d.grant?.grant.by, 'dana');
+      assert.equal((await closed(turn)).state, 'completed');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
