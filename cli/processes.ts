@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
-import { MODEL_SPECS, defaultModelSpec } from '../activities/models';
-import { globals, port } from './common';
+import { MODEL_SPECS } from '../activities/models';
+import { globals, port, settingsOf } from './common';
 import { runDev, runServer, runWorker } from './run';
 
 /** The CLI commands that run processes: the Temporal dev server, a worker, and all of them together for the demo. */
@@ -26,7 +26,7 @@ function serverCommand(program: Command): void {
     .option('--port <port>', SERVER_OPTIONS.port, port, 7233)
     .option('--ui-port <port>', 'Web UI port (default port + 1000)', port)
     .option('--headless', SERVER_OPTIONS.headless)
-    .action(async (opts, cmd) => runServer({ ...opts, json: globals(cmd).json }));
+    .action(async (opts, cmd) => runServer({ ...opts, json: globals(cmd).json }, settingsOf(cmd)));
 }
 
 function workerCommand(program: Command): void {
@@ -42,7 +42,6 @@ function workerCommand(program: Command): void {
     .option(
       '--model <spec>',
       `${MODEL_SPECS.join(' | ')} (default: $OPENWORKER_MODEL, else a provider with a key set, else demo)`,
-      defaultModelSpec(),
     )
     .option('--no-builtins', 'do not register the built-in tools (send_email)')
     .option('--shutdown-grace <duration>', 'how long SIGINT/SIGTERM waits for running tool calls', '60s')
@@ -57,7 +56,10 @@ function workerCommand(program: Command): void {
         'activities',
       ]),
     )
-    .action(async (opts, cmd) => runWorker({ ...globals(cmd), ...opts }));
+    .action(async (opts, cmd) => {
+      const settings = settingsOf(cmd);
+      return runWorker({ ...globals(cmd), ...opts, model: opts.model ?? settings.modelSpec }, settings);
+    });
 }
 
 function devCommand(program: Command): void {
@@ -70,7 +72,6 @@ function devCommand(program: Command): void {
     .option(
       '--model <spec>',
       `${MODEL_SPECS.join(' | ')} (default: $OPENWORKER_MODEL, else a provider with a key set, else demo)`,
-      defaultModelSpec(),
     )
     .option('--tools <module>', 'extra tools module (repeatable)', (v: string, prev: string[]) => [...prev, v], [])
     .option('--mcp <file>', "MCP servers for the worker's tools (see docs/mcp.md)")
@@ -81,5 +82,8 @@ function devCommand(program: Command): void {
         .choices(['reconcile', 'manual'])
         .default('reconcile'),
     )
-    .action(async (opts) => runDev(opts));
+    .action(async (opts, cmd) => {
+      const settings = settingsOf(cmd);
+      return runDev({ ...opts, model: opts.model ?? settings.modelSpec }, settings);
+    });
 }

@@ -25,7 +25,6 @@ import type { ApproverKeyPair } from './keys';
 import { signDecision } from './keys';
 import type { OpenWorkerClient } from './connection';
 import { activeTurn, checkSessionId, OpenWorkerError, signalLimitError } from './session';
-import { readString } from '../runtime/config';
 
 export interface DecisionTarget {
   sessionId: string;
@@ -57,14 +56,17 @@ export interface DecisionOutcome {
 
 const RECOVERY: readonly RecoveryDecision[] = ['retry', 'succeeded', 'failed'];
 
-export const defaultApprover = (): string => readString('OPENWORKER_USER') ?? process.env.USER ?? 'cli';
-
 /**
  * Who decides, checked before anything is sent: 1-200 characters, and not a name the system shows
- * where no person decided (workflows/deciders.ts). `by` undefined: the default approver.
+ * where no person decided (workflows/deciders.ts). `by` undefined: `defaultApprover` (Settings.user:
+ * OPENWORKER_USER, else USER).
  */
-export function checkBy(by: string | undefined, from = by !== undefined ? '`by`' : undefined): string {
-  const name = by ?? defaultApprover();
+export function checkBy(
+  by: string | undefined,
+  defaultApprover: string,
+  from = by !== undefined ? '`by`' : undefined,
+): string {
+  const name = by ?? defaultApprover;
   from ??= 'the default approver (OPENWORKER_USER, else USER)';
   if (typeof name !== 'string' || !name || name.length > 200)
     throw new OpenWorkerError(
@@ -108,7 +110,7 @@ async function sendAll(
       `\`by\` ${target.by} does not match the signing key '${key.name}': a signed decision is sent as its key's name`,
       'bad_input',
     );
-  const by = key ? checkBy(key.name, `the signing key's name`) : checkBy(target.by);
+  const by = key ? checkBy(key.name, c.settings.user, `the signing key's name`) : checkBy(target.by, c.settings.user);
   let turn: number;
   if (target.turn !== undefined) {
     if (!Number.isSafeInteger(target.turn) || target.turn < 1)
