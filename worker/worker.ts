@@ -9,7 +9,7 @@ import type { Tool } from '../activities/tool';
 import type { ConnectOptions } from '../runtime/connection';
 import { resolveConnectConfig } from '../runtime/connection';
 import type { Settings } from '../runtime/settings';
-import { maxCachedWorkflowsFrom, processSettings } from '../runtime/settings';
+import { processSettings } from '../runtime/settings';
 import { workflowBundlerOptions } from './bundle';
 import { OpenWorkerPlugin, pluginParts } from './plugin';
 import { attachMcp, loadToolModule, mcpConfigs, ownTools } from './tools';
@@ -56,8 +56,6 @@ export interface WorkerConfig extends ConnectOptions {
 }
 
 export { DEFAULT_MAX_CACHED_WORKFLOWS } from '../runtime/settings';
-/** OPENWORKER_MAX_CACHED_WORKFLOWS' value, parsed (Settings.maxCachedWorkflows). */
-export const cacheFromEnv = maxCachedWorkflowsFrom;
 
 /** Everything a worker needs, resolved and validated before it touches Temporal. */
 export async function resolveTools(config: WorkerConfig, settings: Settings): Promise<Tool[]> {
