@@ -19,6 +19,7 @@ import { reservedName } from '../../workflows/deciders';
 
 export interface ApprovalsOptions {
   client: OpenWorkerClient;
+  /** The operators' tokens file; default the client's settings (OPENWORKER_APPROVALS_TOKENS, else in the state dir). */
   tokensFile?: string;
   /** A reverse proxy's authenticated-user header (e.g. X-Forwarded-User); the proxy must set it on every request. */
   trustHeader?: string;
