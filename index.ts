@@ -14,9 +14,12 @@ export type { ModelProvider, ModelRequest, ModelResponse, ToolDescriptor } from 
 export { ModelError } from './activities/model';
 export { scriptedModel } from './activities/models/scripted';
 export { demoModel } from './activities/models/demo';
-export { loadModel, defaultModelSpec, MODEL_SPECS } from './activities/models';
-export { sendEmailTool, smtpConfigFromEnv } from './activities/tools/sendEmail';
-export { createPaymentTool, paymentsConfigFromEnv } from './activities/tools/payments';
+export { MODEL_SPECS } from './activities/models';
+export { loadModel, defaultModelSpec, smtpConfigFromEnv, paymentsConfigFromEnv } from './api/fromEnv';
+export { sendEmailTool } from './activities/tools/sendEmail';
+export { createPaymentTool } from './activities/tools/payments';
+export { settingsFrom, SettingsError } from './runtime/settings';
+export type { Settings } from './runtime/settings';
 export { executionIdFor, argsDigest, canonicalJson } from './workflows/identity';
 export {
   approveSignal,

@@ -3,7 +3,6 @@ import { reservedName } from '../workflows/deciders';
 import { DEFAULT_MAX_AGE_MS, keyIdOf } from '../workflows/signatures';
 import type { ApprovalRequirement, ApproverKey, PlannedCall } from '../workflows/types';
 import type { ToolRegistry } from './registry';
-import { readString } from '../runtime/config';
 
 // Who may approve what, on the worker. The approvers file holds public keys only:
 //
@@ -140,7 +139,3 @@ export function withApprovals(registry: ToolRegistry, config: ApproversConfig | 
   if (!config) return registry;
   return { ...registry, plan: (calls) => registry.plan(calls).map((c) => attachApprovals(c, config)) };
 }
-
-/** From $OPENWORKER_APPROVERS (a file path), if set. */
-export const approversFromEnv = (env: NodeJS.ProcessEnv = process.env): ApproversConfig | undefined =>
-  readString('OPENWORKER_APPROVERS', env) ? loadApprovers(readString('OPENWORKER_APPROVERS', env)!) : undefined;

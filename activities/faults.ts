@@ -9,13 +9,17 @@ import { readString } from '../runtime/config';
  * `OPENWORKER_FAULT <point> <executionId>` and stops making progress, so the test can SIGKILL
  * it at exactly that instant. With `OPENWORKER_FAULT_ACTION=kill` the process SIGKILLs itself
  * instead (the crash demo in the README).
+ *
+ * Read from the environment at each point, not once with the other settings: a process may arm a
+ * point after it started (bench/worker.ts sets OPENWORKER_FAULTS on SIGUSR2), and `dev` restarts
+ * its worker with the faults cleared.
  */
 export type FaultPoint = 'tool.before_dispatch' | 'tool.after_dispatch' | 'tool.after_execute' | WorkflowFaultPoint;
 
 export const FAULT_REPORT_PREFIX = 'OPENWORKER_FAULT';
 
 function armed(point: FaultPoint, tool: string): boolean {
-  const spec = readString('OPENWORKER_FAULTS');
+  const spec = readString('OPENWORKER_FAULTS', process.env);
   if (!spec) return false;
   return spec.split(',').some((entry) => {
     const [p, t] = entry.trim().split('@');
@@ -26,7 +30,7 @@ function armed(point: FaultPoint, tool: string): boolean {
 export async function faultPoint(point: FaultPoint, tool: string, executionId: string): Promise<void> {
   if (!armed(point, tool)) return;
   writeSync(2, `${FAULT_REPORT_PREFIX} ${point} ${executionId}\n`);
-  if (readString('OPENWORKER_FAULT_ACTION') === 'kill') process.kill(process.pid, 'SIGKILL');
+  if (readString('OPENWORKER_FAULT_ACTION', process.env) === 'kill') process.kill(process.pid, 'SIGKILL');
   await new Promise<never>(() => undefined);
 }
 

@@ -1,36 +1,11 @@
 import type { ToolCall } from '../workflows/types';
 import { cutUtf8, utf8Bytes } from '../workflows/limits';
-import type { Setting } from '../runtime/config';
-import { readString } from '../runtime/config';
 
 // What a model response and a tool result may cost. Large payloads are stored outside history
 // (runtime/payloadStorage.ts), so these limits are about bounded memory, storage and model context,
 // and about saying clearly what was cut, not only about Temporal's 2 MB blob limit.
 
-export interface Limits {
-  /** Canonical JSON of one call's arguments; a tool's `maxArgsBytes` overrides it. */
-  maxArgsBytes: number;
-  /** JSON of one tool result; a tool's `maxResultBytes` overrides it. */
-  maxResultBytes: number;
-  /** Tool calls taken from one model response. */
-  maxToolCalls: number;
-  /** The text of one model response. */
-  maxModelTextBytes: number;
-}
-
-export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
-  maxArgsBytes: 64 * 1024,
-  maxResultBytes: 256 * 1024,
-  maxToolCalls: 64,
-  maxModelTextBytes: 64 * 1024,
-});
-
-export const LIMIT_ENV: Readonly<Record<keyof Limits, Setting>> = Object.freeze({
-  maxArgsBytes: 'OPENWORKER_MAX_ARGS_BYTES',
-  maxResultBytes: 'OPENWORKER_MAX_RESULT_BYTES',
-  maxToolCalls: 'OPENWORKER_MAX_TOOL_CALLS',
-  maxModelTextBytes: 'OPENWORKER_MAX_MODEL_TEXT_BYTES',
-});
+export { DEFAULT_LIMITS, LIMIT_ENV, limitsFromEnv, type Limits } from '../runtime/limitsConfig';
 
 /** What a truncated result shows of itself. */
 export const RESULT_PREVIEW_BYTES = 4096;
@@ -38,22 +13,6 @@ export const RESULT_PREVIEW_BYTES = 4096;
 /** Longer tool names cannot be registered (defineTool allows 64 characters); longer ids are cut. */
 const MAX_NAME_CHARS = 64;
 const MAX_CALL_ID_CHARS = 200;
-
-/** The worker's limits from its environment; a bad value stops the worker with a one-line error. */
-export function limitsFromEnv(env: Readonly<Record<string, string | undefined>>): Limits {
-  const out = { ...DEFAULT_LIMITS };
-  for (const key of Object.keys(LIMIT_ENV) as (keyof Limits)[]) {
-    const raw = readString(LIMIT_ENV[key], env);
-    if (!raw) continue;
-    const n = Number(raw);
-    if (!Number.isSafeInteger(n) || n < 1)
-      throw new Error(
-        `${LIMIT_ENV[key]} must be a positive whole number, got '${raw}' (default ${DEFAULT_LIMITS[key]})`,
-      );
-    out[key] = n;
-  }
-  return out;
-}
 
 /** Bytes of the JSON of `value`, or undefined when it has none (undefined, a function, a cycle, a BigInt). */
 export function jsonBytes(value: unknown): number | undefined {

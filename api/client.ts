@@ -5,6 +5,8 @@ export { openWorkerClient } from '../client/own';
 export type { ClientLike } from '../client/own';
 export { connectClient } from '../client/connection';
 export type { OpenWorkerClient, ConnectOptions } from '../client/connection';
+export { settingsFrom, SettingsError } from '../runtime/settings';
+export type { Settings } from '../runtime/settings';
 export { defaultDataConverter, defaultPayloadCodecs } from '../runtime/dataConverter';
 export { sendMessage, waitForTurn, turnStatus, sessionStatus, activeTurn, OpenWorkerError } from '../client/session';
 export { approve, approveAll, reject, recover } from '../client/decisions';

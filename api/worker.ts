@@ -19,6 +19,9 @@ export type { ModelProvider, ModelRequest, ModelResponse, ToolDescriptor } from 
 export { ModelError } from '../activities/model';
 export { scriptedModel } from '../activities/models/scripted';
 export { demoModel } from '../activities/models/demo';
-export { loadModel, defaultModelSpec, MODEL_SPECS } from '../activities/models';
-export { sendEmailTool, smtpConfigFromEnv } from '../activities/tools/sendEmail';
-export { createPaymentTool, paymentsConfigFromEnv } from '../activities/tools/payments';
+export { MODEL_SPECS } from '../activities/models';
+export { loadModel, defaultModelSpec, smtpConfigFromEnv, paymentsConfigFromEnv } from './fromEnv';
+export { sendEmailTool } from '../activities/tools/sendEmail';
+export { createPaymentTool } from '../activities/tools/payments';
+export { settingsFrom, SettingsError } from '../runtime/settings';
+export type { Settings } from '../runtime/settings';

@@ -3,7 +3,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { PayloadCodec } from '@temporalio/common';
 import { endpointCodec } from '../runtime/dataConverter';
-import { readString } from '../runtime/config';
+import type { Env } from '../runtime/config';
+import type { Settings } from '../runtime/settings';
+import { CODEC_TOKEN_CHARS, codecTokenFrom } from '../runtime/settings';
 
 /**
  * A codec endpoint for the Temporal Web UI (`temporal server start-dev --ui-codec-endpoint`): the
@@ -37,20 +39,12 @@ export interface CodecServer {
   close(): Promise<void>;
 }
 
-const TOKEN_CHARS = /^[A-Za-z0-9._~-]{16,256}$/;
-
 /** A token for one start: 32 random bytes, URL-safe. */
 export const newCodecToken = (): string => randomBytes(32).toString('base64url');
 
 /** OPENWORKER_CODEC_TOKEN, else a fresh token. */
-export function codecTokenFromEnv(env: NodeJS.ProcessEnv = process.env): string {
-  const t = readString('OPENWORKER_CODEC_TOKEN', env);
-  if (!t) return newCodecToken();
-  if (!TOKEN_CHARS.test(t))
-    throw new Error(
-      "OPENWORKER_CODEC_TOKEN must be 16-256 letters, digits, '.', '_', '~' or '-' (it goes into a URL path)",
-    );
-  return t;
+export function codecTokenFromEnv(env: Env): string {
+  return codecTokenFrom(env) ?? newCodecToken();
 }
 
 // Hashing first gives equal-length inputs, so timingSafeEqual compares without leaking the length.
@@ -58,10 +52,11 @@ const digest = (s: string) => createHash('sha256').update(s).digest();
 const sameToken = (given: string, token: Buffer) => timingSafeEqual(digest(given), token);
 
 export async function startCodecServer(
-  opts: { port?: number; codec?: PayloadCodec; allowOrigin?: string; token?: string } = {},
+  opts: { port?: number; codec?: PayloadCodec; allowOrigin?: string; token?: string; settings?: Settings } = {},
 ): Promise<CodecServer> {
-  const codec = opts.codec ?? endpointCodec();
-  if (opts.token !== undefined && !TOKEN_CHARS.test(opts.token))
+  // Without a codec, the endpoint's of `settings`, else of this process's settings, read now.
+  const codec = opts.codec ?? endpointCodec(opts.settings);
+  if (opts.token !== undefined && !CODEC_TOKEN_CHARS.test(opts.token))
     throw new Error("codec endpoint token must be 16-256 letters, digits, '.', '_', '~' or '-'");
   const token = opts.token === undefined ? undefined : digest(opts.token);
   const server = http.createServer((req, res) => {

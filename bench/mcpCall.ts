@@ -31,6 +31,7 @@ async function main(): Promise<void> {
       },
     },
     'bench',
+    process.env,
   );
   const started = performance.now();
   const set = await startMcp(configs);

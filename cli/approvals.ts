@@ -1,8 +1,8 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { connectClient } from '../client/connection';
-import { globals, port, positiveInt, print } from './common';
+import { clientOptions, port, positiveInt, print, settingsOf } from './common';
 import { startApprovalsServer } from '../apps/approvals/serve';
-import { createToken, readTokens, revokeToken, tokensFile } from '../apps/approvals/tokens';
+import { createToken, readTokens, revokeToken } from '../apps/approvals/tokens';
 import { OpenWorkerError } from '../client/session';
 
 interface ServeOptions {
@@ -48,8 +48,7 @@ export function approvalsCommands(program: Command): void {
     )
     .option('--public-url <url>', 'where operators reach this app, for the links in notifications')
     .action(async (opts: ServeOptions, cmd: Command) => {
-      const g = globals(cmd);
-      const client = await connectClient({ address: g.address, namespace: g.namespace, taskQueue: g.taskQueue });
+      const client = await connectClient(clientOptions(cmd));
       const server = await startApprovalsServer(client, {
         port: opts.port,
         host: opts.host,
@@ -75,18 +74,15 @@ export function approvalsCommands(program: Command): void {
     .description('a new token for an operator (replaces their old one); printed once')
     .requiredOption('--name <name>', 'who decides with it (recorded as `by`)')
     .action((opts: { name: string }, cmd: Command) => {
-      const t = createToken(opts.name);
-      print(
-        cmd,
-        { name: opts.name, token: t, file: tokensFile() },
-        `${t}\n(for ${opts.name}; only its hash is kept, in ${tokensFile()})`,
-      );
+      const file = settingsOf(cmd).approvalsTokens;
+      const t = createToken(opts.name, file);
+      print(cmd, { name: opts.name, token: t, file }, `${t}\n(for ${opts.name}; only its hash is kept, in ${file})`);
     });
   token
     .command('list')
     .description('who has a token')
     .action((_opts, cmd: Command) => {
-      const all = readTokens().map(({ name, createdAt }) => ({ name, createdAt }));
+      const all = readTokens(settingsOf(cmd).approvalsTokens).map(({ name, createdAt }) => ({ name, createdAt }));
       print(cmd, all, all.length ? all.map((t) => `${t.name}  ${t.createdAt}`).join('\n') : 'no tokens');
     });
   token
@@ -94,7 +90,7 @@ export function approvalsCommands(program: Command): void {
     .description("revoke an operator's token")
     .requiredOption('--name <name>', 'whose')
     .action((opts: { name: string }, cmd: Command) => {
-      if (!revokeToken(opts.name))
+      if (!revokeToken(opts.name, settingsOf(cmd).approvalsTokens))
         throw new OpenWorkerError(`no token for '${opts.name}' (see 'approvals token list')`, 'not_found');
       print(cmd, { name: opts.name, revoked: true }, `revoked ${opts.name}'s token`);
     });

@@ -41,7 +41,7 @@ const HELP =
  */
 export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void> {
   const sessionId = checkSessionId(o.sessionId);
-  const by = checkBy(o.by);
+  const by = checkBy(o.by, c.settings.user);
   const out = o.output ?? process.stdout;
   const tty = out.isTTY === true;
   const pollMs = o.pollMs ?? 250;

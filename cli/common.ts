@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import type { OpenWorkerClient } from '../client/connection';
 import { connectClient } from '../client/connection';
+import type { Settings } from '../runtime/settings';
 
 /** What every command module of the CLI shares: the global options, option parsers, the client and the output. */
 
@@ -36,9 +37,30 @@ export function globals(cmd: Command): Globals {
   return cmd.optsWithGlobals() as Globals;
 }
 
-export async function withClient<T>(cmd: Command, fn: (c: OpenWorkerClient) => Promise<T>): Promise<T> {
+const read = new WeakMap<Command, Settings>();
+
+/** cli/main.ts: the settings, read once before the command runs. */
+export function setSettings(program: Command, settings: Settings): void {
+  read.set(program, settings);
+}
+
+/** The settings main read for this run (a flag given to the command wins over them). */
+export function settingsOf(cmd: Command): Settings {
+  let root = cmd;
+  while (root.parent) root = root.parent;
+  const settings = read.get(root);
+  if (!settings) throw new Error('the CLI reads its settings before a command runs (cli/main.ts)');
+  return settings;
+}
+
+/** The client of a command: the global flags, else the settings. */
+export function clientOptions(cmd: Command) {
   const g = globals(cmd);
-  const c = await connectClient({ address: g.address, namespace: g.namespace, taskQueue: g.taskQueue });
+  return { address: g.address, namespace: g.namespace, taskQueue: g.taskQueue, settings: settingsOf(cmd) };
+}
+
+export async function withClient<T>(cmd: Command, fn: (c: OpenWorkerClient) => Promise<T>): Promise<T> {
+  const c = await connectClient(clientOptions(cmd));
   try {
     return await fn(c);
   } finally {

@@ -1,14 +1,14 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import type { RecoveryDecision } from '../workflows/types';
-import { globals, json, positiveInt, print, withClient } from './common';
+import { globals, json, positiveInt, print, settingsOf, withClient } from './common';
 import { approve, approveAll, recover, reject } from '../client/decisions';
 import type { DecisionOutcome } from '../client/decisions';
 import { formatDecision, formatGrantChange, formatGrants } from './format';
 import { approveAlways, grant, listGrants, revoke, UnlistedToolError } from '../client/grants';
 import type { GrantOutcome } from '../client/grants';
 import type { ApproverKeyPair } from '../client/keys';
-import { createApproverKey, keysDir, listApproverKeys, signingKey } from '../client/keys';
+import { createApproverKey, listApproverKeys, signingKey } from '../client/keys';
 import { OpenWorkerError } from '../client/session';
 
 /** The CLI commands that decide on tool calls (approve, reject, recover), the standing approvals, and the approver keys. */
@@ -31,8 +31,10 @@ const decisionOptions = (c: Command): Command =>
     )
     .option('--no-sign', 'send the decision unsigned');
 // The key a decision is signed with, or none.
-const keyOf = (opts: { key?: string; sign?: boolean }): ApproverKeyPair | undefined =>
-  opts.sign === false ? undefined : signingKey(opts.key);
+const keyOf = (opts: { key?: string; sign?: boolean }, cmd: Command): ApproverKeyPair | undefined => {
+  const { keysDir, approverKey } = settingsOf(cmd);
+  return opts.sign === false ? undefined : signingKey(opts.key, keysDir, approverKey);
+};
 
 function approveCommand(program: Command): void {
   decisionOptions(
@@ -55,7 +57,7 @@ function approveCommand(program: Command): void {
             'bad_input',
           );
         const all = await withClient(cmd, (c) =>
-          approveAll(c, { sessionId, toolCallIds, by: opts.by, turn: opts.turn, key: keyOf(opts) }),
+          approveAll(c, { sessionId, toolCallIds, by: opts.by, turn: opts.turn, key: keyOf(opts, cmd) }),
         );
         print(cmd, all, all.map((d) => formatDecision('approve', d)).join('\n'));
         if (all.some((d) => d.outcome === 'ignored')) process.exitCode = 3;
@@ -67,7 +69,7 @@ function approveCommand(program: Command): void {
         by: opts.by,
         turn: opts.turn,
         argsDigest: opts.digest,
-        key: keyOf(opts),
+        key: keyOf(opts, cmd),
       };
       const d: DecisionOutcome & { grant?: GrantOutcome } = await withClient(cmd, (c) =>
         opts.always ? approveAlways(c, { ...t, always: opts.always as 'session' | 'target' }) : approve(c, t),
@@ -147,7 +149,14 @@ function rejectCommand(program: Command): void {
         cmd,
         'reject',
         await withClient(cmd, (c) =>
-          reject(c, { sessionId, toolCallId, by: opts.by, turn: opts.turn, reason: opts.reason, key: keyOf(opts) }),
+          reject(c, {
+            sessionId,
+            toolCallId,
+            by: opts.by,
+            turn: opts.turn,
+            reason: opts.reason,
+            key: keyOf(opts, cmd),
+          }),
         ),
       ),
     );
@@ -184,7 +193,7 @@ function recoverCommand(program: Command): void {
             decision: opts.decision as RecoveryDecision,
             result: opts.result,
             reason: opts.reason,
-            key: keyOf(opts),
+            key: keyOf(opts, cmd),
             ...(opts.now ? { skipFence: true } : {}),
           }),
         ),
@@ -202,25 +211,27 @@ export function keyCommands(program: Command): void {
     .command('create <name>')
     .description("make a key pair for approver <name>; add the printed public key to the worker's approvers file")
     .action((name: string, _opts, cmd: Command) => {
-      const k = createApproverKey(name);
+      const { keysDir } = settingsOf(cmd);
+      const k = createApproverKey(name, keysDir);
       const { privateKey: _secret, ...shown } = k;
       print(
         cmd,
         shown,
-        `created approver key ${k.name} (${k.keyId}) in ${keysDir()}\nfor the worker's approvers file:  "${k.name}": "${k.publicKey}"`,
+        `created approver key ${k.name} (${k.keyId}) in ${keysDir}\nfor the worker's approvers file:  "${k.name}": "${k.publicKey}"`,
       );
     });
   keys
     .command('list')
     .description('the approver keys in the keys directory (public halves)')
     .action((_opts, cmd: Command) => {
-      const list = listApproverKeys().map(({ privateKey: _secret, ...k }) => k);
+      const { keysDir } = settingsOf(cmd);
+      const list = listApproverKeys(keysDir).map(({ privateKey: _secret, ...k }) => k);
       print(
         cmd,
         list,
         list.length
           ? list.map((k) => `${k.name.padEnd(16)} ${k.keyId}  ${k.publicKey}`).join('\n')
-          : `no approver keys in ${keysDir()} (openworker-temporal keys create <name>)`,
+          : `no approver keys in ${keysDir} (openworker-temporal keys create <name>)`,
       );
     });
 }

@@ -2,9 +2,8 @@ import type { Command } from 'commander';
 import { loadMcpConfig } from '../activities/mcp/config';
 import { startMcp } from '../activities/mcp/pool';
 import type { McpTool } from '../activities/mcp/servers';
-import { readString } from '../runtime/config';
 import { OpenWorkerError } from '../client/session';
-import { print } from './common';
+import { print, settingsOf } from './common';
 
 type Checked = McpTool['policy'] & { server: string; tool: string; served: boolean };
 
@@ -27,9 +26,10 @@ export function mcpCommands(program: Command): void {
     .description('start the servers of an MCP file, list their tools with the policy each gets, and stop them')
     .option('--mcp <file>', 'the MCP servers file (default: $OPENWORKER_MCP)')
     .action(async (opts: { mcp?: string }, cmd: Command) => {
-      const file = opts.mcp ?? readString('OPENWORKER_MCP');
+      const settings = settingsOf(cmd);
+      const file = opts.mcp ?? settings.mcp;
       if (!file) throw new OpenWorkerError('mcp check: give --mcp <file> or set OPENWORKER_MCP', 'bad_input');
-      const set = await startMcp(loadMcpConfig(file), { log: (line) => console.error(line) });
+      const set = await startMcp(loadMcpConfig(file, settings.env), { log: (line) => console.error(line) });
       try {
         const served = new Set(set.tools().map((t) => t.name));
         const tools = set.listed().map((t) => ({

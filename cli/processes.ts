@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
-import { MODEL_SPECS, defaultModelSpec } from '../activities/models';
-import { globals, port } from './common';
+import { MODEL_SPECS } from '../activities/models';
+import { globals, port, settingsOf } from './common';
 import { runDev, runServer, runWorker } from './run';
 
 /** The CLI commands that run processes: the Temporal dev server, a worker, and all of them together for the demo. */
@@ -26,17 +26,17 @@ function serverCommand(program: Command): void {
     .option('--port <port>', SERVER_OPTIONS.port, port, 7233)
     .option('--ui-port <port>', 'Web UI port (default port + 1000)', port)
     .option('--headless', SERVER_OPTIONS.headless)
-    .action(async (opts, cmd) => runServer({ ...opts, json: globals(cmd).json }));
+    .action(async (opts, cmd) => runServer({ ...opts, json: globals(cmd).json }, settingsOf(cmd)));
 }
 
 /**
- * --model, for worker and dev: its default is resolved when the CLI starts, and the help says how,
- * once (a default value given to .option() is printed a second time as `(default: "demo")`).
+ * --model, for worker and dev: no default value here (settings.modelSpec fills it when the command
+ * runs); the help says what it is, once.
  */
 const modelOption = (): Option =>
-  new Option('--model <spec>', MODEL_SPECS.join(' | ')).default(
-    defaultModelSpec(),
-    '$OPENWORKER_MODEL, else a provider with a key set, else demo',
+  new Option(
+    '--model <spec>',
+    `${MODEL_SPECS.join(' | ')} (default: $OPENWORKER_MODEL, else a provider with a key set, else demo)`,
   );
 
 function workerCommand(program: Command): void {
@@ -63,7 +63,10 @@ function workerCommand(program: Command): void {
         'activities',
       ]),
     )
-    .action(async (opts, cmd) => runWorker({ ...globals(cmd), ...opts }));
+    .action(async (opts, cmd) => {
+      const settings = settingsOf(cmd);
+      return runWorker({ ...globals(cmd), ...opts, model: opts.model ?? settings.modelSpec }, settings);
+    });
 }
 
 function devCommand(program: Command): void {
@@ -83,5 +86,8 @@ function devCommand(program: Command): void {
         .choices(['reconcile', 'manual'])
         .default('reconcile'),
     )
-    .action(async (opts) => runDev(opts));
+    .action(async (opts, cmd) => {
+      const settings = settingsOf(cmd);
+      return runDev({ ...opts, model: opts.model ?? settings.modelSpec }, settings);
+    });
 }

@@ -5,29 +5,23 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import type { LogLevel } from '@temporalio/worker';
 import { startMailSink } from '../dev/mailSink';
 import { startDevServer } from '../dev/server';
-import { stateDir } from '../runtime/stateDir';
 import type { CodecServer } from '../apps/codecServer';
-import { codecTokenFromEnv, startCodecServer } from '../apps/codecServer';
+import { newCodecToken, startCodecServer } from '../apps/codecServer';
 import { startApprovalsServer } from '../apps/approvals/serve';
 import { createToken } from '../apps/approvals/tokens';
-import { defaultApprover } from '../client/decisions';
 import { ensureLocalKeyFile } from '../runtime/encryption';
 import { describeMcpTools } from '../activities/mcp/servers';
 import { createWorker } from '../worker/worker';
 import { connectClient } from '../client/connection';
 import { formatTurn } from './format';
 import { activeTurn, sendMessage, turnStatus, waitForTurn } from '../client/session';
-import { readString } from '../runtime/config';
+import type { Settings } from '../runtime/settings';
 
 // Long-running commands: server, worker, dev. Each runs until SIGINT/SIGTERM and cleans up after itself.
+// Each takes the settings cli/main.ts read.
 
-const LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'];
-
-function installRuntime(): void {
-  const level = (readString('OPENWORKER_LOG_LEVEL') ?? 'WARN').toUpperCase();
-  if (!LEVELS.includes(level))
-    throw new Error(`OPENWORKER_LOG_LEVEL must be one of ${LEVELS.join(', ')}, got '${level}'`);
-  Runtime.install({ logger: new DefaultLogger(level as LogLevel) });
+function installRuntime(settings: Settings): void {
+  Runtime.install({ logger: new DefaultLogger(settings.logLevel as LogLevel) });
 }
 
 function untilSignal(): Promise<NodeJS.Signals> {
@@ -39,23 +33,27 @@ function untilSignal(): Promise<NodeJS.Signals> {
 }
 
 /** The Web UI's codec endpoint, behind a token from OPENWORKER_CODEC_TOKEN or fresh for this start. */
-async function startUiCodec(): Promise<{ codec: CodecServer; token: string }> {
-  const token = codecTokenFromEnv();
-  return { codec: await startCodecServer({ token }), token };
+async function startUiCodec(settings: Settings): Promise<{ codec: CodecServer; token: string }> {
+  const token = settings.codecToken ?? newCodecToken();
+  return { codec: await startCodecServer({ token, settings }), token };
 }
 
 /**
  * The dev server and, unless headless, the codec endpoint its Web UI decrypts payloads and shows long
  * transcripts (stored outside history) through.
  */
-async function startServerWithUi(opts: { db?: string; port: number; uiPort?: number; headless?: boolean }) {
-  const ui = opts.headless ? undefined : await startUiCodec();
+async function startServerWithUi(
+  opts: { db?: string; port: number; uiPort?: number; headless?: boolean },
+  settings: Settings,
+) {
+  const ui = opts.headless ? undefined : await startUiCodec(settings);
   try {
     const server = await startDevServer({
       dbFile: opts.db,
       port: opts.port,
       uiPort: opts.uiPort,
       headless: opts.headless,
+      settings,
       ...(ui ? { codecEndpoint: ui.codec.uiEndpoint } : {}),
     });
     return { server, ui, codec: ui?.codec };
@@ -69,14 +67,11 @@ async function startServerWithUi(opts: { db?: string; port: number; uiPort?: num
 const codecHelp = (c: { codec: CodecServer; token: string }) =>
   `Codec endpoint ${c.codec.url} (decrypts payloads for the Web UI, which is given ${c.codec.uiEndpoint}); other clients send 'Authorization: Bearer ${c.token}'. Set OPENWORKER_CODEC_TOKEN to keep the token across restarts.`;
 
-export async function runServer(opts: {
-  db?: string;
-  port: number;
-  uiPort?: number;
-  headless?: boolean;
-  json?: boolean;
-}): Promise<void> {
-  const { server, ui, codec } = await startServerWithUi(opts);
+export async function runServer(
+  opts: { db?: string; port: number; uiPort?: number; headless?: boolean; json?: boolean },
+  settings: Settings,
+): Promise<void> {
+  const { server, ui, codec } = await startServerWithUi(opts, settings);
   const info = {
     address: server.address,
     uiUrl: server.uiUrl,
@@ -108,9 +103,10 @@ export interface RunWorkerOptions {
   mcp?: string;
 }
 
-export async function runWorker(opts: RunWorkerOptions): Promise<void> {
-  installRuntime();
+export async function runWorker(opts: RunWorkerOptions, settings: Settings): Promise<void> {
+  installRuntime(settings);
   const { worker, connection, taskQueue, tools, model, approvers, mcp } = await createWorker({
+    settings,
     address: opts.address,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
@@ -157,20 +153,20 @@ const BIN = path.join(__dirname, '..', '..', 'bin', 'openworker-temporal.js');
  * The whole product on one machine: the dev server, a mail sink, and a worker in its own process,
  * restarted when it dies, so a crash (see Fault points in docs/testing.md) is a real one.
  */
-export async function runDev(opts: DevOptions): Promise<void> {
-  const dir = stateDir();
+export async function runDev(opts: DevOptions, settings: Settings): Promise<void> {
+  const dir = settings.stateDir;
   // Before anything reads keys: the codec endpoint, the worker child and the demo client load this file.
-  const generated = ensureLocalKeyFile();
+  const generated = ensureLocalKeyFile(settings);
   if (generated)
     console.log(
       `Generated a payload encryption key in ${generated} (mode 0600): every client, worker and CLI run from here uses it; copy it to share, or set OPENWORKER_ENCRYPTION=off.`,
     );
   console.log('Starting the Temporal dev server…');
-  const { server, ui, codec } = await startServerWithUi(opts);
+  const { server, ui, codec } = await startServerWithUi(opts, settings);
   const sink = await startMailSink({ file: path.join(dir, 'mail.json') });
-  // send_email reads its settings from the environment: point it at the local sink unless the
-  // user configured a real SMTP server.
-  const smtpEnv = readString('OPENWORKER_SMTP_HOST')
+  // The worker reads send_email's settings from its environment: point it at the local sink unless
+  // the user configured a real SMTP server.
+  const smtpEnv = settings.smtp
     ? {}
     : {
         OPENWORKER_SMTP_HOST: '127.0.0.1',
@@ -194,9 +190,9 @@ export async function runDev(opts: DevOptions): Promise<void> {
       ...(opts.mcp ? ['--mcp', path.resolve(opts.mcp)] : []),
     ];
     // Armed faults apply to the first worker only, so the restarted one can recover.
-    const faults = starts++ === 0 ? (readString('OPENWORKER_FAULTS') ?? '') : '';
+    const faults = starts++ === 0 ? (settings.faults ?? '') : '';
     worker = spawn(process.execPath, args, {
-      env: { ...process.env, ...smtpEnv, OPENWORKER_FAULTS: faults },
+      env: { ...settings.env, ...smtpEnv, OPENWORKER_FAULTS: faults },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const prefix = (chunk: Buffer) =>
@@ -224,8 +220,8 @@ export async function runDev(opts: DevOptions): Promise<void> {
     `Mail sink smtp://127.0.0.1:${sink.smtpPort} (lookup ${sink.lookupUrl}); send_email recovery policy: ${opts.recovery}`,
   );
   if (ui) console.log(codecHelp(ui));
-  const approvals = await startDevApprovals(server.address, opts.approvalsPort ?? 8234);
-  if (opts.demo) await demo(server.address).catch((err) => console.error(`demo: ${(err as Error).message}`));
+  const approvals = await startDevApprovals(server.address, opts.approvalsPort ?? 8234, settings);
+  if (opts.demo) await demo(server.address, settings).catch((err) => console.error(`demo: ${(err as Error).message}`));
   console.log('\nPress Ctrl-C to stop (state is kept in .openworker/).');
   await Promise.race([untilSignal(), server.exited]);
   stopping = true;
@@ -244,13 +240,17 @@ export async function runDev(opts: DevOptions): Promise<void> {
 const CLI = 'npx openworker-temporal';
 
 /** The approvals app, with a fresh sign-in token for the local user (only its hash is kept). */
-async function startDevApprovals(address: string, port: number): Promise<{ close(): Promise<void> }> {
-  const client = await connectClient({ address });
+async function startDevApprovals(
+  address: string,
+  port: number,
+  settings: Settings,
+): Promise<{ close(): Promise<void> }> {
+  const client = await connectClient({ address, settings });
   try {
     const app = await startApprovalsServer(client, { port });
-    const user = defaultApprover();
+    const user = settings.user;
     console.log(
-      `Approvals ${app.url}   sign in as ${user} with ${createToken(user)} (a new token each start; your decisions are recorded as ${user}: set OPENWORKER_USER for another name)`,
+      `Approvals ${app.url}   sign in as ${user} with ${createToken(user, settings.approvalsTokens)} (a new token each start; your decisions are recorded as ${user}: set OPENWORKER_USER for another name)`,
     );
     return {
       close: async () => {
@@ -265,8 +265,8 @@ async function startDevApprovals(address: string, port: number): Promise<{ close
 }
 
 /** Starts (or shows) a turn in session `demo` that waits for an approval, and says what to type next. */
-async function demo(address: string): Promise<void> {
-  const c = await connectClient({ address });
+async function demo(address: string, settings: Settings): Promise<void> {
+  const c = await connectClient({ address, settings });
   try {
     // The demo turn is started once; later runs show where the session stands.
     const exists = await activeTurn(c, 'demo').then(

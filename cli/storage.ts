@@ -1,8 +1,8 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { checkPayloadStore, describeStore, payloadStoreConfig } from '../runtime/payloadStorage';
-import { positiveInt, print } from './common';
+import { checkPayloadStore, describeStore } from '../runtime/payloadStorage';
+import { positiveInt, print, settingsOf } from './common';
 
 /** `storage check` and `storage expire`: the payload store each host's workers and clients use. */
 export function storageCommands(program: Command): void {
@@ -13,7 +13,7 @@ export function storageCommands(program: Command): void {
     .command('check')
     .description('store a 16 KiB probe payload as a worker would and read it back')
     .action(async (_opts, cmd: Command) => {
-      const r = await checkPayloadStore();
+      const r = await checkPayloadStore(settingsOf(cmd));
       print(cmd, r, `payload store ${r.store}: stored and read back ${r.bytes} bytes in ${r.ms} ms (${r.driver})`);
     });
   storage
@@ -27,11 +27,12 @@ export function storageCommands(program: Command): void {
       positiveInt('--days'),
     )
     .action(async (opts: { days: number }, cmd: Command) => {
-      const c = payloadStoreConfig();
+      const settings = settingsOf(cmd);
+      const c = settings.payloadStore;
       if (c.kind === 's3') {
         // eslint-disable-next-line @typescript-eslint/no-require-imports
         const { setExpiration } = require('../runtime/s3Driver') as typeof import('../runtime/s3Driver');
-        const rules = await setExpiration(c, opts.days);
+        const rules = await setExpiration(c, opts.days, settings.env);
         return print(
           cmd,
           { store: describeStore(c), days: opts.days, rules },

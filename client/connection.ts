@@ -2,6 +2,8 @@ import { Client, Connection } from '@temporalio/client';
 import type { ConnectOptions } from '../runtime/connection';
 import { resolveConnectConfig } from '../runtime/connection';
 import { defaultDataConverter } from '../runtime/dataConverter';
+import type { Settings } from '../runtime/settings';
+import { processSettings } from '../runtime/settings';
 
 export type { ConnectOptions, ResolvedConnectConfig } from '../runtime/connection';
 
@@ -12,12 +14,18 @@ export interface OpenWorkerClient {
   connection: Client['connection'];
   namespace: string;
   taskQueue: string;
+  /** What the library's functions read instead of the environment (OPENWORKER_USER, OPENWORKER_QUERY_TIMEOUT_MS, …). */
+  settings: Settings;
   close(): Promise<void>;
 }
 
-/** Connects a client; the error says which address failed and how to start a server. */
+/**
+ * Connects a client; the error says which address failed and how to start a server. An entry point:
+ * the settings are `options.settings`, else read from the environment now, once.
+ */
 export async function connectClient(options: ConnectOptions = {}): Promise<OpenWorkerClient> {
-  const cfg = resolveConnectConfig(options);
+  const settings = options.settings ?? processSettings();
+  const cfg = resolveConnectConfig(options, settings);
   let connection: Connection;
   try {
     connection = await Connection.connect({
@@ -32,13 +40,14 @@ export async function connectClient(options: ConnectOptions = {}): Promise<OpenW
       `cannot reach Temporal at ${cfg.address} (${(err as Error).message}); start one with 'openworker-temporal server' or set TEMPORAL_ADDRESS`,
     );
   }
-  const client = new Client({ connection, namespace: cfg.namespace, dataConverter: defaultDataConverter() });
+  const client = new Client({ connection, namespace: cfg.namespace, dataConverter: defaultDataConverter(settings) });
   return {
     client,
     connection,
     address: cfg.address,
     namespace: cfg.namespace,
     taskQueue: cfg.taskQueue,
+    settings,
     close: () => connection.close(),
   };
 }

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ClientLike } from './own';
 import { asOpenWorker } from './own';
-import { userInfo } from 'node:os';
 import { MAX_BATCH, MAX_RECOVERY_RESULT_BYTES } from '../workflows/decisions';
 import {
   approveSignal,
@@ -26,7 +25,6 @@ import type { ApproverKeyPair } from './keys';
 import { signDecision } from './keys';
 import type { OpenWorkerClient } from './connection';
 import { activeTurn, checkSessionId, OpenWorkerError, sessionStatus, signalLimitError, turnStatus } from './session';
-import { readString } from '../runtime/config';
 
 export interface DecisionTarget {
   sessionId: string;
@@ -59,27 +57,16 @@ export interface DecisionOutcome {
 const RECOVERY: readonly RecoveryDecision[] = ['retry', 'succeeded', 'failed'];
 
 /**
- * Who decides when no name is given: OPENWORKER_USER, else the login name (USER, LOGNAME, else the
- * account's, which a container without USER still has), so a decision is never recorded under a
- * made-up name. `dev` signs the approvals app in under it too.
- */
-export const defaultApprover = (): string =>
-  readString('OPENWORKER_USER') ?? (process.env.USER || process.env.LOGNAME || accountName() || 'cli');
-
-const accountName = (): string | undefined => {
-  try {
-    return userInfo().username || undefined;
-  } catch {
-    return undefined; // an account without a passwd entry
-  }
-};
-
-/**
  * Who decides, checked before anything is sent: 1-200 characters, and not a name the system shows
- * where no person decided (workflows/deciders.ts). `by` undefined: the default approver.
+ * where no person decided (workflows/deciders.ts). `by` undefined: `defaultApprover` (Settings.user:
+ * OPENWORKER_USER, else USER).
  */
-export function checkBy(by: string | undefined, from = by !== undefined ? '`by`' : undefined): string {
-  const name = by ?? defaultApprover();
+export function checkBy(
+  by: string | undefined,
+  defaultApprover: string,
+  from = by !== undefined ? '`by`' : undefined,
+): string {
+  const name = by ?? defaultApprover;
   from ??= 'the default approver (OPENWORKER_USER, else USER)';
   if (typeof name !== 'string' || !name || name.length > 200)
     throw new OpenWorkerError(
@@ -123,7 +110,7 @@ async function sendAll(
       `\`by\` ${target.by} does not match the signing key '${key.name}': a signed decision is sent as its key's name`,
       'bad_input',
     );
-  const by = key ? checkBy(key.name, `the signing key's name`) : checkBy(target.by);
+  const by = key ? checkBy(key.name, c.settings.user, `the signing key's name`) : checkBy(target.by, c.settings.user);
   let turn: number;
   if (target.turn !== undefined) {
     if (!Number.isSafeInteger(target.turn) || target.turn < 1)

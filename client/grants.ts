@@ -129,7 +129,7 @@ export async function grant(
       'bad_input',
     );
   }
-  const by = checkBy(input.by);
+  const by = checkBy(input.by, c.settings.user);
   if (!input.unlisted) {
     const served = await servedTools(c);
     const problem = served && unlistedTool(input.tool, served);
@@ -171,7 +171,7 @@ export async function revoke(
 ): Promise<GrantOutcome> {
   const c = asOpenWorker(client);
   const sessionId = checkSessionId(input.sessionId);
-  const by = checkBy(input.by);
+  const by = checkBy(input.by, c.settings.user);
   const s = await sessionStatus(c, sessionId);
   const existing = (s.grants ?? []).find((g) => g.id === input.grantId);
   if (!existing) {
@@ -221,8 +221,8 @@ export async function approveAlways(
 ): Promise<DecisionOutcome & { grant?: GrantOutcome }> {
   const c = asOpenWorker(client);
   const sessionId = checkSessionId(t.sessionId);
-  if (t.key) checkBy(t.key.name, `the signing key's name`);
-  else checkBy(t.by);
+  if (t.key) checkBy(t.key.name, c.settings.user, `the signing key's name`);
+  else checkBy(t.by, c.settings.user);
   const turn = t.turn !== undefined ? checkTurn(t.turn) : (await activeTurn(c, sessionId))?.turn;
   if (!turn)
     throw new OpenWorkerError(

@@ -1,13 +1,11 @@
 import { createPrivateKey, generateKeyPairSync, sign } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import path from 'node:path';
 import type { SignedFields } from '../workflows/signatures';
 import { keyIdOf, signedMessage } from '../workflows/signatures';
 import type { DecisionSignature } from '../workflows/types';
 import { reservedName } from '../workflows/deciders';
 import { OpenWorkerError } from './session';
-import { readString } from '../runtime/config';
 
 // Approver keys on the approver's machine: one Ed25519 key pair per name, the private half in a
 // 0600 file that never leaves it. The worker gets only the public halves (see activities/approvers.ts).
@@ -26,12 +24,11 @@ const NAME = /^[A-Za-z0-9._@-]{1,64}$/;
 // The fixed 12-byte SPKI prefix of an Ed25519 public key (RFC 8410).
 const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 
-export const keysDir = (env: NodeJS.ProcessEnv = process.env): string =>
-  readString('OPENWORKER_KEYS_DIR', env) ?? path.join(homedir(), '.openworker', 'keys');
+// `dir`: the keys directory, Settings.keysDir (OPENWORKER_KEYS_DIR, else ~/.openworker/keys).
 
 const fileOf = (dir: string, name: string): string => path.join(dir, `${name}.json`);
 
-export function createApproverKey(name: string, dir = keysDir()): ApproverKeyPair {
+export function createApproverKey(name: string, dir: string): ApproverKeyPair {
   if (!NAME.test(name))
     throw new OpenWorkerError(
       `key name '${name.slice(0, 70)}' must be 1-64 letters, digits, '.', '_', '@' or '-' (it is the approver's name)`,
@@ -76,7 +73,7 @@ function readKey(file: string): ApproverKeyPair {
   return { ...key, keyId: keyIdOf(Buffer.from(key.publicKey, 'base64')) } as ApproverKeyPair;
 }
 
-export function listApproverKeys(dir = keysDir()): ApproverKeyPair[] {
+export function listApproverKeys(dir: string): ApproverKeyPair[] {
   if (!existsSync(dir)) return [];
   return readdirSync(dir)
     .filter((f) => f.endsWith('.json'))
@@ -85,15 +82,11 @@ export function listApproverKeys(dir = keysDir()): ApproverKeyPair[] {
 }
 
 /**
- * The key a CLI decision is signed with: the named one (`--key`, else $OPENWORKER_APPROVER_KEY),
- * else the only key in the keys directory, else none (the decision goes unsigned).
+ * The key a CLI decision is signed with: the named one (`--key`, else `fallback`:
+ * $OPENWORKER_APPROVER_KEY), else the only key in the keys directory, else none (the decision goes unsigned).
  */
-export function signingKey(
-  name: string | undefined,
-  dir = keysDir(),
-  env: NodeJS.ProcessEnv = process.env,
-): ApproverKeyPair | undefined {
-  const wanted = name ?? readString('OPENWORKER_APPROVER_KEY', env);
+export function signingKey(name: string | undefined, dir: string, fallback?: string): ApproverKeyPair | undefined {
+  const wanted = name ?? fallback;
   const keys = listApproverKeys(dir);
   if (wanted) {
     const key = keys.find((k) => k.name === wanted);

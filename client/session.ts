@@ -17,7 +17,6 @@ import { messageProblem } from '../workflows/limits';
 import type { OpenWorkerClient } from './connection';
 import { liveWorkers, noWorkerMessage } from './workers';
 import { pendingBeats, withHeartbeatMarkers } from './liveDispatch';
-import { readInt } from '../runtime/config';
 
 export class OpenWorkerError extends Error {
   constructor(
@@ -45,8 +44,7 @@ export function checkTurn(turn: number): number {
 
 // After a worker dies, the server first routes queries to that worker's sticky queue and only
 // falls back to the shared queue after its sticky timeout, so allow for more than that.
-// Read when a query is made, so a bad value is a one-line error of the command, not a crash at load.
-const queryTimeoutMs = (): number => readInt('OPENWORKER_QUERY_TIMEOUT_MS', { min: 1, fallback: 15_000 });
+// OPENWORKER_QUERY_TIMEOUT_MS, in the client's settings.
 const NO_WORKER_QUERY_MS = 3_000;
 
 /** Runs a query with a deadline, turning "nobody answered" into an error that says what to start. */
@@ -61,7 +59,7 @@ export async function queryWithDeadline<T>(
   // to its predecessor's sticky queue), wait for it in full, else say that none runs.
   let none = (await liveWorkers(c).catch(() => 1)) === 0;
   for (;;) {
-    const timeoutMs = Math.min(none ? NO_WORKER_QUERY_MS : queryTimeoutMs(), deadlineMs ?? Infinity);
+    const timeoutMs = Math.min(none ? NO_WORKER_QUERY_MS : c.settings.queryTimeoutMs, deadlineMs ?? Infinity);
     try {
       return await c.client.withDeadline(Date.now() + timeoutMs, fn);
     } catch (err) {

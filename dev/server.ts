@@ -5,8 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { SEARCH_ATTRIBUTES } from '../workflows/definitions';
-import { readChoice } from '../runtime/config';
-import { stateDir } from '../runtime/stateDir';
+import type { Settings } from '../runtime/settings';
+import { processSettings } from '../runtime/settings';
 import { ensureTemporalCli } from './fetchTemporalCli';
 
 /** Search attributes the workflows upsert; registered on every start (re-registering the same type is a no-op). */
@@ -48,9 +48,8 @@ export type SqliteSync = 'normal' | 'full';
  * on every commit: a commit survives any process crash, and the last ones may be lost to a power cut
  * or an OS crash. `full` syncs every commit, at about 10 ms per write on this machine's disk.
  */
-export function sqlitePragmas(sync?: SqliteSync): string[] {
-  const chosen = sync ?? readChoice('OPENWORKER_SERVER_SYNC', ['normal', 'full'] as const, 'normal');
-  return ['--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', `synchronous=${chosen}`];
+export function sqlitePragmas(sync: SqliteSync): string[] {
+  return ['--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', `synchronous=${sync}`];
 }
 
 export interface DevServerOptions {
@@ -73,6 +72,8 @@ export interface DevServerOptions {
   dynamicConfig?: Record<string, unknown>;
   /** Default: OPENWORKER_SERVER_SYNC, else `normal` (see sqlitePragmas); `sqlite-defaults` is for measurements. */
   sqliteSync?: SqliteSync | 'sqlite-defaults';
+  /** What the options above default to (state dir, OPENWORKER_SERVER_SYNC, TEMPORAL_CLI_PATH…); default: this process's, read at the start. */
+  settings?: Settings;
 }
 
 export interface DevServer {
@@ -178,13 +179,15 @@ function uiEnvFile(codecEndpoint: string): { file: string; remove(): void } {
  * survives a parent killed by SIGKILL: always call stop(). A normal parent exit (incl. process.exit) sends SIGTERM.
  */
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
-  const cliPath = await ensureTemporalCli();
+  // The dev launcher's entry point: its settings are read once, here, unless given.
+  const settings = options.settings ?? processSettings();
+  const cliPath = await ensureTemporalCli(console.error, settings.env);
   const ip = options.ip ?? '127.0.0.1';
   const port = options.port === 0 ? await freePort() : (options.port ?? 7233);
   const uiPort = options.headless
     ? undefined
     : (options.uiPort ?? (options.port === 0 ? await freePort() : port + 1000));
-  const dbFile = path.resolve(options.dbFile ?? path.join(stateDir(), 'temporal.db'));
+  const dbFile = path.resolve(options.dbFile ?? path.join(settings.stateDir, 'temporal.db'));
   fs.mkdirSync(path.dirname(dbFile), { recursive: true });
   const logFile = path.resolve(options.logFile ?? path.join(path.dirname(dbFile), 'temporal-server.log'));
   fs.mkdirSync(path.dirname(logFile), { recursive: true });
@@ -196,7 +199,8 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     );
   }
 
-  const pragmas = options.sqliteSync === 'sqlite-defaults' ? [] : sqlitePragmas(options.sqliteSync);
+  const pragmas =
+    options.sqliteSync === 'sqlite-defaults' ? [] : sqlitePragmas(options.sqliteSync ?? settings.serverSync);
   const args = ['server', 'start-dev', '--db-filename', dbFile, ...pragmas];
   args.push('--ip', ip, '--port', String(port));
   args.push(...(uiPort === undefined ? ['--headless'] : ['--ui-port', String(uiPort)]));

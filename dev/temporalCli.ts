@@ -1,5 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
+import type { Env } from '../runtime/config';
 import { installedAsDependency, packageRoot } from '../runtime/stateDir';
 import { executable } from './pipTarget';
 
@@ -30,7 +31,7 @@ export function reasonOf(message: string): string {
 export const EXE = process.platform === 'win32' ? 'temporal.exe' : 'temporal';
 
 /** This package's per-user cache: $XDG_CACHE_HOME/openworker-temporal, else ~/.cache/openworker-temporal. */
-export function userCacheDir(env: NodeJS.ProcessEnv = process.env, home = os.homedir()): string {
+export function userCacheDir(env: Env, home = os.homedir()): string {
   const xdg = env.XDG_CACHE_HOME;
   return path.join(xdg && path.isAbsolute(xdg) ? xdg : path.join(home, '.cache'), 'openworker-temporal');
 }
@@ -47,9 +48,9 @@ export interface CliPlace {
  * across reinstalls (never inside node_modules, which the next `npm ci` wipes).
  */
 export function cliPlace(
+  env: Env,
   root = packageRoot(),
   dependency = installedAsDependency(root),
-  env: NodeJS.ProcessEnv = process.env,
   home = os.homedir(),
 ): CliPlace {
   if (dependency) return { dir: path.join(userCacheDir(env, home), 'temporal-bin'), source: 'cache' };
@@ -58,8 +59,8 @@ export function cliPlace(
 
 /** The candidates in the order they win: TEMPORAL_CLI_PATH, then PATH, then this package's own copy. */
 export function cliCandidates(
-  env: NodeJS.ProcessEnv = process.env,
-  place: CliPlace = cliPlace(),
+  env: Env,
+  place: CliPlace = cliPlace(env),
 ): { path: string; source: TemporalCliSource }[] {
   if (env.TEMPORAL_CLI_PATH) return [{ path: path.resolve(env.TEMPORAL_CLI_PATH), source: 'env' }];
   const onPath = (env.PATH ?? '')
@@ -70,12 +71,12 @@ export function cliCandidates(
 }
 
 /** Finds the Temporal CLI (see cliCandidates); does not install one (ensureTemporalCli does). */
-export async function resolveTemporalCli(): Promise<{ path: string; source: TemporalCliSource }> {
-  for (const candidate of cliCandidates()) {
+export async function resolveTemporalCli(env: Env): Promise<{ path: string; source: TemporalCliSource }> {
+  for (const candidate of cliCandidates(env)) {
     if (executable(candidate.path)) return candidate;
     // An explicit setting that is wrong must not silently fall through to another binary.
     if (candidate.source === 'env') {
-      throw new Error(`TEMPORAL_CLI_PATH=${process.env.TEMPORAL_CLI_PATH} is not an executable file`);
+      throw new Error(`TEMPORAL_CLI_PATH=${env.TEMPORAL_CLI_PATH} is not an executable file`);
     }
   }
   throw new TemporalCliNotFoundError();

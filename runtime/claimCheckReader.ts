@@ -1,8 +1,5 @@
-import path from 'node:path';
 import type { PayloadCodec } from '@temporalio/common';
-import { readString } from './config';
-import { payloadStoreConfig, readPayloadFile } from './payloadStorage';
-import { stateDir } from './stateDir';
+import { readPayloadFile } from './payloadStorage';
 
 /**
  * Reads references written by the claim-check codec that came before External Storage, so turns
@@ -15,14 +12,8 @@ export const CLAIM_ENCODING = 'binary/openworker-claim-check';
 
 const decoder = new TextDecoder();
 
-export function legacyPayloadDir(env: NodeJS.ProcessEnv = process.env): string {
-  const explicit = readString('OPENWORKER_LEGACY_PAYLOAD_DIR', env);
-  if (explicit) return path.resolve(explicit);
-  const c = payloadStoreConfig(env);
-  return c.kind === 'file' ? c.dir : path.join(stateDir(), 'payloads');
-}
-
-export function claimCheckReader(dir: string = legacyPayloadDir()): PayloadCodec {
+/** `dir`: Settings.legacyPayloadDir. */
+export function claimCheckReader(dir: string): PayloadCodec {
   return {
     encode: async (payloads) => payloads,
     async decode(payloads) {

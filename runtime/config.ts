@@ -1,8 +1,9 @@
 /**
  * Every OPENWORKER_* variable the project reads, declared once: its name, what it sets and its
- * default (docs/configuration.md is the reader's version; a unit test keeps the two in step). Code
- * reads them through the typed readers below, which answer a bad value with one line that names the
- * variable, what it must be and what it got.
+ * default (docs/configuration.md is the reader's version; a unit test keeps the two in step). They
+ * are parsed once per entry point into a typed Settings object (runtime/settings.ts) through the
+ * typed readers below, which answer a bad value with one line that names the variable, what it must
+ * be and what it got. The readers take the environment as an argument: nothing reads process.env here.
  */
 export const SETTINGS = {
   OPENWORKER_STATE_DIR:
@@ -54,20 +55,17 @@ export const SETTINGS = {
 } as const;
 
 export type Setting = keyof typeof SETTINGS;
-type Env = Readonly<Record<string, string | undefined>>;
+/** An environment: process.env at an entry point, or a plain object in tests. */
+export type Env = Readonly<Record<string, string | undefined>>;
 
 /** The variable's value, trimmed; undefined when unset or blank. */
-export function readString(name: Setting, env: Env = process.env): string | undefined {
+export function readString(name: Setting, env: Env): string | undefined {
   const v = env[name]?.trim();
   return v ? v : undefined;
 }
 
 /** A whole number in [min, max], or `fallback` when unset. */
-export function readInt(
-  name: Setting,
-  opts: { min?: number; max?: number; fallback: number },
-  env: Env = process.env,
-): number {
+export function readInt(name: Setting, opts: { min?: number; max?: number; fallback: number }, env: Env): number {
   const raw = readString(name, env);
   if (raw === undefined) return opts.fallback;
   const n = Number(raw);
@@ -82,12 +80,7 @@ export function readInt(
 }
 
 /** One of `choices` (case-insensitive), or `fallback` when unset. */
-export function readChoice<T extends string>(
-  name: Setting,
-  choices: readonly T[],
-  fallback: T,
-  env: Env = process.env,
-): T {
+export function readChoice<T extends string>(name: Setting, choices: readonly T[], fallback: T, env: Env): T {
   const raw = readString(name, env);
   if (raw === undefined) return fallback;
   const hit = choices.find((c) => c.toLowerCase() === raw.toLowerCase());

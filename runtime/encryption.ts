@@ -3,8 +3,11 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { stateDir } from './stateDir';
+import type { Env } from './config';
 import { readString } from './config';
+import type { Settings } from './settings';
+import { encryptionFrom } from './settings';
+import { stateDirFor } from './stateDir';
 
 // Payload encryption: every payload a client or worker sends to Temporal (tool arguments and
 // results, transcripts, decisions) is AES-256-GCM ciphertext in history, tagged with the id of the
@@ -82,16 +85,20 @@ export function keyringFromFile(file: string): Keyring {
  * `OPENWORKER_ENCRYPTION=off` → none; else `OPENWORKER_ENCRYPTION_KEYS`; else the file named by
  * `OPENWORKER_ENCRYPTION_KEY_FILE`; else `.openworker/encryption-keys.json` if it exists; else none.
  */
-export function keyringFromEnv(env: NodeJS.ProcessEnv = process.env): Keyring | undefined {
-  const mode = readString('OPENWORKER_ENCRYPTION', env)?.toLowerCase();
+export function keyringFromEnv(env: Env): Keyring | undefined {
+  return keyringFor({
+    encryption: encryptionFrom(env),
+    stateDir: stateDirFor(readString('OPENWORKER_STATE_DIR', env)),
+  });
+}
+
+/** The keys of these settings (see keyringFromEnv). */
+export function keyringFor(settings: Pick<Settings, 'encryption' | 'stateDir'>): Keyring | undefined {
+  const { mode, keys, keyFile } = settings.encryption;
   if (mode === 'off') return undefined;
-  if (mode && mode !== 'on')
-    throw new Error(`OPENWORKER_ENCRYPTION must be 'on' or 'off', got '${readString('OPENWORKER_ENCRYPTION', env)}'`);
-  const list = readString('OPENWORKER_ENCRYPTION_KEYS', env);
-  if (list) return keyringFromList(list);
-  const file = readString('OPENWORKER_ENCRYPTION_KEY_FILE', env);
-  if (file) return keyringFromFile(path.resolve(file));
-  const local = defaultKeyFile();
+  if (keys) return keyringFromList(keys);
+  if (keyFile) return keyringFromFile(path.resolve(keyFile));
+  const local = defaultKeyFile(settings.stateDir);
   if (existsSync(local)) return keyringFromFile(local);
   if (mode === 'on')
     throw new Error(
@@ -100,18 +107,20 @@ export function keyringFromEnv(env: NodeJS.ProcessEnv = process.env): Keyring | 
   return undefined;
 }
 
-export const defaultKeyFile = (): string => path.join(stateDir(), 'encryption-keys.json');
+export const defaultKeyFile = (stateDir: string): string => path.join(stateDir, 'encryption-keys.json');
 
 /**
  * `dev` encrypts by default: when no keys are configured and encryption is not off, it writes a
  * fresh key to `.openworker/encryption-keys.json` (0600) once; the loader above then gives the same
  * key to the worker, the CLI and the codec endpoint. Returns the file it created, else undefined.
  */
-export function ensureLocalKeyFile(env: NodeJS.ProcessEnv = process.env, now = new Date()): string | undefined {
-  if (readString('OPENWORKER_ENCRYPTION', env)?.toLowerCase() === 'off') return undefined;
-  if (readString('OPENWORKER_ENCRYPTION_KEYS', env) || readString('OPENWORKER_ENCRYPTION_KEY_FILE', env))
-    return undefined;
-  const file = defaultKeyFile();
+export function ensureLocalKeyFile(
+  settings: Pick<Settings, 'encryption' | 'stateDir'>,
+  now = new Date(),
+): string | undefined {
+  const { mode, keys, keyFile } = settings.encryption;
+  if (mode === 'off' || keys || keyFile) return undefined;
+  const file = defaultKeyFile(settings.stateDir);
   if (existsSync(file)) return undefined;
   const id = `local-${now.toISOString().slice(0, 10).replaceAll('-', '')}`;
   mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
@@ -179,7 +188,7 @@ export function encryptionCodec(ring: Keyring): PayloadCodec {
  * Without keys, a sealed payload would otherwise fail deep in the payload converter ("unknown
  * encoding"): say which key it needs and where keys come from.
  */
-export function noKeysCodec(): PayloadCodec {
+export function noKeysCodec(stateDir: string): PayloadCodec {
   return {
     encode: async (payloads) => payloads,
     async decode(payloads) {
@@ -187,7 +196,7 @@ export function noKeysCodec(): PayloadCodec {
         if (p.metadata?.encoding && decoder.decode(p.metadata.encoding) === ENCRYPTED_ENCODING) {
           const id = p.metadata[KEY_ID] ? decoder.decode(p.metadata[KEY_ID]).slice(0, 64) : '';
           throw new Error(
-            `payload encrypted with key '${id}', and this process has no keys: run where \`dev\` ran (it reads ${defaultKeyFile()}) or set OPENWORKER_ENCRYPTION_KEY_FILE or OPENWORKER_ENCRYPTION_KEYS`,
+            `payload encrypted with key '${id}', and this process has no keys: run where \`dev\` ran (it reads ${defaultKeyFile(stateDir)}) or set OPENWORKER_ENCRYPTION_KEY_FILE or OPENWORKER_ENCRYPTION_KEYS`,
           );
         }
       }

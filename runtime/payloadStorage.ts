@@ -3,8 +3,10 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { ExternalStorage, StorageDriverClaim, type Payload, type StorageDriver } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
+import type { Env } from './config';
+import type { Settings } from './settings';
 import { readString } from './config';
-import { stateDir } from './stateDir';
+import { stateDirFor } from './stateDir';
 
 /**
  * Large payloads (a long transcript in a model call's input, the turn's input) are kept out of
@@ -70,9 +72,9 @@ export function fileDriver(dir: string): StorageDriver {
 export type PayloadStoreConfig = { kind: 'file'; dir: string } | { kind: 's3'; bucket: string; prefix: string };
 
 /** `OPENWORKER_PAYLOAD_STORE`, parsed: `s3://bucket[/prefix]`, `file:///dir`, or a directory path. */
-export function payloadStoreConfig(env: NodeJS.ProcessEnv = process.env): PayloadStoreConfig {
+export function payloadStoreConfig(env: Env): PayloadStoreConfig {
   const raw = readString('OPENWORKER_PAYLOAD_STORE', env);
-  if (!raw) return { kind: 'file', dir: path.join(stateDir(), 'payloads') };
+  if (!raw) return { kind: 'file', dir: path.join(stateDirFor(readString('OPENWORKER_STATE_DIR', env)), 'payloads') };
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(raw)?.[1]?.toLowerCase();
   if (scheme === 's3') {
     const m = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/(.*))?$/i.exec(raw);
@@ -94,11 +96,11 @@ export function payloadStoreConfig(env: NodeJS.ProcessEnv = process.env): Payloa
 export const describeStore = (c: PayloadStoreConfig): string =>
   c.kind === 'file' ? c.dir : `s3://${c.bucket}${c.prefix ? `/${c.prefix}` : ''}`;
 
-function driverFor(c: PayloadStoreConfig, env: NodeJS.ProcessEnv): StorageDriver {
+function driverFor(c: PayloadStoreConfig, env: Env): StorageDriver {
   if (c.kind === 'file') return fileDriver(c.dir);
   // Loaded only when used: the AWS SDK costs every CLI command ~100 ms to load. Its Node 20 warning
   // is about SDK releases from 2027 on, which the pinned version is not; on every command it would
-  // bury the CLI's one-line errors.
+  // bury the CLI's one-line errors. (A write for the AWS SDK, which reads it; not a setting.)
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { s3Driver } = require('./s3Driver') as typeof import('./s3Driver');
@@ -106,9 +108,9 @@ function driverFor(c: PayloadStoreConfig, env: NodeJS.ProcessEnv): StorageDriver
 }
 
 /** The external storage of every client and worker. */
-export function externalStorageFromEnv(env: NodeJS.ProcessEnv = process.env): ExternalStorage {
+export function externalStorageFor(settings: Pick<Settings, 'payloadStore' | 'env'>): ExternalStorage {
   return new ExternalStorage({
-    drivers: [driverFor(payloadStoreConfig(env), env)],
+    drivers: [driverFor(settings.payloadStore, settings.env)],
     payloadSizeThreshold: DEFAULT_THRESHOLD_BYTES,
   });
 }
@@ -118,10 +120,10 @@ export function externalStorageFromEnv(env: NodeJS.ProcessEnv = process.env): Ex
  * it says whether this host reaches the same store with working credentials.
  */
 export async function checkPayloadStore(
-  env: NodeJS.ProcessEnv = process.env,
+  settings: Pick<Settings, 'payloadStore' | 'env'>,
 ): Promise<{ store: string; driver: string; bytes: number; ms: number }> {
-  const config = payloadStoreConfig(env);
-  const driver = driverFor(config, env);
+  const config = settings.payloadStore;
+  const driver = driverFor(config, settings.env);
   const probe: Payload = {
     metadata: { encoding: new TextEncoder().encode('binary/plain') },
     data: new Uint8Array(randomBytes(DEFAULT_THRESHOLD_BYTES)),

@@ -5,6 +5,7 @@ import {
   type LifecycleRule,
 } from '@aws-sdk/client-s3';
 import type { StorageDriver } from '@temporalio/common';
+import type { Env } from './config';
 import { S3StorageDriver, type S3StorageDriverClient } from '@temporalio/external-storage-s3';
 import { AwsSdkS3StorageDriverClient } from '@temporalio/external-storage-s3-aws-sdk';
 
@@ -14,7 +15,7 @@ import { AwsSdkS3StorageDriverClient } from '@temporalio/external-storage-s3-aws
  * `AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL` points it at another S3-compatible server, which then
  * gets path-style addressing (most of them need it) and region us-east-1 unless one is set.
  */
-export function s3Client(env: NodeJS.ProcessEnv = process.env): S3Client {
+export function s3Client(env: Env): S3Client {
   const endpoint = env.AWS_ENDPOINT_URL_S3?.trim() || env.AWS_ENDPOINT_URL?.trim() || undefined;
   const region = env.AWS_REGION?.trim() || env.AWS_DEFAULT_REGION?.trim() || (endpoint ? 'us-east-1' : undefined);
   return new S3Client({
@@ -23,7 +24,7 @@ export function s3Client(env: NodeJS.ProcessEnv = process.env): S3Client {
   });
 }
 
-export function s3Driver(c: { bucket: string; prefix: string }, env: NodeJS.ProcessEnv = process.env): StorageDriver {
+export function s3Driver(c: { bucket: string; prefix: string }, env: Env): StorageDriver {
   const s3 = s3Client(env);
   const driver = new S3StorageDriver({
     client: prefixed(new AwsSdkS3StorageDriverClient(s3), c.prefix),
@@ -73,7 +74,7 @@ export const EXPIRATION_RULE_ID = 'openworker-payloads';
 export async function setExpiration(
   c: { bucket: string; prefix: string },
   days: number,
-  env: NodeJS.ProcessEnv = process.env,
+  env: Env,
 ): Promise<LifecycleRule[]> {
   const s3 = s3Client(env);
   try {

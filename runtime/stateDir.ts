@@ -1,16 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { readString } from './config';
 
 // Where this package and its local state live; shared by the CLI, the worker and the dev server.
 
 /**
- * Where local state lives: OPENWORKER_STATE_DIR, else the checkout, or the caller's cwd when
- * installed under node_modules. (Tests point it at a temporary directory, so a key file that `dev`
- * generated in the checkout does not leak into them.)
+ * Where local state lives: `override` (OPENWORKER_STATE_DIR, read by runtime/settings.ts), else the
+ * checkout, or the caller's cwd when installed under node_modules. (Tests point it at a temporary
+ * directory, so a key file that `dev` generated in the checkout does not leak into them.)
  */
-export function stateDir(): string {
-  const override = readString('OPENWORKER_STATE_DIR');
+export function stateDirFor(override: string | undefined): string {
   if (override) return path.resolve(override);
   return path.join(installedAsDependency() ? process.cwd() : packageRoot(), '.openworker');
 }

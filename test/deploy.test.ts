@@ -10,6 +10,7 @@ import { resolveTemporalCli } from '../dev/temporalCli';
 import { startS3Server, type S3Server } from './support/s3Server';
 import { ROOT } from './support/processes';
 import { testServer } from './support/hooks';
+import { processSettings } from '../runtime/settings';
 
 // docs/deploy.md, run as written: its `sh` blocks in order, each in bash with the environment the
 // previous ones left; `sh worker` blocks as long-running workers (ready before the next block, then
@@ -60,7 +61,7 @@ describe('docs/deploy.md, every command run as written', function () {
   });
 
   it('runs every sh block in order: profiles, namespace, S3 store, keys, two workers, a turn, graceful shutdown', async () => {
-    const cli = await resolveTemporalCli();
+    const cli = await resolveTemporalCli(process.env);
     const bin = join(dir, 'bin');
     const secrets = join(dir, 'secrets');
     mkdirSync(bin);
@@ -175,7 +176,7 @@ describe('docs/deploy.md, every command run as written', function () {
       };
       set(vars);
       try {
-        return resolveConnectConfig();
+        return resolveConnectConfig({}, processSettings());
       } finally {
         set(saved);
       }

@@ -52,7 +52,7 @@ describe('dev/temporalCli', function () {
   });
 
   it('resolves an executable Temporal CLI', async function () {
-    const cli = await resolveTemporalCli();
+    const cli = await resolveTemporalCli(process.env);
     assert.ok(['env', 'path', 'project'].includes(cli.source));
     fs.accessSync(cli.path, fs.constants.X_OK);
   });
@@ -60,7 +60,7 @@ describe('dev/temporalCli', function () {
   it('rejects a TEMPORAL_CLI_PATH that is not an executable file, in one line', async function () {
     const missing = path.join(os.tmpdir(), 'openworker-no-such-temporal');
     process.env.TEMPORAL_CLI_PATH = missing;
-    await assert.rejects(resolveTemporalCli(), (err: Error) => {
+    await assert.rejects(resolveTemporalCli(process.env), (err: Error) => {
       assert.match(err.message, /TEMPORAL_CLI_PATH/);
       assert.ok(err.message.includes(missing));
       assert.ok(!err.message.includes('\n'));

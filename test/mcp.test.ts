@@ -38,6 +38,7 @@ describe('MCP servers: tools and their policies (real servers over stdio)', func
         },
       },
       'test',
+      process.env,
     );
     const client = await connectMcp(fs!);
     clients.push(client);
@@ -78,6 +79,7 @@ describe('MCP servers: tools and their policies (real servers over stdio)', func
           },
         },
         'test',
+        process.env,
       )[0]!;
     const client = await connectMcp(config(true));
     clients.push(client);
@@ -121,7 +123,7 @@ describe('MCP servers: tools and their policies (real servers over stdio)', func
   });
 
   it('a server that does not start: one line naming it', async () => {
-    const [bad] = parseMcpConfig({ servers: { gone: { command: join(dir, 'no-such-binary') } } }, 'test');
+    const [bad] = parseMcpConfig({ servers: { gone: { command: join(dir, 'no-such-binary') } } }, 'test', process.env);
     await assert.rejects(
       connectMcp(bad!),
       /^Error: MCP server 'gone' \('.*no-such-binary'\) did not start or answer: /,
@@ -149,6 +151,7 @@ describe('MCP connections: one per server, lent to every call (the recorder over
     const configs = parseMcpConfig(
       { servers: { rec: { command: process.execPath, args: [RECORDER], env: { RECORDER_LOG: logFile } } } },
       'test',
+      process.env,
     );
     set = await startMcp(configs, { log: (l) => lines.push(l) });
     const tool = (name: string) => set!.tools().find((t) => t.name === `rec__${name}`)!;

@@ -187,7 +187,7 @@ function runCells(dir: string, only: string, cli: string): Promise<{ passed: boo
 async function main(): Promise<void> {
   const quick = process.argv.includes('--quick');
   const mutants = MUTANTS.filter((m) => !quick || m.quick);
-  const cli = (await resolveTemporalCli()).path;
+  const cli = (await resolveTemporalCli(process.env)).path;
   const started = Date.now();
   const union = [...new Set(mutants.map((m) => m.cells))].map((c) => `(${c})`).join('|');
 

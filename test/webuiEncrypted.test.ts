@@ -18,6 +18,7 @@ import { eventually, scripted, startTurn, uniq } from './support/scenario';
 import { turnStatus } from '../client/session';
 import { messageIdFor } from '../activities/tools/sendEmail';
 import { useWorld } from './support/world';
+import { settingsFrom } from '../runtime/settings';
 
 // Encrypted payloads in the Web UI, the way `dev` wires them: a worker process and a client seal
 // every payload with a key, the server stores ciphertext, and the UI (given the token-protected
@@ -35,11 +36,10 @@ describe('Temporal Web UI with encrypted payloads and a codec token (headless Ch
   let browser: Browser | undefined;
 
   // A client with the keys the worker has, on this test's server and task queue.
+  const keyed = () => settingsFrom({ ...process.env, OPENWORKER_ENCRYPTION_KEYS: keys });
   const keyedClient = (): OpenWorkerClient => ({
-    client: new Client({
-      connection: connection!,
-      dataConverter: defaultDataConverter({ ...process.env, OPENWORKER_ENCRYPTION_KEYS: keys }),
-    }),
+    client: new Client({ connection: connection!, dataConverter: defaultDataConverter(keyed()) }),
+    settings: keyed(),
     connection: connection!,
     address: server!.address,
     namespace: 'default',

@@ -3,18 +3,18 @@ import { SimplePlugin } from '@temporalio/plugin';
 import type { BundleOptions, ReplayWorkerOptions, Worker, WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import type { ApproversConfig } from '../activities/approvers';
-import { approversFromEnv, loadApprovers } from '../activities/approvers';
+import { loadApprovers } from '../activities/approvers';
 import { faultSinks } from '../activities/faults';
 import type { Limits } from '../activities/limits';
-import { limitsFromEnv } from '../activities/limits';
 import type { McpServerConfig } from '../activities/mcp/config';
 import type { McpToolSet } from '../activities/mcp/pool';
 import type { ModelProvider } from '../activities/model';
 import { loadModel } from '../activities/models';
 import type { ToolRegistry } from '../activities/registry';
 import type { Tool } from '../activities/tool';
-import { readChoice } from '../runtime/config';
 import { defaultDataConverter } from '../runtime/dataConverter';
+import type { Settings } from '../runtime/settings';
+import { processSettings } from '../runtime/settings';
 import { workflowBundlerOptions } from './bundle';
 import { ensureSearchAttributes } from './searchAttributes';
 import { attachMcp, mcpConfigs, ownTools, toolRegistry } from './tools';
@@ -41,6 +41,11 @@ export interface OpenWorkerPluginOptions {
   log?: (line: string) => void;
   /** Add only the activities (a worker that polls no workflow tasks), or everything (default). */
   only?: 'activities';
+  /**
+   * What the options above default to (OPENWORKER_* and the environment providers and MCP files
+   * read). Default: this process's, read once when the plugin is made; an option you set wins.
+   */
+  settings?: Settings;
 }
 
 /** The plugin's resolved parts; `createWorker` builds them itself to connect MCP before the worker exists. */
@@ -55,23 +60,27 @@ export interface PluginParts {
   only?: 'activities';
 }
 
+/** The plugin's parts: each option, else its setting (`options.settings`, else this process's, read now), else its default. */
 export function pluginParts(options: OpenWorkerPluginOptions = {}): PluginParts {
+  const settings = options.settings ?? processSettings();
+  const approversFile = typeof options.approvers === 'string' ? options.approvers : settings.approvers;
   const approvers =
-    typeof options.approvers === 'string'
-      ? loadApprovers(options.approvers)
-      : (options.approvers ?? approversFromEnv());
-  const limits: Limits = { ...limitsFromEnv(process.env), ...options.limits };
-  const own = ownTools(options.tools ?? [], options.builtins ?? false);
+    typeof options.approvers === 'object'
+      ? options.approvers
+      : approversFile
+        ? loadApprovers(approversFile)
+        : undefined;
+  const limits: Limits = { ...settings.limits, ...options.limits };
+  const own = ownTools(options.tools ?? [], options.builtins ?? false, settings);
   const registry = toolRegistry(own, limits.maxArgsBytes, approvers);
-  const configs = mcpConfigs(options.mcp);
+  const configs = mcpConfigs(options.mcp, settings);
   const log = options.log ?? ((line: string) => console.error(line));
   return {
     registry,
-    model: typeof options.model === 'object' ? options.model : loadModel(options.model ?? 'demo'),
+    model: typeof options.model === 'object' ? options.model : loadModel(options.model ?? 'demo', settings.env),
     limits,
     ...(approvers ? { approvers } : {}),
-    dispatchMarker:
-      options.dispatchMarker ?? readChoice('OPENWORKER_DISPATCH_MARKER', ['heartbeat', 'update'] as const, 'heartbeat'),
+    dispatchMarker: options.dispatchMarker ?? settings.dispatchMarker,
     ...(configs.length ? { connectMcp: () => attachMcp(registry, own, configs, log) } : {}),
     ...(options.only ? { only: options.only } : {}),
   };
@@ -101,12 +110,14 @@ export class OpenWorkerPlugin extends SimplePlugin {
   /** Resolved on a worker's first use, so a Client's plugin loads no model and no tools. */
   private readonly parts: () => PluginParts;
 
-  constructor(options: OpenWorkerPluginOptions | { parts: PluginParts } = {}) {
+  constructor(options: OpenWorkerPluginOptions | { parts: PluginParts; settings: Settings } = {}) {
+    // An entry point: the settings are read once, here, unless given.
+    const settings = options.settings ?? processSettings();
     let parts: PluginParts | undefined;
-    const resolve = () => (parts ??= 'parts' in options ? options.parts : pluginParts(options));
+    const resolve = () => (parts ??= 'parts' in options ? options.parts : pluginParts({ ...options, settings }));
     super({
       name: PLUGIN_NAME,
-      dataConverter: defaultDataConverter(),
+      dataConverter: defaultDataConverter(settings),
       activities: (theirs) => withActivities(theirs, createActivities(resolve())),
     });
     this.parts = resolve;

@@ -12,7 +12,7 @@ import { createRegistry } from '../activities/registry';
 import type { Tool } from '../activities/tool';
 import { isTool } from '../activities/tool';
 import { builtinTools } from '../activities/tools';
-import { readString } from '../runtime/config';
+import type { Settings } from '../runtime/settings';
 
 // The worker's tools: its own (given, from modules, built-in) and its MCP servers', in one registry.
 
@@ -39,8 +39,12 @@ export async function loadToolModule(path: string): Promise<Tool[]> {
  * The built-ins (unless `builtins` is false), then the given tools. A given tool replaces a
  * built-in of the same name; two given tools with one name is an error.
  */
-export function ownTools(given: readonly Tool[], builtins: boolean): Tool[] {
-  const base = builtins ? builtinTools() : [];
+export function ownTools(
+  given: readonly Tool[],
+  builtins: boolean,
+  settings: Pick<Settings, 'smtp' | 'payments'>,
+): Tool[] {
+  const base = builtins ? builtinTools(settings) : [];
   const builtinNames = new Set(base.map((t) => t.name));
   const seen = new Map<string, Tool>();
   for (const t of [...base, ...given]) {
@@ -53,11 +57,14 @@ export function ownTools(given: readonly Tool[], builtins: boolean): Tool[] {
   return [...seen.values()];
 }
 
-/** The MCP server configs given, or $OPENWORKER_MCP's; none when neither is set. */
-export function mcpConfigs(given: McpServerConfig[] | string | undefined): McpServerConfig[] {
-  const source = given ?? readString('OPENWORKER_MCP');
+/** The MCP server configs given, or $OPENWORKER_MCP's (in the settings); none when neither is set. */
+export function mcpConfigs(
+  given: McpServerConfig[] | string | undefined,
+  settings: Pick<Settings, 'mcp' | 'env'>,
+): McpServerConfig[] {
+  const source = given ?? settings.mcp;
   if (!source) return [];
-  return typeof source === 'string' ? loadMcpConfig(source) : source;
+  return typeof source === 'string' ? loadMcpConfig(source, settings.env) : source;
 }
 
 export function toolRegistry(

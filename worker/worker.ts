@@ -6,9 +6,10 @@ import type { McpServerConfig } from '../activities/mcp/config';
 import type { McpToolSet } from '../activities/mcp/pool';
 import type { ModelProvider } from '../activities/model';
 import type { Tool } from '../activities/tool';
-import { readString } from '../runtime/config';
 import type { ConnectOptions } from '../runtime/connection';
 import { resolveConnectConfig } from '../runtime/connection';
+import type { Settings } from '../runtime/settings';
+import { processSettings } from '../runtime/settings';
 import { workflowBundlerOptions } from './bundle';
 import { OpenWorkerPlugin, pluginParts } from './plugin';
 import { attachMcp, loadToolModule, mcpConfigs, ownTools } from './tools';
@@ -54,21 +55,13 @@ export interface WorkerConfig extends ConnectOptions {
   log?: (line: string) => void;
 }
 
-export const DEFAULT_MAX_CACHED_WORKFLOWS = 100;
-
-export function cacheFromEnv(raw = readString('OPENWORKER_MAX_CACHED_WORKFLOWS')): number {
-  if (raw === undefined || raw === '') return DEFAULT_MAX_CACHED_WORKFLOWS;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0)
-    throw new Error(`OPENWORKER_MAX_CACHED_WORKFLOWS must be a whole number (0 disables the cache), got '${raw}'`);
-  return n;
-}
+export { DEFAULT_MAX_CACHED_WORKFLOWS } from '../runtime/settings';
 
 /** Everything a worker needs, resolved and validated before it touches Temporal. */
-export async function resolveTools(config: WorkerConfig): Promise<Tool[]> {
+export async function resolveTools(config: WorkerConfig, settings: Settings): Promise<Tool[]> {
   const fromModules: Tool[] = [];
   for (const path of config.toolModules ?? []) fromModules.push(...(await loadToolModule(path)));
-  return ownTools([...fromModules, ...(config.tools ?? [])], config.builtins !== false);
+  return ownTools([...fromModules, ...(config.tools ?? [])], config.builtins !== false, settings);
 }
 
 /** Where the worker's workflows come from, for workers and replayers built without the plugin. */
@@ -99,6 +92,7 @@ async function connectWorker(cfg: ReturnType<typeof resolveConnectConfig>): Prom
  * Creates (but does not run) a worker for the turn and session workflows and their activities: the
  * batteries-included path (connection, task queue, built-in tools, MCP connected up front), built
  * on OpenWorkerPlugin. `mcp`, when present, holds the MCP connections: close it after the worker stopped.
+ * An entry point: the settings are `config.settings`, else read from the environment now, once.
  */
 export async function createWorker(config: WorkerConfig = {}): Promise<{
   worker: Worker;
@@ -109,13 +103,14 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{
   approvers?: ApproversConfig;
   mcp?: McpToolSet;
 }> {
-  const cfg = resolveConnectConfig(config);
-  const own = await resolveTools(config);
+  const settings = config.settings ?? processSettings();
+  const cfg = resolveConnectConfig(config, settings);
+  const own = await resolveTools(config, settings);
   const log = config.log ?? ((line: string) => console.error(line));
   // MCP is connected here, before the worker exists, so the caller learns its tools up front.
-  const parts = pluginParts({ ...config, tools: own, builtins: false, mcp: [], only: undefined });
+  const parts = pluginParts({ ...config, settings, tools: own, builtins: false, mcp: [], only: undefined });
   // Every worker connects, a workflows-only one too: it runs the reads, as local activities.
-  const mcp = await attachMcp(parts.registry, own, mcpConfigs(config.mcp), log);
+  const mcp = await attachMcp(parts.registry, own, mcpConfigs(config.mcp, settings), log);
   try {
     const connection = config.connection ?? (await connectWorker(cfg));
     const worker = await Worker.create({
@@ -123,7 +118,10 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{
       namespace: cfg.namespace,
       taskQueue: cfg.taskQueue,
       plugins: [
-        new OpenWorkerPlugin({ parts: { ...parts, ...(config.only === 'activities' ? { only: 'activities' } : {}) } }),
+        new OpenWorkerPlugin({
+          parts: { ...parts, ...(config.only === 'activities' ? { only: 'activities' } : {}) },
+          settings,
+        }),
       ],
       // A workflows-only worker still runs the turn's local activities (reads): it just takes no
       // activity tasks from the queue.
@@ -133,7 +131,7 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{
       ...(config.stickyQueueTimeout !== undefined
         ? { stickyQueueScheduleToStartTimeout: config.stickyQueueTimeout }
         : {}),
-      maxCachedWorkflows: config.maxCachedWorkflows ?? cacheFromEnv(),
+      maxCachedWorkflows: config.maxCachedWorkflows ?? settings.maxCachedWorkflows,
     });
     return {
       worker,

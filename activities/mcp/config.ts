@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import type { Env } from '../../runtime/config';
 
 // The worker's MCP servers (`worker --mcp FILE`, docs/mcp.md): how to reach each server and how
 // its tools are governed. Secrets never sit in the file: `${VAR}` in env and headers is read from the
@@ -74,7 +75,8 @@ export function expand(value: string, where: string, env: NodeJS.ProcessEnv): st
 }
 
 /** Parses a config object; errors name the file, the path in it, and what was expected. */
-export function parseMcpConfig(raw: unknown, source: string, env: NodeJS.ProcessEnv = process.env): McpServerConfig[] {
+/** `env`: what `${VAR}` in the file expands to (the worker's environment, from its settings). */
+export function parseMcpConfig(raw: unknown, source: string, env: Env): McpServerConfig[] {
   const fail = (error: z.ZodError, prefix: (string | number)[] = []): never => {
     const issue = error.issues[0]!;
     const at = [...prefix, ...issue.path.map(String)].join('.') || '(top level)';
@@ -108,7 +110,7 @@ export function parseMcpConfig(raw: unknown, source: string, env: NodeJS.Process
   });
 }
 
-export function loadMcpConfig(file: string, env: NodeJS.ProcessEnv = process.env): McpServerConfig[] {
+export function loadMcpConfig(file: string, env: Env): McpServerConfig[] {
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(path.resolve(file), 'utf8'));

@@ -2,12 +2,13 @@ import type { ModelProvider } from '../model';
 import { demoModel } from './demo';
 import { PROVIDER_SPECS, parseProviderSpec } from './specs';
 import { loadScript, scriptedModel } from './scripted';
+import type { Env } from '../../runtime/config';
 
 export { defaultModelSpec } from './specs';
 export const MODEL_SPECS = [...PROVIDER_SPECS, 'demo', 'scripted:<file.json>'];
 
-/** Builds a model from a `--model` spec; keys and base URLs come from `env`. */
-export function loadModel(spec: string, env: NodeJS.ProcessEnv = process.env): ModelProvider {
+/** Builds a model from a `--model` spec; keys and base URLs come from `env` (the settings' environment). */
+export function loadModel(spec: string, env: Env): ModelProvider {
   if (spec === 'demo') return demoModel();
   const provider = parseProviderSpec(spec);
   if (provider) {

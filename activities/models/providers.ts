@@ -7,6 +7,7 @@ import type { Message } from '../../workflows/types';
 import type { ModelProvider, ToolDescriptor } from '../model';
 import { ModelError } from '../model';
 import type { ProviderSpec } from './specs';
+import type { Env } from '../../runtime/config';
 
 /**
  * Real models through the Vercel AI SDK (specs in specs.ts). The SDK does not retry (Temporal does,
@@ -162,7 +163,7 @@ function providerMessage(body: string | undefined): string | undefined {
   }
 }
 
-export function providerModel(spec: ProviderSpec, env: NodeJS.ProcessEnv = process.env): ModelProvider {
+export function providerModel(spec: ProviderSpec, env: Env): ModelProvider {
   const model = languageModel(spec, env);
   const name = `${spec.provider}:${spec.model}${spec.baseURL ? `@${spec.baseURL}` : ''}`;
   return {

@@ -2,7 +2,7 @@
  * `--model` specs for real providers: `openai:<model>`, `anthropic:<model>` and
  * `openai-compatible:<model>@<baseURL>` (Ollama, vLLM, LM Studio, OpenRouter …). No SDK here.
  */
-import { readString } from '../../runtime/config';
+export { defaultModelSpec } from '../../runtime/settings';
 
 export type ProviderName = 'openai' | 'anthropic' | 'openai-compatible';
 export interface ProviderSpec {
@@ -36,13 +36,4 @@ export function parseProviderSpec(spec: string): ProviderSpec | undefined {
       `\`model\` ${spec}: name a model, e.g. ${provider === 'anthropic' ? 'anthropic:claude-sonnet-4-5' : 'openai:gpt-4.1'}`,
     );
   return { provider, model, ...(baseURL ? { baseURL: baseURL.replace(/\/+$/, '') } : {}) };
-}
-
-/** The model `dev` and `worker` use when no `--model` is given: a configured provider, else the demo. */
-export function defaultModelSpec(env: NodeJS.ProcessEnv = process.env): string {
-  const model = readString('OPENWORKER_MODEL', env);
-  if (model) return model;
-  if (env.OPENAI_API_KEY) return 'openai:gpt-4.1';
-  if (env.ANTHROPIC_API_KEY) return 'anthropic:claude-sonnet-4-5';
-  return 'demo';
 }

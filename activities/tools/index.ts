@@ -1,15 +1,15 @@
+import type { Settings } from '../../runtime/settings';
 import type { Tool } from '../tool';
-import { createPaymentTool, paymentsConfigFromEnv } from './payments';
-import { sendEmailTool, smtpConfigFromEnv } from './sendEmail';
+import { createPaymentTool } from './payments';
+import { sendEmailTool } from './sendEmail';
 
 /**
- * Tools every worker has unless started with builtins off, configured from the environment:
+ * Tools every worker has unless started with builtins off, configured by the settings:
  * send_email always (it says so when SMTP is not configured), create_payment when its API is set.
  */
-export function builtinTools(env: NodeJS.ProcessEnv = process.env): Tool[] {
-  const payments = paymentsConfigFromEnv(env);
+export function builtinTools({ smtp, payments }: Pick<Settings, 'smtp' | 'payments'>): Tool[] {
   return [
-    sendEmailTool(smtpConfigFromEnv(env)) as unknown as Tool,
+    sendEmailTool(smtp) as unknown as Tool,
     ...(payments ? [createPaymentTool(payments) as unknown as Tool] : []),
   ];
 }

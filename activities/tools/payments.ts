@@ -1,42 +1,10 @@
 import { z } from 'zod';
-import type { Duration, RecoveryPolicy } from '../tool';
 import { ToolFailure, UnknownOutcome, defineTool } from '../tool';
-import { readString } from '../../runtime/config';
+import type { PaymentsConfig } from '../../runtime/paymentsConfig';
 
-/**
- * `create_payment`: an HTTP API with Idempotency-Key semantics (the IETF draft), the shape of most
- * payment and ordering APIs. The execution ID is the key, so retries of one tool call can apply at
- * most once while the API remembers the key.
- */
-export interface PaymentsConfig {
-  /** Base URL; the tool POSTs to `<url>/payments` and reconciles with `GET <url>/payments/by-key/<key>`. */
-  url: string;
-  recovery: RecoveryPolicy;
-  /** How long the API keeps keys; later retries are refused (see `idempotencyWindow`). */
-  keyRetention?: Duration;
-  timeout?: Duration;
-}
+export { paymentsConfigFromEnv, type PaymentsConfig } from '../../runtime/paymentsConfig';
 
 type PaymentResult = Record<string, unknown>;
-
-const RECOVERIES: readonly RecoveryPolicy[] = ['idempotent', 'reconcile', 'manual'];
-
-export function paymentsConfigFromEnv(env: NodeJS.ProcessEnv = process.env): PaymentsConfig | undefined {
-  const url = readString('OPENWORKER_PAYMENTS_URL', env);
-  if (!url) return undefined;
-  if (!/^https?:\/\//.test(url)) throw new Error('OPENWORKER_PAYMENTS_URL must be an http(s) URL');
-  const recovery = (readString('OPENWORKER_PAYMENTS_RECOVERY', env) ?? 'idempotent') as RecoveryPolicy;
-  if (!RECOVERIES.includes(recovery))
-    throw new Error(`OPENWORKER_PAYMENTS_RECOVERY must be one of ${RECOVERIES.join(', ')}, got '${recovery}'`);
-  const keyRetention = readString('OPENWORKER_PAYMENTS_KEY_RETENTION', env);
-  const timeout = readString('OPENWORKER_PAYMENTS_TIMEOUT', env);
-  return {
-    url: url.replace(/\/+$/, ''),
-    recovery,
-    ...(keyRetention ? { keyRetention } : {}),
-    ...(timeout ? { timeout } : {}),
-  };
-}
 
 const input = z.object({
   customer: z.string().min(1).max(200),
@@ -44,6 +12,11 @@ const input = z.object({
   currency: z.string().length(3).optional(),
 });
 
+/**
+ * `create_payment`: an HTTP API with Idempotency-Key semantics (the IETF draft), the shape of most
+ * payment and ordering APIs. The execution ID is the key, so retries of one tool call can apply at
+ * most once while the API remembers the key.
+ */
 export function createPaymentTool(config: PaymentsConfig) {
   return defineTool({
     name: 'create_payment',

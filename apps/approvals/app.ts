@@ -10,7 +10,7 @@ import { listGrants, revoke } from '../../client/grants';
 import { OpenWorkerError } from '../../client/session';
 import { callView, decide, resolveCall, signRequest, waitingCalls, type CallRef, type DecisionRequest } from './calls';
 import { PAGE_CSS, PAGE_HTML, PAGE_JS } from './page';
-import { operatorOf, tokensFile } from './tokens';
+import { operatorOf } from './tokens';
 import { reservedName } from '../../workflows/deciders';
 
 // The approvals app: a page and a JSON API over the client library. Stateless: who you are comes
@@ -19,6 +19,7 @@ import { reservedName } from '../../workflows/deciders';
 
 export interface ApprovalsOptions {
   client: OpenWorkerClient;
+  /** The operators' tokens file; default the client's settings (OPENWORKER_APPROVALS_TOKENS, else in the state dir). */
   tokensFile?: string;
   /** A reverse proxy's authenticated-user header (e.g. X-Forwarded-User); the proxy must set it on every request. */
   trustHeader?: string;
@@ -41,7 +42,7 @@ const STATUS: Record<OpenWorkerError['code'], 400 | 404 | 409 | 502 | 503 | 504>
 type Env = { Variables: { operator: string } };
 
 export function approvalsApp(o: ApprovalsOptions): Hono<Env> {
-  const file = o.tokensFile ?? tokensFile();
+  const file = o.tokensFile ?? o.client.settings.approvalsTokens;
   const app = new Hono<Env>();
   app.use(
     '*',

@@ -1,8 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { readString } from '../../runtime/config';
-import { stateDir } from '../../runtime/stateDir';
 import { reservedName } from '../../workflows/deciders';
 import { OpenWorkerError } from '../../client/session';
 
@@ -19,12 +17,11 @@ export interface TokenRecord {
 const NAME = /^[A-Za-z0-9._@-]{1,64}$/;
 const PREFIX = 'owa_';
 
-export const tokensFile = (env: NodeJS.ProcessEnv = process.env): string =>
-  path.resolve(readString('OPENWORKER_APPROVALS_TOKENS', env) ?? path.join(stateDir(), 'approvals-tokens.json'));
+// `file`: the tokens file, Settings.approvalsTokens (OPENWORKER_APPROVALS_TOKENS, else in the state dir).
 
 const hashOf = (token: string): string => createHash('sha256').update(token).digest('hex');
 
-export function readTokens(file = tokensFile()): TokenRecord[] {
+export function readTokens(file: string): TokenRecord[] {
   if (!existsSync(file)) return [];
   try {
     const parsed = JSON.parse(readFileSync(file, 'utf8')) as { tokens?: TokenRecord[] };
@@ -43,7 +40,7 @@ function writeTokens(file: string, tokens: TokenRecord[]): void {
 }
 
 /** A new token for `name` (replacing its old one): returned once, stored hashed. */
-export function createToken(name: string, file = tokensFile(), now = new Date()): string {
+export function createToken(name: string, file: string, now = new Date()): string {
   if (!NAME.test(name))
     throw new OpenWorkerError(
       `operator name '${name.slice(0, 70)}' must be 1-64 letters, digits, '.', '_', '@' or '-' (it is recorded as who decided)`,
@@ -57,7 +54,7 @@ export function createToken(name: string, file = tokensFile(), now = new Date())
   return token;
 }
 
-export function revokeToken(name: string, file = tokensFile()): boolean {
+export function revokeToken(name: string, file: string): boolean {
   const all = readTokens(file);
   const rest = all.filter((t) => t.name !== name);
   if (rest.length === all.length) return false;
@@ -66,7 +63,7 @@ export function revokeToken(name: string, file = tokensFile()): boolean {
 }
 
 /** The operator a token belongs to, or undefined. Read per request: a revoke applies at once on every replica that sees the file. */
-export function operatorOf(token: string | undefined, file = tokensFile()): string | undefined {
+export function operatorOf(token: string | undefined, file: string): string | undefined {
   if (!token?.startsWith(PREFIX)) return undefined;
   const given = Buffer.from(hashOf(token), 'hex');
   return readTokens(file).find(

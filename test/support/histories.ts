@@ -36,7 +36,7 @@ export async function recordHistory(
   opts: { resetRun?: boolean } = {},
 ): Promise<void> {
   if (!process.env.OPENWORKER_RECORD_HISTORIES) return;
-  const cli = await resolveTemporalCli();
+  const cli = await resolveTemporalCli(process.env);
   const json = execFileSync(
     cli.path,
     ['workflow', 'show', '--workflow-id', workflowId, '--output', 'json', '--address', address],

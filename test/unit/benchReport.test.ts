@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { addedLatency, comparisons, marginalEvents } from '../../bench/analysis';
 import { comparisonTable } from '../../bench/matrixReport';
 import { cells, durabilityMarkdown, markdownTable, maxOf, percentile, svgChart } from '../../bench/report';
-import { cacheFromEnv } from '../../worker/worker';
+import { maxCachedWorkflowsFrom } from '../../runtime/settings';
 import type { RunResult } from '../../bench/report';
 import { MIXED, benchMessage, benchModel, calls, callIdsFor, protectedCalls, shapeOf } from '../../bench/workload';
 
@@ -214,8 +214,8 @@ describe('worker: OPENWORKER_MAX_CACHED_WORKFLOWS', () => {
   ];
   for (const [raw, want] of cases) {
     it(`${JSON.stringify(raw)} → ${want}`, () => {
-      if (typeof want === 'number') assert.equal(cacheFromEnv(raw), want);
-      else assert.throws(() => cacheFromEnv(raw), want);
+      if (typeof want === 'number') assert.equal(maxCachedWorkflowsFrom(raw), want);
+      else assert.throws(() => maxCachedWorkflowsFrom(raw), want);
     });
   }
 });

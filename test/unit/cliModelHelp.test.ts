@@ -6,7 +6,7 @@ import { buildCli } from '../../cli/main';
 
 describe('CLI --model help', () => {
   for (const name of ['worker', 'dev'])
-    it(`${name}: one default, and it still applies`, () => {
+    it(`${name}: one default, said once`, () => {
       const cmd = buildCli().commands.find((c) => c.name() === name)!;
       const help = cmd.helpInformation();
       const block = help.slice(help.indexOf('--model <spec>')).split(/\n {2}-/)[0]!;
@@ -15,7 +15,8 @@ describe('CLI --model help', () => {
         block.replace(/\s+/g, ' '),
         /\(default: \$OPENWORKER_MODEL, else a provider with a key set, else demo\)/,
       );
+      // The value comes from the settings when the command runs (cli/processes.ts), not from the help.
       const model = cmd.options.find((o) => o.long === '--model')!;
-      assert.equal(typeof model.defaultValue, 'string', 'the resolved default is still the value');
+      assert.equal(model.defaultValue, undefined);
     });
 });

@@ -16,6 +16,7 @@ import { addGrant, revokeGrant } from '../../workflows/grants';
 import { applyLedger, newEntry } from '../../workflows/ledger';
 import type { Approver, DecisionKind, LedgerEntry } from '../../workflows/types';
 import { AT, entryIn, intakeOver, planned, spec } from './helpers';
+import { settingsFrom } from '../../runtime/settings';
 
 // Issue #27 hole 4: a person named `auto`. Who approved is a kind (person / auto with why), never a
 // name compared to a sentinel; the names the system shows for itself are refused at every boundary.
@@ -161,14 +162,9 @@ describe('deciders: who approved is a kind', () => {
 });
 
 describe('deciders: every client boundary refuses a reserved name in one line', () => {
-  const env = { OPENWORKER_USER: process.env.OPENWORKER_USER };
   let dir: string;
   before(() => (dir = mkdtempSync(path.join(tmpdir(), 'deciders-'))));
-  after(() => {
-    rmSync(dir, { recursive: true, force: true });
-    if (env.OPENWORKER_USER === undefined) delete process.env.OPENWORKER_USER;
-    else process.env.OPENWORKER_USER = env.OPENWORKER_USER;
-  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
   const oneLine = (fn: () => unknown, re: RegExp) =>
     assert.throws(fn, (err: Error) => {
       assert.ok(!err.message.includes('\n'), err.message);
@@ -177,14 +173,17 @@ describe('deciders: every client boundary refuses a reserved name in one line', 
     });
 
   it('--by', () => {
-    oneLine(() => checkBy('auto'), /^`by`: 'auto' is reserved .*; set `by` or OPENWORKER_USER$/);
-    assert.equal(checkBy('alice'), 'alice');
+    oneLine(() => checkBy('auto', 'ann'), /^`by`: 'auto' is reserved .*; set `by` or OPENWORKER_USER$/);
+    assert.equal(checkBy('alice', 'ann'), 'alice');
   });
   it('the default approver', () => {
-    process.env.OPENWORKER_USER = 'System';
-    oneLine(() => checkBy(undefined), /^the default approver \(OPENWORKER_USER, else USER\): 'System' is reserved/);
-    process.env.OPENWORKER_USER = 'ann';
-    assert.equal(checkBy(undefined), 'ann');
+    const user = (OPENWORKER_USER: string) => settingsFrom({ OPENWORKER_USER, USER: 'bob' }).user;
+    oneLine(
+      () => checkBy(undefined, user('System')),
+      /^the default approver \(OPENWORKER_USER, else USER\): 'System' is reserved/,
+    );
+    assert.equal(checkBy(undefined, user('ann')), 'ann');
+    assert.equal(checkBy(undefined, settingsFrom({ USER: 'bob' }).user), 'bob');
   });
   it('an approvals token', () =>
     oneLine(() => createToken('auto', path.join(dir, 'tokens.json')), /^operator name 'auto' is reserved/));

@@ -14,6 +14,7 @@ import {
   keyringFromList,
 } from '../../runtime/encryption';
 import { defaultPayloadCodecs } from '../../runtime/dataConverter';
+import { settingsFrom } from '../../runtime/settings';
 
 const b64 = () => randomBytes(32).toString('base64');
 const SECRET = 'the launch is on Monday, tell nobody';
@@ -170,16 +171,10 @@ describe('encryption: where the keys come from', () => {
 
 describe('encryption: the local key `dev` generates', () => {
   let dir: string;
-  const saved = process.env.OPENWORKER_STATE_DIR;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'ow-state-'));
-    process.env.OPENWORKER_STATE_DIR = join(dir, '.openworker');
-  });
-  afterEach(() => {
-    if (saved === undefined) delete process.env.OPENWORKER_STATE_DIR;
-    else process.env.OPENWORKER_STATE_DIR = saved;
-    rmSync(dir, { recursive: true, force: true });
-  });
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'ow-state-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  // The environment of a process whose state dir is this test's.
+  const at = (env: NodeJS.ProcessEnv = {}) => ({ OPENWORKER_STATE_DIR: join(dir, '.openworker'), ...env });
 
   const configured: [string, NodeJS.ProcessEnv][] = [
     ['OPENWORKER_ENCRYPTION=off', { OPENWORKER_ENCRYPTION: 'OFF' }],
@@ -188,34 +183,34 @@ describe('encryption: the local key `dev` generates', () => {
   ];
   for (const [name, env] of configured) {
     it(`none with ${name}`, () => {
-      assert.equal(ensureLocalKeyFile(env), undefined);
-      assert.ok(!existsSync(defaultKeyFile()));
+      assert.equal(ensureLocalKeyFile(settingsFrom(at(env))), undefined);
+      assert.ok(!existsSync(defaultKeyFile(join(dir, '.openworker'))));
     });
   }
 
   it('otherwise once: 0600, {active, keys}, id local-<date>, 32 bytes; every later process loads it', async () => {
-    const file = ensureLocalKeyFile({}, new Date('2025-03-04T12:00:00Z'));
+    const file = ensureLocalKeyFile(settingsFrom(at()), new Date('2025-03-04T12:00:00Z'));
     assert.equal(file, join(dir, '.openworker', 'encryption-keys.json'));
     assert.equal(statSync(file!).mode & 0o777, 0o600);
     const body = readFileSync(file!, 'utf8');
-    const ring = keyringFromEnv({});
+    const ring = keyringFromEnv(at());
     assert.equal(ring?.active, 'local-20250304');
     assert.equal(ring?.keys.get('local-20250304')?.length, 32);
-    assert.equal(ensureLocalKeyFile({}), undefined, 'an existing key is never replaced');
+    assert.equal(ensureLocalKeyFile(settingsFrom(at())), undefined, 'an existing key is never replaced');
     assert.equal(readFileSync(file!, 'utf8'), body);
     // OPENWORKER_ENCRYPTION=on is satisfied by the local file.
-    assert.equal(keyringFromEnv({ OPENWORKER_ENCRYPTION: 'on' })?.active, 'local-20250304');
+    assert.equal(keyringFromEnv(at({ OPENWORKER_ENCRYPTION: 'on' }))?.active, 'local-20250304');
   });
 
   it('a process without keys names the key a sealed payload needs, in one line', async () => {
     const [sealed] = await encryptionCodec(keyringFromList(`k7=${b64()}`)).encode([payload()]);
-    const [, oldReferences] = defaultPayloadCodecs({});
+    const [, oldReferences] = defaultPayloadCodecs(at());
     assert.ok(oldReferences, 'the reader of old claim-check references stays');
     await assert.rejects(
-      defaultPayloadCodecs({})[0]!.decode([sealed!]),
+      defaultPayloadCodecs(at())[0]!.decode([sealed!]),
       /^Error: payload encrypted with key 'k7', and this process has no keys: run where `dev` ran \(it reads .*encryption-keys\.json\) or set OPENWORKER_ENCRYPTION_KEY_FILE or OPENWORKER_ENCRYPTION_KEYS$/,
     );
     const plain = payload();
-    assert.deepEqual(await defaultPayloadCodecs({})[0]!.decode([plain]), [plain], 'plain payloads pass');
+    assert.deepEqual(await defaultPayloadCodecs(at())[0]!.decode([plain]), [plain], 'plain payloads pass');
   });
 });

@@ -18,6 +18,7 @@ import { authorizeDecision } from '../../workflows/signatures';
 import type { DecisionKind, LedgerEntry, ToolCall } from '../../workflows/types';
 import { hostileDecision, hostileToolCall, hostileValue } from '../support/hostile';
 import { intakeOver, planned } from './helpers';
+import { settingsFrom } from '../../runtime/settings';
 
 // The pure fuzz tier: every function that reads input from outside (a signal from any Temporal
 // client, a model's tool calls) gets thousands of hostile values: wrong types, huge strings,
@@ -186,7 +187,7 @@ describe(`fuzz: model output (fast-check, ${RUNS} runs, seed ${SEED})`, () => {
     effect: 'read',
     execute: ({ name }) => ({ name }),
   });
-  const registry = createRegistry([...builtinTools(), lookup]);
+  const registry = createRegistry([...builtinTools(settingsFrom({})), lookup]);
   const names = registry.names();
 
   it('planning hostile tool calls never throws; only registered tools with valid arguments are runnable', () => {

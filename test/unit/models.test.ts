@@ -185,10 +185,10 @@ describe('models: demo', () => {
 });
 
 describe('models: loadModel', () => {
-  it("'demo' → the demo model", () => assert.equal(loadModel('demo').name, 'demo'));
+  it("'demo' → the demo model", () => assert.equal(loadModel('demo', {}).name, 'demo'));
   it("'nope' → error listing valid specs", () => {
     assert.throws(
-      () => loadModel('nope'),
+      () => loadModel('nope', {}),
       (err: unknown) => {
         assert.ok(err instanceof Error);
         assert.match(err.message, /unknown `model` 'nope'/);
@@ -197,10 +197,10 @@ describe('models: loadModel', () => {
       },
     );
   });
-  it("'scripted:' without a file → error", () => assert.throws(() => loadModel('scripted:'), /needs a file path/));
+  it("'scripted:' without a file → error", () => assert.throws(() => loadModel('scripted:', {}), /needs a file path/));
   it("'scripted:<missing>' → loadScript error", () =>
     assert.throws(
-      () => loadModel('scripted:/nonexistent/x.json'),
+      () => loadModel('scripted:/nonexistent/x.json', {}),
       /`model` scripted:\/nonexistent\/x\.json: cannot read/,
     ));
 });

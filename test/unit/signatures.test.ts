@@ -9,6 +9,7 @@ import type { DecisionToAuthorize } from '../../workflows/signatures';
 import { authorizeDecision, base64Bytes, resultDigestOf } from '../../workflows/signatures';
 import type { ApprovalRequirement } from '../../workflows/types';
 import { planned, spec } from './helpers';
+import { settingsFrom } from '../../runtime/settings';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'openworker-keys-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -367,10 +368,15 @@ describe('approver keys on disk', () => {
       listApproverKeys(dir).map((k) => k.name),
       ['alice', 'bob'],
     );
-    assert.equal(signingKey('bob', dir, {})?.name, 'bob');
-    assert.equal(signingKey(undefined, dir, { OPENWORKER_APPROVER_KEY: 'alice' })?.name, 'alice');
-    assert.equal(signingKey(undefined, dir, {}), undefined, 'two keys and none named: unsigned');
-    assert.throws(() => signingKey('eve', dir, {}), { message: /^no approver key 'eve' in .*; have: alice, bob/ });
+    assert.equal(signingKey('bob', dir, undefined)?.name, 'bob');
+    assert.equal(
+      signingKey(undefined, dir, settingsFrom({ OPENWORKER_APPROVER_KEY: 'alice' }).approverKey)?.name,
+      'alice',
+    );
+    assert.equal(signingKey(undefined, dir, undefined), undefined, 'two keys and none named: unsigned');
+    assert.throws(() => signingKey('eve', dir, undefined), {
+      message: /^no approver key 'eve' in .*; have: alice, bob/,
+    });
     assert.throws(() => createApproverKey('alice', dir), /a key named 'alice' already exists/);
     assert.throws(() => createApproverKey('a/b', dir), /key name 'a\/b' must be/);
   });

