@@ -10,7 +10,7 @@ import { createWorker } from '../worker/worker';
 // process timed from its start to Worker.create resolved (module loading and bundling included).
 
 const ROOT = join(__dirname, '..', '..');
-const CASES = ['own', 'own+plugin', 'prebundled+plugin', 'plugin', 'createWorker'] as const;
+const CASES = ['own', 'own+plugin', 'prebundled', 'prebundled+plugin', 'plugin', 'createWorker'] as const;
 type Case = (typeof CASES)[number];
 
 const USER_WORKFLOWS = `
@@ -20,12 +20,14 @@ export async function hello(name) { return greet(name); }
 `;
 
 async function sample(which: Case, address: string, workflowsPath: string, prebundled: string): Promise<number> {
+  const ownBundle = prebundled.replace(/bundle\.js$/, 'own-bundle.js');
   const connection = await NativeConnection.connect({ address });
   const base = { connection, taskQueue: `startup-${process.pid}`, activities: { greet: async (n: string) => n } };
   let worker: Worker;
   if (which === 'own') worker = await Worker.create({ ...base, workflowsPath });
   else if (which === 'own+plugin')
     worker = await Worker.create({ ...base, workflowsPath, plugins: [new OpenWorkerPlugin()] });
+  else if (which === 'prebundled') worker = await Worker.create({ ...base, workflowBundle: { codePath: ownBundle } });
   else if (which === 'prebundled+plugin')
     // Bundled at build time with bundleWorkflowCode({ workflowsPath, plugins: [plugin] }).
     worker = await Worker.create({
@@ -59,6 +61,8 @@ async function main(): Promise<void> {
     logger: new DefaultLogger('WARN'),
   });
   writeFileSync(join(dir, 'bundle.js'), code);
+  const own = await bundleWorkflowCode({ workflowsPath: join(dir, 'workflows.js'), logger: new DefaultLogger('WARN') });
+  writeFileSync(join(dir, 'own-bundle.js'), own.code);
   const server = await startDevServer({ port: 0, headless: true, dbFile: join(dir, 'temporal.db') });
   try {
     console.log(`worker start-up, median of ${runs} fresh processes (module loading + bundling + Worker.create)`);
