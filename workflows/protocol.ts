@@ -279,7 +279,7 @@ export const describe = (schema: z.ZodMiniType): string => shapeOf(schema._zod.d
 
 /** setHandler's `description` of each signal and update, derived from its schema. */
 export const DESCRIPTIONS = {
-  approve: `Approve a tool call: ${describe(ApproveSchema)} (reason is not kept). argsDigest and executionId bind it to the call you saw; one that is not applied shows in the current details.`,
+  approve: `Approve a tool call: ${describe(z.omit(ApproveSchema, { reason: true }))}. argsDigest and executionId bind it to the call you saw; one that is not applied shows in the current details.`,
   reject: `Reject a tool call: ${describe(RejectSchema)}. One that is not applied shows in the current details.`,
   recover: `Resolve a recovery_required call: ${describe(RecoverSchema)}. One that is not applied shows in the current details.`,
   decisions: `Several decisions at once: { decisions: [{ kind: ${DECISION_KINDS.join('|')}, …the fields of that signal }] }, at most ${MAX_BATCH}, each judged as if sent alone.`,

@@ -291,7 +291,11 @@ describe('protocol: the descriptions and choices derive from the schemas', () =>
     assert.equal(DESCRIPTIONS.revoke, 'Revoke a standing approval: { grantId, by }');
     assert.equal(DESCRIPTIONS.grant, 'Add a standing approval: { grantId, tool, by, target? }');
     assert.equal(DESCRIPTIONS.message, 'Queue a user message: { text, messageId? }');
-    assert.match(DESCRIPTIONS.approve, /^Approve a tool call: \{ toolCallId, by, .*argsDigest\? \}/);
+    assert.ok(
+      DESCRIPTIONS.approve.startsWith(
+        'Approve a tool call: { toolCallId, by, decisionId?, executionId?, signature?, argsDigest? }. ',
+      ),
+    );
     assert.match(DESCRIPTIONS.decisions, /\{ decisions: \[\{ kind: approve\|reject\|recover, …/);
     assert.match(
       DESCRIPTIONS.grants,
