@@ -1,16 +1,25 @@
 import { strict as assert } from 'node:assert';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import fc from 'fast-check';
+import * as z from 'zod/mini';
 import { parseRecovery } from '../../cli/chatView';
 import { parseDecision, splitDecisions } from '../../workflows/decisions';
 import { activeGrants, addGrant, grantsUpdate, revokeGrant } from '../../workflows/grants';
 import {
+  ApproveSchema,
   checkPayload,
   DESCRIPTIONS,
   describe as describeSchema,
   DispatchRequestSchema,
+  GrantSignalSchema,
+  NotifiedReportSchema,
   NotifyClaimSchema,
   RECOVERY_DECISIONS,
   RecoverSchema,
+  RejectSchema,
+  RevokeSignalSchema,
+  SessionMessageSchema,
 } from '../../workflows/protocol';
 import type { DecisionKind, Grant } from '../../workflows/types';
 import { hostileDecision, hostileValue, PROTOTYPE_KEYS } from '../support/hostile';
@@ -311,4 +320,23 @@ describe('protocol: the descriptions and choices derive from the schemas', () =>
     }
     for (const a of ['', 'x', 'retr', 'ok', 'rs']) assert.equal(parseRecovery(a), undefined);
   });
+});
+
+describe('protocol: the reference table names every field of every payload', () => {
+  const table = readFileSync(join(__dirname, '..', '..', '..', 'docs', 'cli-and-protocol.md'), 'utf8');
+  const row = (name: string) => table.split('\n').find((l) => l.startsWith(`| \`${name}\` |`)) ?? '';
+  const schemas = {
+    approve: z.omit(ApproveSchema, { reason: true }),
+    reject: RejectSchema,
+    recover: RecoverSchema,
+    message: SessionMessageSchema,
+    grant: GrantSignalSchema,
+    revoke: RevokeSignalSchema,
+    notify: NotifyClaimSchema,
+    notified: NotifiedReportSchema,
+  };
+  for (const [name, schema] of Object.entries(schemas))
+    it(name, () => {
+      for (const field of Object.keys(schema.shape)) assert.match(row(name), new RegExp(`\\b${field}\\b`), field);
+    });
 });
