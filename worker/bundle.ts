@@ -13,8 +13,9 @@ export const PRELOADED_WORKFLOW_MODULES = [
   '@noble/curves/ed25519',
   '@noble/hashes/sha256',
   '@noble/hashes/utils',
-  // workflows/protocol.ts's schemas: ~0.4 MiB a turn otherwise.
+  // zod and the protocol's schemas (workflows/protocol.ts): ~0.6 and ~0.17 MiB a turn otherwise.
   'zod/mini',
+  join(__dirname, '..', 'workflows', 'protocol'),
 ];
 
 /**

@@ -1,15 +1,6 @@
 import { needsNoApproval, reservedName } from './deciders';
 import { utf8Bytes } from './limits';
-import {
-  checkPayload,
-  DECISION_IDS,
-  DECISION_KINDS,
-  DECISION_SCHEMAS,
-  DecisionKindSchema,
-  DecisionsEnvelopeSchema,
-  MAX_BATCH,
-  passes,
-} from './protocol';
+import { checkPayload, DECISION_KINDS, MAX_BATCH, passes, schemas } from './protocol';
 import type { ApproveSignal, DecisionKind, LedgerEntry, RecoverSignal, RejectSignal } from './types';
 
 // Whether an approve / reject / recover signal takes effect. Pure; a decision that does not take
@@ -26,9 +17,11 @@ export type Parsed =
 /** A result a person supplies with `recover succeeded`; as large as a tool's result may be by default. */
 export const MAX_RECOVERY_RESULT_BYTES = 256 * 1024;
 
+const S = schemas();
+
 /** The well-formed ones of a decision's naming fields, for the record of a refused decision. */
 const idsOf = (p: Record<string, unknown>) => {
-  const ok = (f: keyof typeof DECISION_IDS) => (passes(DECISION_IDS[f], p[f]) ? { [f]: p[f] as string } : {});
+  const ok = (f: keyof typeof S.decisionIds) => (passes(S.decisionIds[f], p[f]) ? { [f]: p[f] as string } : {});
   return { ...ok('toolCallId'), ...ok('by'), ...ok('decisionId') };
 };
 
@@ -47,7 +40,7 @@ export function parseDecision(
   resultLimitApplies: () => boolean = () => true,
   namesReserved: () => boolean = () => true,
 ): Parsed {
-  const checked = checkPayload(DECISION_SCHEMAS[kind], raw);
+  const checked = checkPayload(S[kind], raw);
   if (!checked.ok && checked.field === undefined) return { ok: false, why: `malformed ${kind}: ${checked.why}` };
   const p = raw as Record<string, unknown>;
   const ids = idsOf(p);
@@ -113,12 +106,12 @@ export type Batch = { ok: true; items: { kind: DecisionKind; payload: unknown }[
  * and one workflow task for all the calls of a response.
  */
 export function splitDecisions(raw: unknown): Batch {
-  const envelope = checkPayload(DecisionsEnvelopeSchema, raw);
+  const envelope = checkPayload(S.decisionsEnvelope, raw);
   if (!envelope.ok) return { ok: false, why: `malformed decisions: ${envelope.why}` };
   const items: { kind: DecisionKind; payload: unknown }[] = [];
   for (const [i, d] of envelope.value.decisions.entries()) {
     const kind = d && typeof d === 'object' ? (d as Record<string, unknown>).kind : undefined;
-    if (!passes(DecisionKindSchema, kind))
+    if (!passes(S.decisionKind, kind))
       return {
         ok: false,
         why: `malformed decisions: item ${i + 1} has kind ${JSON.stringify(kind) ?? 'undefined'}; use one of ${DECISION_KINDS.join(', ')}`,

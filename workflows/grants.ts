@@ -1,19 +1,13 @@
 import type * as z from 'zod/mini';
 import { reservedName } from './deciders';
-import {
-  checkPayload,
-  GrantCheckSchema,
-  GrantSignalSchema,
-  GrantsEnvelopeSchema,
-  MAX_NAME,
-  passes,
-  RevokeSignalSchema,
-} from './protocol';
+import { checkPayload, MAX_NAME, passes, schemas } from './protocol';
 import type { Grant, LedgerEntry } from './types';
 
 // Standing approvals ("always allow"), pure. A grant names a tool and, optionally, one target (the
 // recipient, the account…): it approves later calls of that tool (to that target) in its session.
 // It never covers another tool or another target, and it never reaches calls created before it.
+
+const S = schemas();
 
 /** The length at which the registry cuts a call's target. */
 export const MAX_TARGET = MAX_NAME;
@@ -26,19 +20,19 @@ export type GrantChange = { ok: true; grants: Grant[]; grant: Grant } | { ok: fa
  * (`namesReserved`, patched()) only for such a name, once the fields before it are well-formed:
  * before the refusal a grant or revoke could be made under one.
  */
-function checkChange<S extends typeof GrantSignalSchema | typeof RevokeSignalSchema>(
+function checkChange<T extends typeof S.grant | typeof S.revoke>(
   what: 'grant' | 'revoke',
-  schema: S,
+  schema: T,
   raw: unknown,
   namesReserved: () => boolean,
-): { ok: true; value: z.infer<S> } | { ok: false; why: string } {
+): { ok: true; value: z.infer<T> } | { ok: false; why: string } {
   const checked = checkPayload(schema, raw);
   // target is the one field checked after by (a grant's); a payload that is no object has no by.
   if (!checked.ok && checked.field !== 'target') return { ok: false, why: `malformed ${what}: ${checked.why}` };
   const reserved = reservedName((raw as { by: string }).by);
   if (reserved && namesReserved()) return { ok: false, why: `refused ${what}: by ${reserved}` };
   return checked.ok
-    ? { ok: true, value: checked.value as z.infer<S> }
+    ? { ok: true, value: checked.value as z.infer<T> }
     : { ok: false, why: `malformed ${what}: ${checked.why}` };
 }
 
@@ -49,7 +43,7 @@ export function addGrant(
   at: string,
   namesReserved: () => boolean = () => true,
 ): GrantChange {
-  const checked = checkChange('grant', GrantSignalSchema, raw, namesReserved);
+  const checked = checkChange('grant', S.grant, raw, namesReserved);
   if (!checked.ok) return checked;
   const { grantId, tool, by, target } = checked.value;
   const existing = grants.find((g) => g.id === grantId);
@@ -66,7 +60,7 @@ export function revokeGrant(
   at: string,
   namesReserved: () => boolean = () => true,
 ): GrantChange {
-  const checked = checkChange('revoke', RevokeSignalSchema, raw, namesReserved);
+  const checked = checkChange('revoke', S.revoke, raw, namesReserved);
   if (!checked.ok) return checked;
   const { grantId, by } = checked.value;
   const existing = grants.find((g) => g.id === grantId);
@@ -93,12 +87,12 @@ export function grantFor(grants: readonly Grant[], entry: Pick<LedgerEntry, 'too
  */
 export function grantsUpdate(raw: unknown): { version?: number; grants: Grant[] } | undefined {
   if (Array.isArray(raw)) return { grants: activeGrants(raw) };
-  const checked = checkPayload(GrantsEnvelopeSchema, raw);
+  const checked = checkPayload(S.grantsEnvelope, raw);
   return checked.ok ? { version: checked.value.version, grants: activeGrants(checked.value.grants) } : undefined;
 }
 
 /** Grants as the turn receives them: well-formed (GrantCheckSchema), active ones only; each as it came. */
 export function activeGrants(raw: unknown): Grant[] {
   if (!Array.isArray(raw)) return [];
-  return raw.filter((g): g is Grant => passes(GrantCheckSchema, g) && !(g as Grant).revokedAt);
+  return raw.filter((g): g is Grant => passes(S.grantCheck, g) && !(g as Grant).revokedAt);
 }

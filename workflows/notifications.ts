@@ -1,7 +1,7 @@
 import { setHandler } from '@temporalio/workflow';
 import { notifiedSignal, notifyUpdate } from './definitions';
 import type { LedgerInput } from './ledger';
-import { checkPayload, DESCRIPTIONS, NotifyClaimSchema } from './protocol';
+import { checkPayload, DESCRIPTIONS, schemas } from './protocol';
 import type { LedgerEntry, NotifiedReport, NotifyClaim } from './types';
 
 // Notifications about parked calls, owed by the turn's own state: a call that waits for approval or
@@ -70,7 +70,7 @@ export function handleNotifications(deps: {
     {
       // A refused claim leaves no trace in history: notifiers may ask as often as they poll.
       validator: (c) => {
-        const checked = checkPayload(NotifyClaimSchema, c);
+        const checked = checkPayload(schemas().notify, c);
         if (!checked.ok) throw new Error(checked.why);
         const why = refuseClaim(find(c.executionId), c, Date.now());
         if (why) throw new Error(`notify: ${why}`);

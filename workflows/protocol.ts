@@ -33,18 +33,19 @@ export const MAX_REASON = 2000;
 
 /** The decisions a person can take on a call in recovery_required. Declared once. */
 const RECOVERY = ['retry', 'succeeded', 'failed'] as const;
-export const RecoveryDecisionSchema = z.enum(RECOVERY, { error: `decision must be one of ${RECOVERY.join(', ')}` });
+const RecoveryDecisionSchema = z.enum(RECOVERY, { error: `decision must be one of ${RECOVERY.join(', ')}` });
 export type RecoveryDecision = z.infer<typeof RecoveryDecisionSchema>;
-export const RECOVERY_DECISIONS: readonly RecoveryDecision[] = RecoveryDecisionSchema.options;
+export const RECOVERY_DECISIONS: readonly RecoveryDecision[] = [...RECOVERY];
 
-export const DecisionKindSchema = z.enum(['approve', 'reject', 'recover']);
+const KINDS = ['approve', 'reject', 'recover'] as const;
+const DecisionKindSchema = z.enum(KINDS);
 export type DecisionKind = z.infer<typeof DecisionKindSchema>;
-export const DECISION_KINDS: readonly DecisionKind[] = DecisionKindSchema.options;
+export const DECISION_KINDS: readonly DecisionKind[] = [...KINDS];
 
 const SIGNATURE = 'signature must be { keyId, signedAt, value } strings (openworker-temporal signs it for you)';
 
 /** An approver's signature on a decision (see signedMessage in workflows/signatures.ts). */
-export const DecisionSignatureSchema = z.object(
+const DecisionSignatureSchema = z.object(
   {
     keyId: text(MAX_ID, SIGNATURE),
     /** ISO time of signing; covered by the signature. */
@@ -62,7 +63,7 @@ export type DecisionSignature = z.infer<typeof DecisionSignatureSchema>;
  * execution ID differs from the call's is ignored, so a stale decision cannot land on another call.
  */
 /** The fields that name a decision; a refused one is recorded with those of them that are well-formed. */
-export const DECISION_IDS = {
+const DECISION_IDS = {
   toolCallId: text(MAX_ID, `toolCallId must be a non-empty string of at most ${MAX_ID} characters`),
   by: text(MAX_BY, `by must name who decided (1-${MAX_BY} characters)`),
   decisionId: text(MAX_ID, 'decisionId must be a non-empty string'),
@@ -79,12 +80,12 @@ const decisionFields = {
   signature: z.optional(DecisionSignatureSchema),
 };
 
-export const ApproveSchema = z.object(
+const ApproveSchema = z.object(
   { ...decisionFields, argsDigest: z.optional(text(MAX_ID, 'argsDigest must be a string like sha256:<hex>')) },
   { error: OBJECT },
 );
-export const RejectSchema = z.object(decisionFields, { error: OBJECT });
-export const RecoverSchema = z.object(
+const RejectSchema = z.object(decisionFields, { error: OBJECT });
+const RecoverSchema = z.object(
   {
     ...decisionFields,
     decision: RecoveryDecisionSchema,
@@ -107,7 +108,6 @@ export const RecoverSchema = z.object(
 export type ApproveSignal = Omit<z.infer<typeof ApproveSchema>, 'reason'>;
 export type RejectSignal = z.infer<typeof RejectSchema>;
 export type RecoverSignal = z.infer<typeof RecoverSchema>;
-export const DECISION_SCHEMAS = { approve: ApproveSchema, reject: RejectSchema, recover: RecoverSchema } as const;
 
 /** At most this many decisions in one `decisions` signal (one model response's calls, with room). */
 export const MAX_BATCH = 100;
@@ -117,7 +117,7 @@ const BATCH = 'expected { decisions: [{ kind, toolCallId, by, … }] } with at l
  * What the batch is checked for as a whole; each item is then checked as its own signal would be
  * (workflows/decisions.ts splitDecisions), so a malformed item does not refuse the others.
  */
-export const DecisionsEnvelopeSchema = z.object(
+const DecisionsEnvelopeSchema = z.object(
   {
     decisions: z.array(z.unknown(), { error: BATCH }).check(
       z.minLength(1, { error: BATCH }),
@@ -138,13 +138,13 @@ export interface DecisionsSignal {
 // ---- The session's signals: message, grant, revoke; and the turn's internal `grants` ----
 
 /** A user message; the session's own rules (workflows/limits.ts sessionMessageProblem) judge it. */
-export const SessionMessageSchema = z.object({ text: z.string(), messageId: z.optional(z.string()) });
+const SessionMessageSchema = z.object({ text: z.string(), messageId: z.optional(z.string()) });
 export type SessionMessageSignal = z.infer<typeof SessionMessageSchema>;
 
 export const MAX_GRANT_ID = 100;
 export const MAX_NAME = 200;
 
-export const GrantSignalSchema = z.object(
+const GrantSignalSchema = z.object(
   {
     grantId: text(MAX_GRANT_ID, `grantId must be a non-empty string of at most ${MAX_GRANT_ID} characters`),
     tool: text(MAX_NAME, 'tool must name a tool'),
@@ -155,7 +155,7 @@ export const GrantSignalSchema = z.object(
 );
 export type GrantSignal = z.infer<typeof GrantSignalSchema>;
 
-export const RevokeSignalSchema = z.object(
+const RevokeSignalSchema = z.object(
   {
     grantId: text(MAX_GRANT_ID, 'grantId and by are required'),
     by: text(MAX_NAME, 'grantId and by are required'),
@@ -169,7 +169,7 @@ export type RevokeSignal = z.infer<typeof RevokeSignalSchema>;
  * approved by it. Revoked grants stay listed for the audit. A turn takes a grant whose id, tool,
  * by and target are well-formed (GrantCheckSchema) and that is not revoked.
  */
-export const GrantSchema = z.object({
+const GrantSchema = z.object({
   id: text(MAX_GRANT_ID, 'id'),
   tool: text(MAX_NAME, 'tool'),
   target: z.optional(text(MAX_NAME, 'target')),
@@ -179,19 +179,19 @@ export const GrantSchema = z.object({
   revokedBy: z.optional(z.string()),
 });
 export type Grant = z.infer<typeof GrantSchema>;
-export const GrantCheckSchema = z.pick(GrantSchema, { id: true, tool: true, target: true, by: true });
+const GrantCheckSchema = z.pick(GrantSchema, { id: true, tool: true, target: true, by: true });
 
 /** Internal: the session's active grants, versions increasing (a bare array, from the first builds, has none). */
-export const GrantsSignalSchema = z.object({ version: positiveInteger('version'), grants: z.array(GrantSchema) });
+const GrantsSignalSchema = z.object({ version: positiveInteger('version'), grants: z.array(GrantSchema) });
 export type GrantsSignal = z.infer<typeof GrantsSignalSchema>;
 /** What a `grants` signal is checked for as a whole; each grant is then taken or dropped alone. */
-export const GrantsEnvelopeSchema = z.extend(GrantsSignalSchema, { grants: z.array(z.unknown()) });
+const GrantsEnvelopeSchema = z.extend(GrantsSignalSchema, { grants: z.array(z.unknown()) });
 
 // ---- Internal updates and signals: the dispatch marker and notifications ----
 
 const DISPATCH = 'dispatch: expected { executionId, activityId, attempt }';
 /** Sent by the execute activity before it calls the tool; the turn answers whether it may proceed. */
-export const DispatchRequestSchema = z.object(
+const DispatchRequestSchema = z.object(
   {
     executionId: z.string({ error: DISPATCH }),
     activityId: z.string({ error: DISPATCH }),
@@ -200,12 +200,12 @@ export const DispatchRequestSchema = z.object(
   { error: DISPATCH },
 );
 export type DispatchRequest = z.infer<typeof DispatchRequestSchema>;
-export const DispatchAnswerSchema = z.object({ proceed: z.boolean(), reason: z.optional(z.string()) });
+const DispatchAnswerSchema = z.object({ proceed: z.boolean(), reason: z.optional(z.string()) });
 export type DispatchAnswer = z.infer<typeof DispatchAnswerSchema>;
 
 const NOTIFY = 'notify: expected { executionId, park, by, leaseMs }';
 /** A notifier's claim on a parked call's notification (the `notify` update; workflows/notifications.ts). */
-export const NotifyClaimSchema = z.object(
+const NotifyClaimSchema = z.object(
   {
     executionId: z.string({ error: NOTIFY }),
     /** `approval`, or `recovery-<n>` for the call's n-th park in recovery_required. */
@@ -216,11 +216,11 @@ export const NotifyClaimSchema = z.object(
   { error: NOTIFY },
 );
 export type NotifyClaim = z.infer<typeof NotifyClaimSchema>;
-export const NotifyAnswerSchema = z.object({ until: z.string() });
+const NotifyAnswerSchema = z.object({ until: z.string() });
 export type NotifyAnswer = z.infer<typeof NotifyAnswerSchema>;
 
 /** A notifier's report that it sent a claimed notification (the `notified` signal); only a claim's report counts. */
-export const NotifiedReportSchema = z.object({
+const NotifiedReportSchema = z.object({
   executionId: z.string(),
   park: z.string(),
   by: z.string(),
@@ -228,6 +228,36 @@ export const NotifiedReportSchema = z.object({
   failed: z.number(),
 });
 export type NotifiedReport = z.infer<typeof NotifiedReportSchema>;
+
+/**
+ * Every schema, shared by all turns: worker/bundle.ts preloads this module once per worker (else each
+ * cached turn would build its own, ~0.17 MiB), and the sandbox then freezes what a preloaded module
+ * exports. zod completes a schema on its first use, so the schemas are kept out of the exports, in
+ * this closure the freeze does not reach, and handed out by `schemas()`.
+ */
+const SCHEMAS = {
+  approve: ApproveSchema,
+  reject: RejectSchema,
+  recover: RecoverSchema,
+  recoveryDecision: RecoveryDecisionSchema,
+  decisionKind: DecisionKindSchema,
+  decisionIds: DECISION_IDS,
+  decisionsEnvelope: DecisionsEnvelopeSchema,
+  signature: DecisionSignatureSchema,
+  message: SessionMessageSchema,
+  grant: GrantSignalSchema,
+  revoke: RevokeSignalSchema,
+  grantRecord: GrantSchema,
+  grantCheck: GrantCheckSchema,
+  grants: GrantsSignalSchema,
+  grantsEnvelope: GrantsEnvelopeSchema,
+  dispatch: DispatchRequestSchema,
+  dispatchAnswer: DispatchAnswerSchema,
+  notify: NotifyClaimSchema,
+  notifyAnswer: NotifyAnswerSchema,
+  notified: NotifiedReportSchema,
+};
+export const schemas = (): typeof SCHEMAS => SCHEMAS;
 
 // ---- Checking a payload: the first issue, as one line ----
 

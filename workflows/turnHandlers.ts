@@ -3,7 +3,7 @@ import { dispatchUpdate, grantsSignal } from './definitions';
 import { activeGrants, grantFor, grantsUpdate } from './grants';
 import type { LedgerInput } from './ledger';
 import { activityIdFor } from './ledger';
-import { checkPayload, DESCRIPTIONS, DispatchRequestSchema } from './protocol';
+import { checkPayload, DESCRIPTIONS, schemas } from './protocol';
 import type { Grant, LedgerEntry, TurnInput } from './types';
 
 // Two of the turn's handlers, each with the state only it needs: the session's standing approvals,
@@ -120,7 +120,7 @@ export function handleDispatch(deps: {
     {
       // A rejected update leaves no trace in history, so any client's junk is refused here.
       validator: (req) => {
-        const checked = checkPayload(DispatchRequestSchema, req);
+        const checked = checkPayload(schemas().dispatch, req);
         if (!checked.ok) throw new Error(checked.why);
         const entry = entries().find((e) => e.executionId === req.executionId);
         if (!entry) throw new Error(`dispatch: unknown execution ${req.executionId}`);

@@ -7,19 +7,11 @@ import { parseRecovery } from '../../cli/chatView';
 import { parseDecision, splitDecisions } from '../../workflows/decisions';
 import { activeGrants, addGrant, grantsUpdate, revokeGrant } from '../../workflows/grants';
 import {
-  ApproveSchema,
   checkPayload,
   DESCRIPTIONS,
   describe as describeSchema,
-  DispatchRequestSchema,
-  GrantSignalSchema,
-  NotifiedReportSchema,
-  NotifyClaimSchema,
   RECOVERY_DECISIONS,
-  RecoverSchema,
-  RejectSchema,
-  RevokeSignalSchema,
-  SessionMessageSchema,
+  schemas,
 } from '../../workflows/protocol';
 import type { DecisionKind, Grant } from '../../workflows/types';
 import { hostileDecision, hostileValue, PROTOTYPE_KEYS } from '../support/hostile';
@@ -30,6 +22,7 @@ import * as old from './protocolOracle';
 // patched() gates asked in the same situations, for a table of payloads and seeded hostile ones.
 
 const KINDS: DecisionKind[] = ['approve', 'reject', 'recover'];
+const S = schemas();
 const SEED = 2826;
 const base = { toolCallId: 'call_1', by: 'alice' };
 const sig = { keyId: 'k1', signedAt: '2026-01-01T00:00:00.000Z', value: 'c2ln' };
@@ -254,7 +247,7 @@ describe('protocol: the schema-derived parsers decide as the hand-written ones d
   });
 
   it('the dispatch and notify validators refuse what they refused, with the same message', () => {
-    const why = (s: typeof DispatchRequestSchema | typeof NotifyClaimSchema, raw: unknown) => {
+    const why = (s: typeof S.dispatch | typeof S.notify, raw: unknown) => {
       const c = checkPayload(s, raw);
       return c.ok ? undefined : c.why;
     };
@@ -269,8 +262,8 @@ describe('protocol: the schema-derived parsers decide as the hand-written ones d
       ),
       ...fc.sample(hostileValue(1), { seed: SEED, numRuns: 500 }),
     ];
-    for (const raw of variants(req)) assert.equal(why(DispatchRequestSchema, raw), old.dispatchProblem(raw));
-    for (const raw of variants(claim)) assert.equal(why(NotifyClaimSchema, raw), old.notifyProblem(raw));
+    for (const raw of variants(req)) assert.equal(why(S.dispatch, raw), old.dispatchProblem(raw));
+    for (const raw of variants(claim)) assert.equal(why(S.notify, raw), old.notifyProblem(raw));
   });
 });
 
@@ -294,7 +287,7 @@ describe('protocol: the one difference, which no payload can carry', () => {
 describe('protocol: the descriptions and choices derive from the schemas', () => {
   it('a payload lists its fields in checking order, optional ones marked, enums with their values', () => {
     assert.equal(
-      describeSchema(RecoverSchema),
+      describeSchema(S.recover),
       '{ toolCallId, by, decisionId?, reason?, executionId?, signature?, decision: retry|succeeded|failed, run?, park?, skipFence?, result? }',
     );
     assert.equal(DESCRIPTIONS.revoke, 'Revoke a standing approval: { grantId, by }');
@@ -326,14 +319,14 @@ describe('protocol: the reference table names every field of every payload', () 
   const table = readFileSync(join(__dirname, '..', '..', '..', 'docs', 'cli-and-protocol.md'), 'utf8');
   const row = (name: string) => table.split('\n').find((l) => l.startsWith(`| \`${name}\` |`)) ?? '';
   const schemas = {
-    approve: z.omit(ApproveSchema, { reason: true }),
-    reject: RejectSchema,
-    recover: RecoverSchema,
-    message: SessionMessageSchema,
-    grant: GrantSignalSchema,
-    revoke: RevokeSignalSchema,
-    notify: NotifyClaimSchema,
-    notified: NotifiedReportSchema,
+    approve: z.omit(S.approve, { reason: true }),
+    reject: S.reject,
+    recover: S.recover,
+    message: S.message,
+    grant: S.grant,
+    revoke: S.revoke,
+    notify: S.notify,
+    notified: S.notified,
   };
   for (const [name, schema] of Object.entries(schemas))
     it(name, () => {
