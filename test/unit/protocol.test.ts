@@ -1,4 +1,5 @@
 import { strict as assert } from 'node:assert';
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -16,6 +17,7 @@ import {
 import type { DecisionKind, Grant } from '../../workflows/types';
 import { hostileDecision, hostileValue, PROTOTYPE_KEYS } from '../support/hostile';
 import * as old from './protocolOracle';
+import { samples } from './protocolSamples';
 
 // The schema-derived parsers (workflows/protocol.ts) against the hand-written ones they replaced
 // (./protocolOracle.ts, verbatim): same verdict, same reason, same normalized payload, and the
@@ -332,4 +334,32 @@ describe('protocol: the reference table names every field of every payload', () 
     it(name, () => {
       for (const field of Object.keys(schema.shape)) assert.match(row(name), new RegExp(`\\b${field}\\b`), field);
     });
+});
+
+describe('protocol: shared by all turns, as the sandbox shares a preloaded module', () => {
+  // worker/bundle.ts preloads zod/mini and workflows/protocol; the SDK then deep-freezes what they
+  // export (reusable-vm.js deepFreeze, copied here). zod completes a schema on first use, so a schema
+  // reachable from the exports would throw in every turn's first parse.
+  it('frozen as the SDK freezes them, the parsers decide as before', () => {
+    const dist = join(__dirname, '..', '..');
+    const script = `
+      const deepFreeze = (o, seen = new WeakSet()) => {
+        if (o == null || seen.has(o) || (typeof o !== 'object' && typeof o !== 'function')) return o;
+        seen.add(o);
+        if (Object.isFrozen(o)) return o;
+        if (typeof o === 'object')
+          for (const k of [...Object.getOwnPropertyNames(o), ...Object.getOwnPropertySymbols(o)]) {
+            const v = o[k];
+            if (v && (typeof v === 'object' || typeof v === 'function')) try { deepFreeze(v, seen); } catch {}
+          }
+        return Object.freeze(o);
+      };
+      deepFreeze(require('zod/mini'));
+      deepFreeze(require(${JSON.stringify(join(dist, 'workflows', 'protocol'))}));
+      const run = require(${JSON.stringify(join(dist, 'test', 'unit', 'protocolSamples'))}).samples;
+      process.stdout.write(JSON.stringify(run()));`;
+    const child = spawnSync(process.execPath, ['-e', script], { cwd: dist, encoding: 'utf8', env: { ...process.env } });
+    assert.equal(child.stderr, '');
+    assert.deepStrictEqual(JSON.parse(child.stdout), JSON.parse(JSON.stringify(samples())));
+  });
 });
