@@ -1,5 +1,7 @@
 import type { LedgerEntry, TurnStatus } from '../workflows/types';
 import { needsNoApproval } from '../workflows/deciders';
+import type { RecoveryDecision } from '../workflows/protocol';
+import { RECOVERY_DECISIONS } from '../workflows/protocol';
 
 // What the chat REPL prints and how it reads answers. Pure, so the wording is tested as a table;
 // cli/chat.ts does the terminal and Temporal I/O.
@@ -74,14 +76,12 @@ export function recoveryLines(e: LedgerEntry): string[] {
   return lines;
 }
 
-export type RecoveryAnswer = 'retry' | 'succeeded' | 'failed';
+export type RecoveryAnswer = RecoveryDecision;
 
+/** A recovery decision, or its first letter (r, s, f). */
 export function parseRecovery(line: string): RecoveryAnswer | undefined {
   const a = line.trim().toLowerCase();
-  if (a === 'r' || a === 'retry') return 'retry';
-  if (a === 's' || a === 'succeeded') return 'succeeded';
-  if (a === 'f' || a === 'failed') return 'failed';
-  return undefined;
+  return RECOVERY_DECISIONS.find((d) => a === d || a === d[0]);
 }
 
 const approval = (e: LedgerEntry): string =>

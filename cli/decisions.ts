@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import type { RecoveryDecision } from '../workflows/types';
+import { RECOVERY_DECISIONS } from '../workflows/protocol';
 import { globals, json, positiveInt, print, settingsOf, withClient } from './common';
 import { approve, approveAll, recover, reject } from '../client/decisions';
 import type { DecisionOutcome } from '../client/decisions';
@@ -171,7 +172,7 @@ function recoverCommand(program: Command): void {
         '--decision <decision>',
         'retry: run again with the same execution ID; succeeded: use --result; failed: tell the model',
       )
-        .choices(['retry', 'succeeded', 'failed'])
+        .choices(RECOVERY_DECISIONS)
         .makeOptionMandatory(),
     )
     .option('--result <json>', 'the tool result, with --decision succeeded', json)

@@ -5,6 +5,7 @@ import type { InboxItem, NotApplied, SessionView } from '../client/inspect';
 import type { WaitedTurn } from '../client/session';
 import { pendingFence, retryNote } from '../workflows/ledger';
 import { approvedByPerson } from '../workflows/deciders';
+import { RECOVERY_DECISIONS } from '../workflows/protocol';
 
 // Human-readable output for the CLI; `--json` prints the library's values instead.
 
@@ -40,7 +41,7 @@ export function formatTurn(t: WaitedTurn): string {
       const note = retryNote(e);
       if (note) lines.push(`    ${note}`);
       lines.push(
-        `    decide: openworker-temporal recover ${t.sessionId} ${e.toolCallId} --decision retry|succeeded|failed`,
+        `    decide: openworker-temporal recover ${t.sessionId} ${e.toolCallId} --decision ${RECOVERY_DECISIONS.join('|')}`,
       );
     }
   }

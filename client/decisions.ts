@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ClientLike } from './own';
 import { asOpenWorker } from './own';
 import { MAX_BATCH, MAX_RECOVERY_RESULT_BYTES } from '../workflows/decisions';
+import { RECOVERY_DECISIONS } from '../workflows/protocol';
 import {
   approveSignal,
   decisionsSignal,
@@ -53,8 +54,6 @@ export interface DecisionOutcome {
   /** An applied retry: whether it asks reconcile() before running again, or nothing can tell (ledger reconcileNote). */
   retryNote?: string;
 }
-
-const RECOVERY: readonly RecoveryDecision[] = ['retry', 'succeeded', 'failed'];
 
 /**
  * Who decides, checked before anything is sent: 1-200 characters, and not a name the system shows
@@ -362,8 +361,11 @@ export function recover(
   const c = asOpenWorker(client);
   if (t.skipFence && t.decision !== 'retry')
     throw new OpenWorkerError('`skipFence` only goes with `decision` retry', 'bad_input');
-  if (!RECOVERY.includes(t.decision))
-    throw new OpenWorkerError(`\`decision\` must be one of ${RECOVERY.join(', ')}, got '${t.decision}'`, 'bad_input');
+  if (!RECOVERY_DECISIONS.includes(t.decision))
+    throw new OpenWorkerError(
+      `\`decision\` must be one of ${RECOVERY_DECISIONS.join(', ')}, got '${t.decision}'`,
+      'bad_input',
+    );
   if (t.result !== undefined && t.decision !== 'succeeded')
     throw new OpenWorkerError('`result` only goes with `decision` succeeded', 'bad_input');
   const bytes = t.result === undefined ? 0 : Buffer.byteLength(JSON.stringify(t.result) ?? '');

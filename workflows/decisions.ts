@@ -1,14 +1,7 @@
 import { needsNoApproval, reservedName } from './deciders';
 import { utf8Bytes } from './limits';
-import type {
-  ApproveSignal,
-  DecisionKind,
-  DecisionSignature,
-  LedgerEntry,
-  RecoverSignal,
-  RecoveryDecision,
-  RejectSignal,
-} from './types';
+import { checkPayload, DECISION_KINDS, MAX_BATCH, passes, schemas } from './protocol';
+import type { ApproveSignal, DecisionKind, LedgerEntry, RecoverSignal, RejectSignal } from './types';
 
 // Whether an approve / reject / recover signal takes effect. Pure; a decision that does not take
 // effect changes nothing and is recorded with the reason.
@@ -21,24 +14,25 @@ export type Decision =
 export type Parsed =
   { ok: true; decision: Decision } | { ok: false; why: string; toolCallId?: string; by?: string; decisionId?: string };
 
-const RECOVERY_DECISIONS: readonly RecoveryDecision[] = ['retry', 'succeeded', 'failed'];
-const MAX_ID = 256;
-const MAX_BY = 200;
-const MAX_REASON = 2000;
-
-function str(value: unknown, max: number): string | undefined {
-  return typeof value === 'string' && value.length > 0 && value.length <= max ? value : undefined;
-}
-
 /** A result a person supplies with `recover succeeded`; as large as a tool's result may be by default. */
 export const MAX_RECOVERY_RESULT_BYTES = 256 * 1024;
 
+const S = schemas();
+
+/** The well-formed ones of a decision's naming fields, for the record of a refused decision. */
+const idsOf = (p: Record<string, unknown>) => {
+  const ok = (f: keyof typeof S.decisionIds) => (passes(S.decisionIds[f], p[f]) ? { [f]: p[f] as string } : {});
+  return { ...ok('toolCallId'), ...ok('by'), ...ok('decisionId') };
+};
+
 /**
- * Validates a raw signal payload (it may come from any Temporal client, so trust nothing).
- * `resultLimitApplies` is asked only for an oversized recovery result: histories recorded before the
- * limit took any size, and must replay that way (the turn answers with patched()). `namesReserved`
- * likewise is asked only for a name the system reserves (workflows/deciders.ts): before the refusal,
- * a person could decide under one.
+ * Validates a raw signal payload (it may come from any Temporal client, so trust nothing) against
+ * its schema (workflows/protocol.ts): the first field that fails, in the schema's order, is the
+ * reason. `namesReserved` is asked only for a name the system reserves (workflows/deciders.ts),
+ * once toolCallId and by are well-formed: before the refusal, a person could decide under one.
+ * `resultLimitApplies` likewise is asked only for an oversized recovery result of an otherwise
+ * well-formed decision: histories recorded before the limit took any size, and must replay that
+ * way (the turn answers with patched()).
  */
 export function parseDecision(
   kind: DecisionKind,
@@ -46,61 +40,36 @@ export function parseDecision(
   resultLimitApplies: () => boolean = () => true,
   namesReserved: () => boolean = () => true,
 ): Parsed {
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw))
-    return { ok: false, why: `malformed ${kind}: payload must be an object` };
+  const checked = checkPayload(S[kind], raw);
+  if (!checked.ok && checked.field === undefined) return { ok: false, why: `malformed ${kind}: ${checked.why}` };
   const p = raw as Record<string, unknown>;
-  const toolCallId = str(p.toolCallId, MAX_ID);
-  const by = str(p.by, MAX_BY);
-  const decisionId = str(p.decisionId, MAX_ID);
-  const ids = { ...(toolCallId ? { toolCallId } : {}), ...(by ? { by } : {}), ...(decisionId ? { decisionId } : {}) };
+  const ids = idsOf(p);
   const bad = (why: string): Parsed => ({ ok: false, why: `malformed ${kind}: ${why}`, ...ids });
-  if (!toolCallId) return bad(`toolCallId must be a non-empty string of at most ${MAX_ID} characters`);
-  if (!by) return bad(`by must name who decided (1-${MAX_BY} characters)`);
-  const reserved = reservedName(by);
+  if (!checked.ok && (checked.field === 'toolCallId' || checked.field === 'by')) return bad(checked.why);
+  const reserved = reservedName(p.by as string);
   if (reserved && namesReserved()) return { ok: false, why: `refused ${kind}: by ${reserved}`, ...ids };
-  if (p.decisionId !== undefined && !decisionId) return bad('decisionId must be a non-empty string');
-  if (p.reason !== undefined && (typeof p.reason !== 'string' || p.reason.length > MAX_REASON)) {
-    return bad(`reason must be a string of at most ${MAX_REASON} characters`);
-  }
-  const executionId = str(p.executionId, MAX_ID);
-  if (p.executionId !== undefined && !executionId) return bad('executionId must be a non-empty string');
-  let signature: DecisionSignature | undefined;
-  if (p.signature !== undefined) {
-    const sig = p.signature as Record<string, unknown> | null;
-    const keyId = str(sig?.keyId, MAX_ID);
-    const signedAt = str(sig?.signedAt, 40);
-    const value = str(sig?.value, MAX_ID);
-    if (!sig || typeof sig !== 'object' || !keyId || !signedAt || !value)
-      return bad('signature must be { keyId, signedAt, value } strings (openworker-temporal signs it for you)');
-    signature = { keyId, signedAt, value };
-  }
+  if (!checked.ok) return bad(checked.why);
+  // The fields of all three kinds; each kind's schema has checked the ones it has.
+  const v = checked.value as Partial<RecoverSignal & ApproveSignal> & Pick<RecoverSignal, 'toolCallId' | 'by'>;
   const common = {
-    toolCallId,
-    by,
-    ...(decisionId ? { decisionId } : {}),
-    ...(executionId ? { executionId } : {}),
-    ...(signature ? { signature } : {}),
+    toolCallId: v.toolCallId,
+    by: v.by,
+    ...(v.decisionId ? { decisionId: v.decisionId } : {}),
+    ...(v.executionId ? { executionId: v.executionId } : {}),
+    ...(v.signature ? { signature: v.signature } : {}),
   };
-  const reason = typeof p.reason === 'string' && p.reason ? { reason: p.reason } : {};
+  const reason = v.reason ? { reason: v.reason } : {};
   switch (kind) {
     case 'approve':
-      if (p.argsDigest !== undefined && !str(p.argsDigest, MAX_ID))
-        return bad('argsDigest must be a string like sha256:<hex>');
       return {
         ok: true,
-        decision: { kind, payload: { ...common, ...(p.argsDigest ? { argsDigest: p.argsDigest as string } : {}) } },
+        decision: { kind, payload: { ...common, ...(v.argsDigest ? { argsDigest: v.argsDigest } : {}) } },
       };
     case 'reject':
       return { ok: true, decision: { kind, payload: { ...common, ...reason } } };
-    case 'recover':
-      if (!RECOVERY_DECISIONS.includes(p.decision as RecoveryDecision))
-        return bad(`decision must be one of ${RECOVERY_DECISIONS.join(', ')}`);
-      if (p.run !== undefined && !(Number.isInteger(p.run) && (p.run as number) >= 1))
-        return bad('run must be a positive integer');
-      if (p.park !== undefined && !(Number.isInteger(p.park) && (p.park as number) >= 1))
-        return bad('park must be a positive integer');
-      if (p.skipFence !== undefined && typeof p.skipFence !== 'boolean') return bad('skipFence must be true or false');
-      if (p.skipFence === true && p.decision !== 'retry') return bad('skipFence only goes with decision retry');
+    case 'recover': {
+      const decision = v.decision!;
+      if (v.skipFence === true && decision !== 'retry') return bad('skipFence only goes with decision retry');
       if ('result' in p) {
         const bytes = utf8Bytes(JSON.stringify(p.result) ?? '');
         if (bytes > MAX_RECOVERY_RESULT_BYTES && resultLimitApplies())
@@ -115,20 +84,19 @@ export function parseDecision(
           payload: {
             ...common,
             ...reason,
-            decision: p.decision as RecoveryDecision,
+            decision,
             ...('result' in p ? { result: p.result } : {}),
-            ...(p.run !== undefined ? { run: p.run as number } : {}),
-            ...(p.park !== undefined ? { park: p.park as number } : {}),
-            ...(p.skipFence === true ? { skipFence: true } : {}),
+            ...(v.run !== undefined ? { run: v.run } : {}),
+            ...(v.park !== undefined ? { park: v.park } : {}),
+            ...(v.skipFence === true ? { skipFence: true } : {}),
           },
         },
       };
+    }
   }
 }
 
-/** At most this many decisions in one `decisions` signal (one model response's calls, with room). */
-export const MAX_BATCH = 100;
-const KINDS: readonly DecisionKind[] = ['approve', 'reject', 'recover'];
+export { MAX_BATCH };
 
 export type Batch = { ok: true; items: { kind: DecisionKind; payload: unknown }[] } | { ok: false; why: string };
 
@@ -138,22 +106,15 @@ export type Batch = { ok: true; items: { kind: DecisionKind; payload: unknown }[
  * and one workflow task for all the calls of a response.
  */
 export function splitDecisions(raw: unknown): Batch {
-  const list =
-    raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>).decisions : undefined;
-  if (!Array.isArray(list) || list.length === 0)
-    return {
-      ok: false,
-      why: 'malformed decisions: expected { decisions: [{ kind, toolCallId, by, … }] } with at least one decision',
-    };
-  if (list.length > MAX_BATCH)
-    return { ok: false, why: `malformed decisions: ${list.length} decisions in one signal; at most ${MAX_BATCH}` };
+  const envelope = checkPayload(S.decisionsEnvelope, raw);
+  if (!envelope.ok) return { ok: false, why: `malformed decisions: ${envelope.why}` };
   const items: { kind: DecisionKind; payload: unknown }[] = [];
-  for (const [i, d] of list.entries()) {
+  for (const [i, d] of envelope.value.decisions.entries()) {
     const kind = d && typeof d === 'object' ? (d as Record<string, unknown>).kind : undefined;
-    if (!KINDS.includes(kind as DecisionKind))
+    if (!passes(S.decisionKind, kind))
       return {
         ok: false,
-        why: `malformed decisions: item ${i + 1} has kind ${JSON.stringify(kind) ?? 'undefined'}; use one of ${KINDS.join(', ')}`,
+        why: `malformed decisions: item ${i + 1} has kind ${JSON.stringify(kind) ?? 'undefined'}; use one of ${DECISION_KINDS.join(', ')}`,
       };
     items.push({ kind: kind as DecisionKind, payload: d });
   }

@@ -6,7 +6,6 @@ import type {
   DecisionsSignal,
   DispatchAnswer,
   DispatchRequest,
-  Grant,
   GrantSignal,
   Message,
   NotifiedReport,
@@ -18,7 +17,9 @@ import type {
   SessionStatus,
   TurnStatus,
 } from './types';
+import type { GrantsSignal, NotifyAnswer } from './protocol';
 
+// The payloads are zod schemas in ./protocol (their types, parsers and Web UI descriptions derive from them).
 // Names are part of the public protocol (docs/cli-and-protocol.md): users may send them with `temporal workflow signal`.
 export const approveSignal = defineSignal<[ApproveSignal]>('approve');
 export const rejectSignal = defineSignal<[RejectSignal]>('reject');
@@ -32,14 +33,14 @@ export const turnMessagesQuery = defineQuery<Message[]>('messages');
 /** Internal: the execute activity asks its turn for permission to call the tool adapter. */
 export const dispatchUpdate = defineUpdate<DispatchAnswer, [DispatchRequest]>('dispatch');
 /** Internal: a notifier claims a parked call's notification (workflows/notifications.ts). */
-export const notifyUpdate = defineUpdate<{ until: string }, [NotifyClaim]>('notify');
+export const notifyUpdate = defineUpdate<NotifyAnswer, [NotifyClaim]>('notify');
 export const notifiedSignal = defineSignal<[NotifiedReport]>('notified');
 
 export const messageSignal = defineSignal<[SessionMessageSignal]>('message');
 export const grantSignal = defineSignal<[GrantSignal]>('grant');
 export const revokeSignal = defineSignal<[RevokeSignal]>('revoke');
 /** Internal: the session sends its active grants to the running turn whenever they change. */
-export const grantsSignal = defineSignal<[{ version: number; grants: Grant[] }]>('grants');
+export const grantsSignal = defineSignal<[GrantsSignal]>('grants');
 export const sessionStatusQuery = defineQuery<SessionStatus>('session');
 
 export const OpenWorkerState = defineSearchAttributeKey('OpenWorkerState', SearchAttributeType.KEYWORD);

@@ -1,28 +1,40 @@
+import type * as z from 'zod/mini';
 import { reservedName } from './deciders';
-import type { Grant, GrantSignal, LedgerEntry, RevokeSignal } from './types';
+import { checkPayload, MAX_NAME, passes, schemas } from './protocol';
+import type { Grant, LedgerEntry } from './types';
 
 // Standing approvals ("always allow"), pure. A grant names a tool and, optionally, one target (the
 // recipient, the account…): it approves later calls of that tool (to that target) in its session.
 // It never covers another tool or another target, and it never reaches calls created before it.
 
-const MAX_ID = 100;
-const MAX_NAME = 200;
-/** The length at which the registry cuts a call's target. */
-export const MAX_TARGET = 200;
+const S = schemas();
 
-const str = (value: unknown, max: number): string | undefined =>
-  typeof value === 'string' && value.length > 0 && value.length <= max ? value : undefined;
+/** The length at which the registry cuts a call's target. */
+export const MAX_TARGET = MAX_NAME;
 
 export type GrantChange = { ok: true; grants: Grant[]; grant: Grant } | { ok: false; why: string };
 
 /**
- * Whether `by` is a name the system reserves, asked of the session (`namesReserved`, patched()) only
- * for such a name: before the refusal a grant or revoke could be made under one.
+ * Checks a raw `grant` or `revoke` payload against its schema (workflows/protocol.ts): the first
+ * field that fails is the reason. Whether `by` is a name the system reserves is asked of the session
+ * (`namesReserved`, patched()) only for such a name, once the fields before it are well-formed:
+ * before the refusal a grant or revoke could be made under one.
  */
-const refusedName = (what: string, by: string, namesReserved: () => boolean): GrantChange | undefined => {
-  const reserved = reservedName(by);
-  return reserved && namesReserved() ? { ok: false, why: `refused ${what}: by ${reserved}` } : undefined;
-};
+function checkChange<T extends typeof S.grant | typeof S.revoke>(
+  what: 'grant' | 'revoke',
+  schema: T,
+  raw: unknown,
+  namesReserved: () => boolean,
+): { ok: true; value: z.infer<T> } | { ok: false; why: string } {
+  const checked = checkPayload(schema, raw);
+  // target is the one field checked after by (a grant's); a payload that is no object has no by.
+  if (!checked.ok && checked.field !== 'target') return { ok: false, why: `malformed ${what}: ${checked.why}` };
+  const reserved = reservedName((raw as { by: string }).by);
+  if (reserved && namesReserved()) return { ok: false, why: `refused ${what}: by ${reserved}` };
+  return checked.ok
+    ? { ok: true, value: checked.value as z.infer<T> }
+    : { ok: false, why: `malformed ${what}: ${checked.why}` };
+}
 
 /** Adds a grant from a raw `grant` signal (any Temporal client may send one: trust nothing). */
 export function addGrant(
@@ -31,21 +43,9 @@ export function addGrant(
   at: string,
   namesReserved: () => boolean = () => true,
 ): GrantChange {
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw))
-    return { ok: false, why: 'malformed grant: payload must be an object' };
-  const p = raw as Partial<Record<keyof GrantSignal, unknown>>;
-  const grantId = str(p.grantId, MAX_ID);
-  const tool = str(p.tool, MAX_NAME);
-  const by = str(p.by, MAX_NAME);
-  const target = str(p.target, MAX_NAME);
-  if (!grantId)
-    return { ok: false, why: `malformed grant: grantId must be a non-empty string of at most ${MAX_ID} characters` };
-  if (!tool) return { ok: false, why: 'malformed grant: tool must name a tool' };
-  if (!by) return { ok: false, why: 'malformed grant: by must name who grants' };
-  const refused = refusedName('grant', by, namesReserved);
-  if (refused) return refused;
-  if (p.target !== undefined && !target)
-    return { ok: false, why: `malformed grant: target must be a non-empty string of at most ${MAX_NAME} characters` };
+  const checked = checkChange('grant', S.grant, raw, namesReserved);
+  if (!checked.ok) return checked;
+  const { grantId, tool, by, target } = checked.value;
   const existing = grants.find((g) => g.id === grantId);
   // A client that resends a grant must not create a second one.
   if (existing) return { ok: true, grants: [...grants], grant: existing };
@@ -60,14 +60,9 @@ export function revokeGrant(
   at: string,
   namesReserved: () => boolean = () => true,
 ): GrantChange {
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw))
-    return { ok: false, why: 'malformed revoke: payload must be an object' };
-  const p = raw as Partial<Record<keyof RevokeSignal, unknown>>;
-  const grantId = str(p.grantId, MAX_ID);
-  const by = str(p.by, MAX_NAME);
-  if (!grantId || !by) return { ok: false, why: 'malformed revoke: grantId and by are required' };
-  const refused = refusedName('revoke', by, namesReserved);
-  if (refused) return refused;
+  const checked = checkChange('revoke', S.revoke, raw, namesReserved);
+  if (!checked.ok) return checked;
+  const { grantId, by } = checked.value;
   const existing = grants.find((g) => g.id === grantId);
   if (!existing) return { ok: false, why: `no grant ${grantId} in this session` };
   if (existing.revokedAt) return { ok: true, grants: [...grants], grant: existing };
@@ -92,23 +87,12 @@ export function grantFor(grants: readonly Grant[], entry: Pick<LedgerEntry, 'too
  */
 export function grantsUpdate(raw: unknown): { version?: number; grants: Grant[] } | undefined {
   if (Array.isArray(raw)) return { grants: activeGrants(raw) };
-  if (!raw || typeof raw !== 'object') return undefined;
-  const { version, grants } = raw as { version?: unknown; grants?: unknown };
-  if (!Number.isInteger(version) || (version as number) < 1 || !Array.isArray(grants)) return undefined;
-  return { version: version as number, grants: activeGrants(grants) };
+  const checked = checkPayload(S.grantsEnvelope, raw);
+  return checked.ok ? { version: checked.value.version, grants: activeGrants(checked.value.grants) } : undefined;
 }
 
-/** Grants as the turn receives them: well-formed, active ones only. */
+/** Grants as the turn receives them: well-formed (GrantCheckSchema), active ones only; each as it came. */
 export function activeGrants(raw: unknown): Grant[] {
   if (!Array.isArray(raw)) return [];
-  return raw.filter(
-    (g): g is Grant =>
-      !!g &&
-      typeof g === 'object' &&
-      !!str(g.id, MAX_ID) &&
-      !!str(g.tool, MAX_NAME) &&
-      !!str(g.by, MAX_NAME) &&
-      (g.target === undefined || !!str(g.target, MAX_NAME)) &&
-      !g.revokedAt,
-  );
+  return raw.filter((g): g is Grant => passes(S.grantCheck, g) && !(g as Grant).revokedAt);
 }

@@ -1,6 +1,7 @@
 import { setHandler } from '@temporalio/workflow';
 import { notifiedSignal, notifyUpdate } from './definitions';
 import type { LedgerInput } from './ledger';
+import { checkPayload, DESCRIPTIONS, schemas } from './protocol';
 import type { LedgerEntry, NotifiedReport, NotifyClaim } from './types';
 
 // Notifications about parked calls, owed by the turn's own state: a call that waits for approval or
@@ -69,20 +70,12 @@ export function handleNotifications(deps: {
     {
       // A refused claim leaves no trace in history: notifiers may ask as often as they poll.
       validator: (c) => {
-        if (
-          !c ||
-          typeof c.executionId !== 'string' ||
-          typeof c.park !== 'string' ||
-          typeof c.by !== 'string' ||
-          !c.by ||
-          typeof c.leaseMs !== 'number' ||
-          !(c.leaseMs > 0)
-        )
-          throw new Error('notify: expected { executionId, park, by, leaseMs }');
+        const checked = checkPayload(schemas().notify, c);
+        if (!checked.ok) throw new Error(checked.why);
         const why = refuseClaim(find(c.executionId), c, Date.now());
         if (why) throw new Error(`notify: ${why}`);
       },
-      description: 'Internal: a notifier claims the notification of a parked call, { executionId, park, by, leaseMs }',
+      description: DESCRIPTIONS.notify,
     },
   );
   setHandler(
@@ -104,8 +97,7 @@ export function handleNotifications(deps: {
       });
     },
     {
-      description:
-        'Internal: a notifier reports a claimed notification sent, { executionId, park, by, delivered, failed }',
+      description: DESCRIPTIONS.notified,
     },
   );
 }

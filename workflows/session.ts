@@ -26,6 +26,7 @@ import {
 import { agentTurn } from './turn';
 import { sessionStartProblem } from './ids';
 import { PATCHES } from './patches';
+import { DESCRIPTIONS } from './protocol';
 import { closeUnpaired, unpairedToolCalls } from './transcript';
 import { activeGrants, addGrant, revokeGrant } from './grants';
 import { MESSAGE_LIMIT_PATCH, sessionMessageProblem } from './limits';
@@ -93,7 +94,7 @@ export async function session(input: SessionInput): Promise<void> {
       const r = addGrant(grants, raw, new Date().toISOString(), () => patched(PATCHES.reservedNames));
       if (r.ok && r.grants.length !== grants.length) changeGrants(r.grants);
     },
-    { description: 'Add a standing approval: { grantId, tool, target?, by }' },
+    { description: DESCRIPTIONS.grant },
   );
   setHandler(
     revokeSignal,
@@ -101,7 +102,7 @@ export async function session(input: SessionInput): Promise<void> {
       const r = revokeGrant(grants, raw, new Date().toISOString(), () => patched(PATCHES.reservedNames));
       if (r.ok && r.grant.revokedAt && !grants.find((g) => g.id === r.grant.id)?.revokedAt) changeGrants(r.grants);
     },
-    { description: 'Revoke a standing approval: { grantId, by }' },
+    { description: DESCRIPTIONS.revoke },
   );
 
   setHandler(
@@ -126,7 +127,7 @@ export async function session(input: SessionInput): Promise<void> {
       if (seen.length > SEEN_IDS_KEPT) seen.splice(0, seen.length - SEEN_IDS_KEPT);
       pending.push({ text: raw.text as string, messageId });
     },
-    { description: 'Queue a user message: { text, messageId? }' },
+    { description: DESCRIPTIONS.message },
   );
   setHandler(
     sessionStatusQuery,

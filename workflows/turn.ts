@@ -28,6 +28,7 @@ import { createDecisionIntake } from './intake';
 import { newEntry } from './ledger';
 import { oversizedMessage } from './limits';
 import { PATCHES } from './patches';
+import { DESCRIPTIONS } from './protocol';
 import { handleNotifications } from './notifications';
 import { assignCallIds } from './plan';
 import type { NextStep } from './policy';
@@ -94,20 +95,16 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     cancelled: () => root.consideredCancelled,
   });
   setHandler(approveSignal, (p) => intake.decide('approve', p), {
-    description:
-      'Approve a tool call: { toolCallId, by, argsDigest?, executionId?, decisionId?, signature? }. argsDigest and executionId bind it to the call you saw; one that is not applied shows in the current details.',
+    description: DESCRIPTIONS.approve,
   });
   setHandler(rejectSignal, (p) => intake.decide('reject', p), {
-    description:
-      'Reject a tool call: { toolCallId, by, reason?, executionId?, decisionId?, signature? }. One that is not applied shows in the current details.',
+    description: DESCRIPTIONS.reject,
   });
   setHandler(decisionsSignal, (p) => intake.decideMany(p), {
-    description:
-      'Several decisions at once: { decisions: [{ kind: approve|reject|recover, …the fields of that signal }] }, each judged as if sent alone.',
+    description: DESCRIPTIONS.decisions,
   });
   setHandler(recoverSignal, (p) => intake.decide('recover', p), {
-    description:
-      'Resolve a recovery_required call: { toolCallId, decision: retry|succeeded|failed, by, result?, reason?, executionId?, run?, park?, skipFence?, decisionId?, signature? }. One that is not applied shows in the current details.',
+    description: DESCRIPTIONS.recover,
   });
   const grants = handleGrants({
     input,

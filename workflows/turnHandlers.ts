@@ -3,6 +3,7 @@ import { dispatchUpdate, grantsSignal } from './definitions';
 import { activeGrants, grantFor, grantsUpdate } from './grants';
 import type { LedgerInput } from './ledger';
 import { activityIdFor } from './ledger';
+import { checkPayload, DESCRIPTIONS, schemas } from './protocol';
 import type { Grant, LedgerEntry, TurnInput } from './types';
 
 // Two of the turn's handlers, each with the state only it needs: the session's standing approvals,
@@ -41,7 +42,7 @@ export function handleGrants(deps: {
       if (callsPending && deps.holdWhilePending()) heldGrants = update.grants;
       else grants = update.grants;
     },
-    { description: 'Internal: the session’s active grants, { version, grants }' },
+    { description: DESCRIPTIONS.grants },
   );
   return {
     /** A model call starts: lists that arrive now wait for its calls. */
@@ -119,14 +120,8 @@ export function handleDispatch(deps: {
     {
       // A rejected update leaves no trace in history, so any client's junk is refused here.
       validator: (req) => {
-        if (
-          !req ||
-          typeof req.executionId !== 'string' ||
-          typeof req.activityId !== 'string' ||
-          typeof req.attempt !== 'number'
-        ) {
-          throw new Error('dispatch: expected { executionId, activityId, attempt }');
-        }
+        const checked = checkPayload(schemas().dispatch, req);
+        if (!checked.ok) throw new Error(checked.why);
         const entry = entries().find((e) => e.executionId === req.executionId);
         if (!entry) throw new Error(`dispatch: unknown execution ${req.executionId}`);
         // An approved call whose first run is not scheduled yet has no activity: run 1's ID would pass
@@ -135,7 +130,7 @@ export function handleDispatch(deps: {
         if (entry.runs === 0 && entry.state === 'running')
           throw new Error(`dispatch: no run of ${req.executionId} has been scheduled`);
       },
-      description: 'Internal: the execute activity records "dispatched" before calling the tool',
+      description: DESCRIPTIONS.dispatch,
     },
   );
 }

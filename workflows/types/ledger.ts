@@ -1,6 +1,10 @@
 // The ledger: one entry per tool call, its states and events. Plain data only: everything here crosses Temporal's data converter and lands in history.
 
+import type { RecoveryDecision } from '../protocol';
 import type { ApprovalRequirement, RecoveryPolicy, ToolEffect } from './tool';
+
+/** The decisions a person can take on a call in recovery_required (workflows/protocol.ts). */
+export type { RecoveryDecision } from '../protocol';
 
 /**
  * The ledger: one entry per tool call. States follow the seed's protocol:
@@ -75,5 +79,3 @@ export type TurnState = 'running' | 'awaiting_approval' | 'recovery_required' | 
  * approval, a standing grant covered it, or the previous runtime approved it before an import.
  */
 export type Approver = { kind: 'person'; name: string } | { kind: 'auto'; why: 'policy' | 'grant' | 'import' };
-
-export type RecoveryDecision = 'retry' | 'succeeded' | 'failed';

@@ -1,6 +1,10 @@
 // Turns and sessions: their inputs, status and results, grants and imports. Plain data only: everything here crosses Temporal's data converter and lands in history.
 
+import type { Grant } from '../protocol';
 import type { DecisionRecord } from './decisions';
+
+// The signal payloads (and Grant, which the `grants` signal carries) are zod schemas in workflows/protocol.ts.
+export type { Grant, GrantSignal, RevokeSignal, SessionMessageSignal } from '../protocol';
 import type { LedgerEntry, TurnState } from './ledger';
 import type { Message, ToolCall } from './tool';
 
@@ -21,32 +25,6 @@ export interface ImportedCall {
   why: string;
   /** Who approved (or rejected) it in the old runtime, when the file says so. */
   by?: string;
-}
-
-/**
- * A standing approval: later calls of `tool` in the session (to `target` only, when set) are
- * approved by it. Revoked grants stay listed for the audit.
- */
-export interface Grant {
-  id: string;
-  tool: string;
-  target?: string;
-  by: string;
-  at: string;
-  revokedAt?: string;
-  revokedBy?: string;
-}
-
-export interface GrantSignal {
-  grantId: string;
-  tool: string;
-  target?: string;
-  by: string;
-}
-
-export interface RevokeSignal {
-  grantId: string;
-  by: string;
 }
 
 export interface TurnInput {
@@ -83,11 +61,6 @@ export interface TurnResult extends TurnStatus {
 export interface QueuedMessage {
   text: string;
   messageId: string;
-}
-
-export interface SessionMessageSignal {
-  text: string;
-  messageId?: string;
 }
 
 /** A `message` signal the session refused (too large, empty, malformed): nothing was queued. */

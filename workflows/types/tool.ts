@@ -78,14 +78,8 @@ export interface ApprovalRequirement {
   maxAgeMs: number;
 }
 
-/** An approver's signature on a decision (see signedMessage in workflows/signatures.ts). */
-export interface DecisionSignature {
-  keyId: string;
-  /** ISO time of signing; covered by the signature. */
-  signedAt: string;
-  /** The Ed25519 signature, base64. */
-  value: string;
-}
+/** An approver's signature on a decision (workflows/protocol.ts; signedMessage in workflows/signatures.ts). */
+export type { DecisionSignature } from '../protocol';
 
 export interface ModelStep {
   text: string;
