@@ -64,7 +64,8 @@ describe('embedding: OpenWorkerPlugin in your own worker and Client', function (
     assert.match(code, /async function refundFlow\(/);
     assert.match(code, /async function agentTurn\(/);
     assert.doesNotMatch(code, /require\(["'](node:)?(fs|os|path|crypto|child_process|net|http)["']\)/);
-    assert.ok(code.length < 4 * 1024 * 1024, `bundle is ${(code.length / 2 ** 20).toFixed(1)} MiB`);
+    // The agent turn's bundle is ~4 MiB (zod/mini, @noble, source maps); the root import made 27.9.
+    assert.ok(code.length < 8 * 1024 * 1024, `bundle is ${(code.length / 2 ** 20).toFixed(1)} MiB`);
     // What the issue saw: the root entry drags the worker, the client and node:* into the bundle.
     writeFileSync(
       join(dir, 'root.js'),
