@@ -4,6 +4,7 @@ import { turnStatus } from '../client/session';
 import { messageIdFor } from '../activities/tools/sendEmail';
 import {
   approveSignal,
+  rejectSignal,
   decisionsSignal,
   dispatchUpdate,
   recoverSignal,
@@ -233,14 +234,12 @@ describe('turns end to end', function () {
       argsDigest: parked.ledger[0]!.argsDigest,
     });
     assert.equal(ok.outcome, 'applied');
-    await ignored(
-      approve(w.c, { sessionId, toolCallId: 'c1', by: 'bob' }),
-      /duplicate: call 'c1' was already approved by alice/,
-    );
-    await ignored(
-      reject(w.c, { sessionId, toolCallId: 'c1', by: 'bob' }),
-      /conflicting: call 'c1' was already approved by alice/,
-    );
+    // The library reads the ledger first and says the call was decided; a raw client's signal is
+    // judged by the turn, which records why it changed nothing.
+    await assert.rejects(approve(w.c, { sessionId, toolCallId: 'c1', by: 'bob' }), /approved by alice/);
+    await assert.rejects(reject(w.c, { sessionId, toolCallId: 'c1', by: 'bob' }), /approved by alice/);
+    await handle.signal(approveSignal, { toolCallId: 'c1', by: 'bob' });
+    await handle.signal(rejectSignal, { toolCallId: 'c1', by: 'bob' });
     const s = await eventually(async () => {
       const st = await turnStatus(w.c, parked.workflowId);
       return st.ledger[0]!.state === 'succeeded' && st;
@@ -255,10 +254,18 @@ describe('turns end to end', function () {
     assert.ok(why(/unknown tool call 'nope'/), JSON.stringify(s.decisions));
     assert.ok(why(/late: call 'c1' is awaiting_approval, not recovery_required/), JSON.stringify(s.decisions));
     assert.ok(why(/stale: decided for execution owx-from-another-turn/), JSON.stringify(s.decisions));
+    await eventually(async () => {
+      const st = await turnStatus(w.c, parked.workflowId);
+      const seen = (re: RegExp) => st.decisions.some((d) => d.outcome === 'ignored' && re.test(d.why ?? ''));
+      return (
+        seen(/duplicate: call 'c1' was already approved by alice/) &&
+        seen(/conflicting: call 'c1' was already approved by alice/)
+      );
+    }, 'the duplicate and the conflicting decision are recorded');
     // The CLI says so too, with a non-zero exit.
     const cli = await runCli(['approve', sessionId, 'c1', '--by', 'eve', '--task-queue', w.taskQueue]);
     assert.equal(cli.code, 3);
-    assert.match(cli.stdout, /NOT applied: duplicate/);
+    assert.match(cli.stderr, /^error: call 'c1' .*approved by alice.*: there is nothing to approve/m);
     await reject(w.c, { sessionId, toolCallId: 'c2', by: 'alice' });
     const done = await eventually(async () => {
       const st = await turnStatus(w.c, parked.workflowId);
