@@ -250,7 +250,8 @@ export function createActivities({ registry, model, limits: given, dispatchMarke
         beat();
         timer ??= setInterval(beat, Math.max(250, Math.floor((info.heartbeatTimeoutMs ?? 20_000) / 4)));
       };
-      if (!byHeartbeat) beatOn();
+      // A local activity (a read) has no heartbeat: the worker's core would log each beat as an unknown activity.
+      if (!byHeartbeat && !info.isLocal) beatOn();
       // The tool stops at its own start-to-close even if this worker cannot hear the server: the
       // turn's reconcile fence relies on no attempt outliving that window. A turn that records the
       // marker by heartbeat lets a dispatched tool finish when the turn is cancelled. Measured on the
