@@ -133,7 +133,10 @@ export default defineConfig(
     ['activities', 'runtime', 'worker', 'client', 'cli', 'apps', 'dev', 'api', 'bench'],
   ),
   // What your workflow imports: the workflows only.
-  workflowSafe(['api/workflow.ts'], ['activities', 'runtime', 'worker', 'client', 'cli', 'apps', 'dev', 'bench']),
+  workflowSafe(
+    ['api/workflow.ts', 'api/protocol.ts'],
+    ['activities', 'runtime', 'worker', 'client', 'cli', 'apps', 'dev', 'bench'],
+  ),
 
   {
     files: ['activities/**/*.ts'],

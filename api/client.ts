@@ -20,26 +20,4 @@ export { planImport, ImportError, IMPORT_PROTOCOL } from '../client/importPlan';
 export type { ImportPlan } from '../client/importPlan';
 export { showSession, inbox } from '../client/inspect';
 export type { SessionView, ExecutionView, InboxItem, InboxFilter } from '../client/inspect';
-export {
-  approveSignal,
-  rejectSignal,
-  recoverSignal,
-  decisionsSignal,
-  messageSignal,
-  grantSignal,
-  revokeSignal,
-  turnStatusQuery,
-  sessionStatusQuery,
-  OpenWorkerState,
-  OpenWorkerSession,
-  DEFAULT_TASK_QUEUE,
-  IMPORT_MESSAGE_ID,
-  sessionWorkflowId,
-  turnWorkflowId,
-  parseWorkflowId,
-  sessionIdProblem,
-  executionIdFor,
-  argsDigest,
-  canonicalJson,
-} from './workflow';
-export type * from './workflow';
+export * from './protocol';

@@ -28,7 +28,7 @@ function consumerDir(): string {
 // The user's workflows: their own activity, then a turn whose approval their workflow forwards.
 const USER_WORKFLOWS = `
 import { condition, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
-import { approveSignal, startAgentTurn } from 'openworker-temporal/workflow';
+import { approveSignal, runAgentTurn, startAgentTurn } from 'openworker-temporal/workflow';
 
 const { lookupOrder } = proxyActivities({ startToCloseTimeout: '10 seconds' });
 export const managerApproval = defineSignal('managerApproval');
@@ -42,6 +42,11 @@ export async function refundFlow(sessionId) {
   await turn.signal(approveSignal, approval);
   const result = await turn.result();
   return { order, state: result.state, text: result.text };
+}
+
+// Whatever the caller passes: bad input must fail this workflow, never wedge it.
+export async function anyTurn(request) {
+  return runAgentTurn(request);
 }
 `;
 
@@ -147,6 +152,28 @@ describe('embedding: OpenWorkerPlugin in your own worker and Client', function (
         })(),
       );
       for await (const r of replayed) assert.equal(r.error, undefined, `${r.workflowId}: ${r.error?.message}`);
+      // Bad input and a turn ID already used fail your workflow at once with why, and start nothing.
+      const failure = async (request: unknown) => {
+        const h = await client.workflow.start('anyTurn', {
+          taskQueue,
+          workflowId: `any-${Math.random()}`,
+          args: [request],
+        });
+        const err = await h.result().then(
+          () => assert.fail('the workflow completed'),
+          (e: { cause?: { type?: string; message?: string } }) => e.cause,
+        );
+        return `${err?.type}: ${err?.message}`;
+      };
+      assert.match(
+        await failure({ sessionId, turn: 2, message: 'again', history: [null] }),
+        /^BadInput: agent turn: history must be an array of messages/,
+      );
+      assert.match(
+        await failure({ sessionId, turn: 1, message: 'again' }),
+        new RegExp(`^TurnExists: agent turn: ${turnId} already exists .*use the next turn number`),
+      );
+      assert.equal(readFileSync(effects, 'utf8').trim().split('\n').length, 2, 'no effect from either');
       // Without the plugin the turn's history has no workflow to replay on.
       await assert.rejects(
         Worker.runReplayHistory({ workflowsPath: join(dir, 'workflows.js') }, (await histories[1]!).history),

@@ -1,5 +1,6 @@
 import type { ChildWorkflowHandle } from '@temporalio/workflow';
 import { ApplicationFailure, ParentClosePolicy, WorkflowIdReusePolicy, startChild } from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { OpenWorkerSession, OpenWorkerState } from './definitions';
 import { sessionIdProblem, turnProblem, turnWorkflowId } from './ids';
 import { messageProblem } from './limits';
@@ -28,33 +29,56 @@ export interface AgentTurnRequest {
  * wrong (never a task failure that replays forever).
  */
 export async function startAgentTurn(request: AgentTurnRequest): Promise<ChildWorkflowHandle<typeof agentTurn>> {
-  const history = request.history ?? [];
-  const problem =
-    sessionIdProblem(request.sessionId) ??
-    turnProblem(request.turn) ??
-    messageProblem(request.message) ??
-    (Array.isArray(history) ? unpairedToolCalls(history)[0] : 'history must be an array of messages');
+  const problem = agentTurnProblem(request);
   if (problem) throw ApplicationFailure.nonRetryable(`agent turn: ${problem}`, 'BadInput');
-  return startChild(agentTurn, {
-    workflowId: turnWorkflowId(request.sessionId, request.turn),
-    args: [
-      {
-        sessionId: request.sessionId,
-        turn: request.turn,
-        history,
-        message: request.message,
-        ...(request.options ? { options: request.options } : {}),
-      },
-    ],
-    // A turn ID is never reused: its execution IDs are the idempotency keys of real effects.
-    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-    parentClosePolicy: ParentClosePolicy.TERMINATE,
-    typedSearchAttributes: [
-      { key: OpenWorkerSession, value: request.sessionId },
-      { key: OpenWorkerState, value: 'running' },
-    ],
-    staticSummary: `Turn ${request.turn} of session ${request.sessionId}`,
-  });
+  const workflowId = turnWorkflowId(request.sessionId, request.turn);
+  try {
+    return await startChild(agentTurn, {
+      workflowId,
+      args: [
+        {
+          sessionId: request.sessionId,
+          turn: request.turn,
+          history: request.history ?? [],
+          message: request.message,
+          ...(request.options ? { options: request.options } : {}),
+        },
+      ],
+      // A turn ID is never reused: its execution IDs are the idempotency keys of real effects.
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+      parentClosePolicy: ParentClosePolicy.TERMINATE,
+      typedSearchAttributes: [
+        { key: OpenWorkerSession, value: request.sessionId },
+        { key: OpenWorkerState, value: 'running' },
+      ],
+      staticSummary: `Turn ${request.turn} of session ${request.sessionId}`,
+    });
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    throw ApplicationFailure.nonRetryable(
+      `agent turn: ${workflowId} already exists (a session's turn, or one started before); a turn ID is never reused: use the next turn number or another session ID`,
+      'TurnExists',
+    );
+  }
+}
+
+/** Why `request` cannot start a turn (one line), or undefined. Anything may arrive: trust nothing. */
+export function agentTurnProblem(request: unknown): string | undefined {
+  if (!request || typeof request !== 'object') return 'the request must be { sessionId, turn, message, history? }';
+  const r = request as Partial<Record<keyof AgentTurnRequest, unknown>>;
+  const history = r.history ?? [];
+  const maxIterations = (r.options as TurnOptions | undefined)?.maxIterations;
+  return (
+    sessionIdProblem(r.sessionId) ??
+    turnProblem(r.turn) ??
+    messageProblem(r.message) ??
+    (Array.isArray(history) && history.every((m) => m && typeof m === 'object' && typeof m.role === 'string')
+      ? unpairedToolCalls(history as Message[])[0]
+      : 'history must be an array of messages ({ role, content, ... })') ??
+    (maxIterations === undefined || (Number.isSafeInteger(maxIterations) && maxIterations >= 1)
+      ? undefined
+      : `options.maxIterations must be a positive integer, got ${String(maxIterations)}`)
+  );
 }
 
 /** startAgentTurn, then its result: the turn's state, text, ledger and the messages to keep as history. */
