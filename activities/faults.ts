@@ -14,7 +14,13 @@ import { readString } from '../runtime/config';
  * point after it started (bench/worker.ts sets OPENWORKER_FAULTS on SIGUSR2), and `dev` restarts
  * its worker with the faults cleared.
  */
-export type FaultPoint = 'tool.before_dispatch' | 'tool.after_dispatch' | 'tool.after_execute' | WorkflowFaultPoint;
+export type FaultPoint =
+  | 'tool.before_dispatch'
+  | 'tool.after_dispatch'
+  | 'tool.after_execute'
+  /** A model step's messages are stored, its answer not yet reported (reported as `model`, `<session>/<turn>/<iteration>`). */
+  | 'model.after_context_stored'
+  | WorkflowFaultPoint;
 
 export const FAULT_REPORT_PREFIX = 'OPENWORKER_FAULT';
 

@@ -20,7 +20,9 @@ import type {
   ToolHeartbeat,
   TurnActivities,
 } from '../workflows/types';
+import type { ContextStore } from '../runtime/contextStore';
 import { faultPoint } from './faults';
+import { readContext, storeStep } from './context';
 import type { ActivityClock } from './serverClock';
 import { activityClock, windowPassed } from './serverClock';
 import type { Limits } from './limits';
@@ -165,10 +167,18 @@ export interface ActivityDeps {
    * the turn's dispatch update, for comparison (OPENWORKER_DISPATCH_MARKER).
    */
   dispatchMarker?: 'heartbeat' | 'update';
+  /** Where transcripts sent by reference are kept (the worker's payload store); without it, such a model call fails. */
+  contextStore?: ContextStore;
 }
 
 /** The activities a worker registers; the turn workflow schedules them by these names. */
-export function createActivities({ registry, model, limits: given, dispatchMarker }: ActivityDeps): TurnActivities {
+export function createActivities({
+  registry,
+  model,
+  limits: given,
+  dispatchMarker,
+  contextStore,
+}: ActivityDeps): TurnActivities {
   const limits: Limits = { ...DEFAULT_LIMITS, ...given };
   const resultLimit = (tool: Tool | undefined): number => tool?.maxResultBytes ?? limits.maxResultBytes;
   return {
@@ -177,12 +187,13 @@ export function createActivities({ registry, model, limits: given, dispatchMarke
       // Beats well inside the turn's 10 s heartbeat timeout, so a model call on a lost worker is retried within seconds.
       const beat = setInterval(() => ctx.heartbeat(), 2_000);
       try {
+        const byReference = input.context ? await readContext(contextStore, input.context) : undefined;
         const response = await model.generate(
           {
             sessionId: input.sessionId,
             turn: input.turn,
             iteration: input.iteration,
-            messages: input.messages,
+            messages: byReference ?? input.messages ?? [],
             tools: registry.descriptors(),
           },
           { signal: ctx.cancellationSignal },
@@ -194,7 +205,14 @@ export function createActivities({ registry, model, limits: given, dispatchMarke
         const { kept, overflow } = capToolCalls(response.toolCalls, limits.maxToolCalls);
         const calls = registry.plan(overflow ? [...kept, overflow.call] : kept);
         if (overflow) calls[kept.length] = { ...calls[kept.length]!, invalid: overflow.reason };
-        return { text: capText(response.text, limits.maxModelTextBytes), calls };
+        const text = capText(response.text, limits.maxModelTextBytes);
+        if (!byReference || !input.context) return { text, calls };
+        return storeStep(contextStore!, input.context, byReference, {
+          text,
+          calls,
+          iteration: input.iteration,
+          at: `${input.sessionId}/${input.turn}/${input.iteration}`,
+        });
       } catch (err) {
         if (!(err instanceof ModelError)) throw err;
         if (!err.retryable) throw ApplicationFailure.nonRetryable(err.message, FAILURE.modelError, { kind: err.kind });

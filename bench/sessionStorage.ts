@@ -20,8 +20,12 @@ import { utf8Bytes } from '../workflows/limits';
 
 const CHECKPOINTS = (process.env.STORAGE_CALLS ?? '10,50,200').split(',').map(Number);
 
+// STORAGE_SCALE=k: answers and lookups k times longer, to see what content costs beside Temporal's events.
+const SCALE = Math.max(1, Number(process.env.STORAGE_SCALE ?? 1));
+
 const ANSWER = (i: number) =>
-  `Customer ${i} ordered three times recently. ` + 'Totals, dates and the items of each order, summarised. '.repeat(12);
+  `Customer ${i} ordered three times recently. ` +
+  'Totals, dates and the items of each order, summarised. '.repeat(12 * SCALE);
 
 const lookup = defineTool({
   name: 'lookup',
@@ -30,7 +34,11 @@ const lookup = defineTool({
   effect: 'read',
   execute: ({ customer }) => ({
     customer,
-    orders: Array.from({ length: 6 }, (_, k) => ({ id: `o-${customer}-${k}`, total: 10 + k, note: 'x'.repeat(60) })),
+    orders: Array.from({ length: 6 * SCALE }, (_, k) => ({
+      id: `o-${customer}-${k}`,
+      total: 10 + k,
+      note: 'x'.repeat(60),
+    })),
   }),
 });
 
@@ -47,10 +55,21 @@ function dirBytes(dir: string): number {
 /** Every run of the session and its turns: the encoded size of their histories. */
 async function historyBytes(c: OpenWorkerClient, sessionId: string): Promise<number> {
   let total = 0;
+  const byEvent = new Map<string, { bytes: number; n: number }>();
   for await (const wf of c.client.workflow.list({ query: `OpenWorkerSession = '${sessionId}'` })) {
     const history = await c.client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
-    for (const e of history.events ?? []) total += temporal.api.history.v1.HistoryEvent.encode(e).finish().length;
+    for (const e of history.events ?? []) {
+      const bytes = temporal.api.history.v1.HistoryEvent.encode(e).finish().length;
+      total += bytes;
+      const key = `${wf.type} ${temporal.api.enums.v1.EventType[e.eventType ?? 0]?.replace('EVENT_TYPE_', '')}`;
+      const seen = byEvent.get(key) ?? { bytes: 0, n: 0 };
+      byEvent.set(key, { bytes: seen.bytes + bytes, n: seen.n + 1 });
+    }
   }
+  // STORAGE_BREAKDOWN=1: where the history bytes are, by workflow and event type.
+  if (process.env.STORAGE_BREAKDOWN)
+    for (const [key, { bytes, n }] of [...byEvent].sort((a, b) => b[1].bytes - a[1].bytes))
+      console.log(`    ${key}: ${bytes} B in ${n} events`);
   return total;
 }
 
@@ -86,9 +105,10 @@ async function main(): Promise<void> {
       const done = await waitForTurn(c, { sessionId, messageId, timeoutMs: 60_000 });
       if (done.state !== 'completed') throw new Error(`turn ${turn} ended ${done.state}`);
       if (!CHECKPOINTS.includes(turn * 2)) continue;
-      const transcript = utf8Bytes(JSON.stringify((await sessionStatus(c, sessionId)).transcript));
+      // Measured first: a status query's answer over 16 KiB is itself stored.
       const history = await historyBytes(c, sessionId);
       const store = dirBytes(payloads);
+      const transcript = utf8Bytes(JSON.stringify((await sessionStatus(c, sessionId)).transcript));
       const ratio = (history + store) / transcript;
       console.log(
         `${String(turn * 2).padStart(11)} | ${kib(transcript).padStart(14)} | ${kib(history).padStart(11)} | ${kib(store).padStart(17)} | ${ratio.toFixed(1)}×`,
@@ -100,7 +120,8 @@ async function main(): Promise<void> {
     await w.connection.close();
     await c.close();
     await server.stop();
-    rmSync(dir, { recursive: true, force: true });
+    if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
+    else console.log(dir);
   }
 }
 

@@ -19,7 +19,7 @@ import type { DecisionOutcome } from '../client/decisions';
 import { approveAlways, listGrants } from '../client/grants';
 import { formatGrants } from './format';
 import { inCliTerms } from './flags';
-import { activeTurn, checkSessionId, OpenWorkerError, sendMessage, sessionStatus, turnStatus } from '../client/session';
+import { activeTurn, checkSessionId, messageTurn, OpenWorkerError, sendMessage, turnStatus } from '../client/session';
 
 export interface ChatOptions {
   sessionId: string;
@@ -271,9 +271,7 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
     }
     try {
       const sent = await sendMessage(c, { sessionId, text });
-      const done = await follow(
-        async () => (await sessionStatus(c, sessionId)).turns.find((t) => t.messageId === sent.messageId)?.workflowId,
-      );
+      const done = await follow(async () => (await messageTurn(c, sessionId, sent.messageId)).turn?.workflowId);
       if (!done) break;
     } catch (err) {
       print(`error: ${inCliTerms((err as Error).message.split('\n')[0]!)}`);

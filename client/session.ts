@@ -1,10 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { ClientLike } from './own';
 import { asOpenWorker } from './own';
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import {
+  QueryNotRegisteredError,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+} from '@temporalio/client';
 import type { WorkflowHandle } from '@temporalio/client';
 import {
   messageSignal,
+  messageTurnQuery,
   sessionStatusQuery,
   turnMessagesQuery,
   turnStatusQuery,
@@ -12,7 +17,7 @@ import {
 } from '../workflows/definitions';
 import { turnContext } from '../workflows/transcript';
 import { parseWorkflowId, sessionIdProblem, sessionWorkflowId, turnProblem } from '../workflows/ids';
-import type { Message, SessionStatus, TurnResult, TurnState, TurnStatus } from '../workflows/types';
+import type { Message, MessageTurn, SessionStatus, TurnResult, TurnState, TurnStatus } from '../workflows/types';
 import { messageProblem } from '../workflows/limits';
 import type { OpenWorkerClient } from './connection';
 import { liveWorkers, noWorkerMessage } from './workers';
@@ -182,6 +187,28 @@ export async function sessionStatus(client: ClientLike, sessionId: string): Prom
   return queryWithDeadline(c, `session '${sessionId}'`, () => handle.query(sessionStatusQuery));
 }
 
+/**
+ * What became of one message (its turn, its refusal, or still queued), without reading the
+ * transcript. A session on a build before the `messageTurn` query answers from its status.
+ */
+export async function messageTurn(client: ClientLike, sessionId: string, messageId: string): Promise<MessageTurn> {
+  const c = asOpenWorker(client);
+  const handle = c.client.workflow.getHandle(sessionWorkflowId(checkSessionId(sessionId)));
+  try {
+    return await queryWithDeadline(c, `session '${sessionId}'`, () => handle.query(messageTurnQuery, messageId));
+  } catch (err) {
+    if (!(err instanceof QueryNotRegisteredError)) throw err;
+    const s = await sessionStatus(c, sessionId);
+    const turn = s.turns.find((t) => t.messageId === messageId);
+    const refused = turn ? undefined : s.refused?.find((r) => r.messageId === messageId);
+    return {
+      ...(turn ? { turn } : {}),
+      ...(refused ? { refused } : {}),
+      queued: s.pending.some((m) => m.messageId === messageId),
+    };
+  }
+}
+
 /** The turn's status: from its result when it has closed, else from its query. */
 export async function turnStatus(
   client: ClientLike,
@@ -297,12 +324,12 @@ export async function waitForTurn(
   let workflowId: string | undefined;
   for (;;) {
     if (!workflowId) {
-      const s = await sessionStatus(c, input.sessionId).catch((err) => {
+      const m = await messageTurn(c, input.sessionId, input.messageId).catch((err) => {
         if (err instanceof OpenWorkerError && err.code === 'no_worker' && Date.now() < noWorkerUntil) return undefined;
         throw err;
       });
-      workflowId = s?.turns.find((t) => t.messageId === input.messageId)?.workflowId;
-      const refused = workflowId ? undefined : s?.refused?.find((r) => r.messageId === input.messageId);
+      workflowId = m?.turn?.workflowId;
+      const refused = m?.refused;
       if (refused)
         throw new OpenWorkerError(
           `session '${input.sessionId}' refused message ${input.messageId}: ${refused.reason}`,

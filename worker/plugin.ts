@@ -13,6 +13,8 @@ import { loadModel } from '../activities/models';
 import type { ToolRegistry } from '../activities/registry';
 import type { Tool } from '../activities/tool';
 import { defaultDataConverter } from '../runtime/dataConverter';
+import type { ContextStore } from '../runtime/contextStore';
+import { contextStoreFor } from '../runtime/contextStore';
 import type { Settings } from '../runtime/settings';
 import { processSettings } from '../runtime/settings';
 import { workflowBundlerOptions } from './bundle';
@@ -55,6 +57,8 @@ export interface PluginParts {
   limits: Limits;
   approvers?: ApproversConfig;
   dispatchMarker: 'heartbeat' | 'update';
+  /** Transcripts sent by reference: the payload store, through the codecs. */
+  contextStore: ContextStore;
   /** Connected when the worker runs, closed when it stops. */
   connectMcp?: () => Promise<McpToolSet | undefined>;
   only?: 'activities';
@@ -81,6 +85,7 @@ export function pluginParts(options: OpenWorkerPluginOptions = {}): PluginParts 
     limits,
     ...(approvers ? { approvers } : {}),
     dispatchMarker: options.dispatchMarker ?? settings.dispatchMarker,
+    contextStore: contextStoreFor(settings),
     ...(configs.length ? { connectMcp: () => attachMcp(registry, own, configs, log) } : {}),
     ...(options.only ? { only: options.only } : {}),
   };

@@ -14,6 +14,7 @@ import type {
   RecoverSignal,
   RejectSignal,
   SessionMessageSignal,
+  MessageTurn,
   SessionStatus,
   TurnStatus,
 } from './types';
@@ -42,6 +43,12 @@ export const revokeSignal = defineSignal<[RevokeSignal]>('revoke');
 /** Internal: the session sends its active grants to the running turn whenever they change. */
 export const grantsSignal = defineSignal<[GrantsSignal]>('grants');
 export const sessionStatusQuery = defineQuery<SessionStatus>('session');
+/**
+ * What became of one message: its turn, its refusal, or that it waits in the queue. Its answer stays
+ * small however long the transcript, so a client waiting for a turn stores nothing (a query answer
+ * over 16 KiB goes to the payload store like any payload).
+ */
+export const messageTurnQuery = defineQuery<MessageTurn, [string]>('messageTurn');
 
 export const OpenWorkerState = defineSearchAttributeKey('OpenWorkerState', SearchAttributeType.KEYWORD);
 export const OpenWorkerSession = defineSearchAttributeKey('OpenWorkerSession', SearchAttributeType.KEYWORD);

@@ -17,6 +17,7 @@ import {
   grantSignal,
   grantsSignal,
   messageSignal,
+  messageTurnQuery,
   revokeSignal,
   sessionStatusQuery,
   turnWorkflowId,
@@ -24,6 +25,7 @@ import {
   OpenWorkerState,
 } from './definitions';
 import { agentTurn } from './turn';
+import { contextAfterTurn, notStoredYet } from './context';
 import { sessionStartProblem } from './ids';
 import { PATCHES } from './patches';
 import { DESCRIPTIONS } from './protocol';
@@ -31,10 +33,12 @@ import { closeUnpaired, unpairedToolCalls } from './transcript';
 import { activeGrants, addGrant, revokeGrant } from './grants';
 import { MESSAGE_LIMIT_PATCH, sessionMessageProblem } from './limits';
 import type {
+  ContextRef,
   Grant,
   ImportInfo,
   ImportedCall,
   Message,
+  MessageTurn,
   QueuedMessage,
   RefusedMessage,
   SessionInput,
@@ -73,6 +77,10 @@ export async function session(input: SessionInput): Promise<void> {
   let turnsThisRun = 0;
   let grants: Grant[] = [...(input.grants ?? [])];
   const refused: RefusedMessage[] = [...(input.refused ?? [])];
+  // The transcript's first messages as the turns stored them (#29): later turns get a reference to
+  // them and only the rest inline. Not carried over continue-as-new: the next run stores it anew,
+  // so no stored segment is older than the run that reads it (payload expiry, docs/deploy.md).
+  let context: ContextRef | undefined;
 
   // Grants apply to calls created after them, so the running turn hears of every change, as a
   // versioned list (signals to another workflow may arrive out of order).
@@ -143,6 +151,21 @@ export async function session(input: SessionInput): Promise<void> {
     }),
     { description: 'Transcript, turns and queued messages' },
   );
+  setHandler(
+    messageTurnQuery,
+    (messageId): MessageTurn => {
+      const turn = [...turns].reverse().find((t) => t.messageId === messageId);
+      const refusal = turn ? undefined : [...refused].reverse().find((r) => r.messageId === messageId);
+      return {
+        ...(turn ? { turn } : {}),
+        ...(refusal ? { refused: refusal } : {}),
+        queued: pending.some((m) => m.messageId === messageId),
+      };
+    },
+    {
+      description: "One message's turn, its refusal, or that it waits in the queue (a small answer, unlike `session`)",
+    },
+  );
 
   const runTurn = async (next: { msg: QueuedMessage } | { resume: ImportedCall[] }): Promise<void> => {
     const n = (turns[turns.length - 1]?.n ?? 0) + 1;
@@ -161,6 +184,7 @@ export async function session(input: SessionInput): Promise<void> {
     activeTurn = n;
     turnsThisRun++;
     const sentVersion = grantsVersion;
+    const byReference = patched(PATCHES.transcriptByReference);
     try {
       const child = await startChild(agentTurn, {
         workflowId,
@@ -168,7 +192,9 @@ export async function session(input: SessionInput): Promise<void> {
           {
             sessionId: input.sessionId,
             turn: n,
-            history: transcript,
+            ...(byReference && context
+              ? { context, history: notStoredYet(transcript, context) }
+              : { history: transcript }),
             ...(activeGrants(grants).length ? { grants: activeGrants(grants) } : {}),
             ...(grantsVersion ? { grantsVersion } : {}),
             ...('msg' in next ? { message: next.msg.text } : { resume: next.resume }),
@@ -196,6 +222,7 @@ export async function session(input: SessionInput): Promise<void> {
         summary.error = `turn output left out of the transcript: ${problems.join('; ')}`;
       } else {
         transcript.push(...result.messages);
+        if (byReference) context = contextAfterTurn(context, result.context, transcript.length);
         summary.state = result.state;
         if (result.error) summary.error = result.error;
       }

@@ -23,6 +23,7 @@ import {
 } from './definitions';
 import { messageOf } from './failures';
 import { executionIdFor } from './identity';
+import { assistantMessage, contextInput, storedAtStart, turnContextRef } from './context';
 import { importedEntry } from './imported';
 import { createDecisionIntake } from './intake';
 import { newEntry } from './ledger';
@@ -53,6 +54,9 @@ const { callModel } = proxyActivities<TurnActivities>({
   },
 });
 
+const MODEL_STEP_NOT_STORED =
+  'the model call came back without its stored context: a worker of an older build ran it; run one build of the worker on this task queue';
+
 // Looking tools up in the worker's registry, for calls imported from another runtime.
 const { planToolCalls } = proxyActivities<TurnActivities>({ startToCloseTimeout: '30 seconds' });
 
@@ -72,6 +76,8 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   // The calls of the response being worked on: each must get a result, even when the turn is cancelled.
   let openCalls: ToolCall[] = (input.resume ?? []).map((r) => r.call);
   let inFlight: Promise<Message>[] = [];
+  // The transcript by reference: what the model calls have stored so far.
+  let stored = storedAtStart(input.context);
 
   // A reset or a workflow-level retry starts a new run of the same turn: its execution IDs repeat
   // but its dispatch markers are gone. Turns are started without a retry policy; this guards
@@ -171,7 +177,8 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     intake.flush();
     book.end(end);
     await condition(allHandlersFinished);
-    return { ...book.status(), messages };
+    const context = turnContextRef(stored);
+    return { ...book.status(), messages, ...(context ? { context } : {}) };
   };
 
   book.started();
@@ -198,12 +205,16 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       let response;
       intake.modelPending(true);
       grants.responsePending();
+      // Each message is sent and stored once; before this patch, every call carried the whole transcript.
+      const byReference = patched(PATCHES.transcriptByReference);
       try {
         response = await callModel({
           sessionId: input.sessionId,
           turn: input.turn,
           iteration,
-          messages: [...input.history, ...messages],
+          ...(byReference
+            ? { context: contextInput(stored, input.history, messages) }
+            : { messages: [...input.history, ...messages] }),
         });
       } catch (err) {
         if (isCancellation(err)) throw err;
@@ -211,9 +222,13 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       } finally {
         intake.modelPending(false);
       }
-      const planned = assignCallIds(response.calls, usedIds, iteration);
-      openCalls = planned.map((c) => ({ id: c.toolCallId, name: c.name, arguments: c.arguments }));
-      messages.push({ role: 'assistant', content: response.text, ...(planned.length ? { toolCalls: openCalls } : {}) });
+      if (byReference && !response.context) return await finish({ state: 'failed', error: MODEL_STEP_NOT_STORED });
+      // By reference, the activity gave the calls their ids: it sees the whole transcript.
+      const planned = byReference ? response.calls : assignCallIds(response.calls, usedIds, iteration);
+      const answer = assistantMessage(response.text, planned);
+      openCalls = answer.role === 'assistant' ? (answer.toolCalls ?? []) : [];
+      messages.push(answer);
+      if (response.context) stored = { ref: response.context, history: true, upTo: messages.length };
       if (!planned.length) return await finish({ state: 'completed', text: response.text });
       // Calls the model could never follow up on are not executed at all.
       const capped =

@@ -1,6 +1,6 @@
 // The inputs and results of the turn's activities. Plain data only: everything here crosses Temporal's data converter and lands in history.
 
-import type { Message, ModelStep, PlannedCall, ToolCall } from './tool';
+import type { ContextRef, Message, ModelStep, PlannedCall, ToolCall } from './tool';
 
 /** Inputs of the execute and reconcile activities. */
 export interface ToolActivityInput {
@@ -46,7 +46,10 @@ export interface ModelActivityInput {
   sessionId: string;
   turn: number;
   iteration: number;
-  messages: Message[];
+  /** The whole transcript, as turns sent it before transcripts went by reference. */
+  messages?: Message[];
+  /** The transcript by reference: what is stored already, then the messages since. */
+  context?: { base?: ContextRef; append: Message[] };
 }
 
 /** A tool's `reconcile()` answer: was this execution ID applied by the external system? */

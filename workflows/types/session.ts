@@ -6,7 +6,7 @@ import type { DecisionRecord } from './decisions';
 // The signal payloads (and Grant, which the `grants` signal carries) are zod schemas in workflows/protocol.ts.
 export type { Grant, GrantSignal, RevokeSignal, SessionMessageSignal } from '../protocol';
 import type { LedgerEntry, TurnState } from './ledger';
-import type { Message, ToolCall } from './tool';
+import type { ContextRef, Message, ToolCall } from './tool';
 
 export interface TurnOptions {
   maxIterations?: number;
@@ -30,7 +30,10 @@ export interface ImportedCall {
 export interface TurnInput {
   sessionId: string;
   turn: number;
+  /** The transcript before this turn; with `context`, only the messages the reference does not hold yet. */
   history: Message[];
+  /** The transcript's first messages, by reference (`history` follows them). */
+  context?: ContextRef;
   /** The session's active grants when the turn started; later changes arrive as `grants` signals. */
   grants?: Grant[];
   /** The version of `grants`; a `grants` signal with a version at or below it is ignored. */
@@ -56,6 +59,8 @@ export interface TurnStatus {
 export interface TurnResult extends TurnStatus {
   /** The user message and everything the turn added, each tool call paired with one result. */
   messages: Message[];
+  /** The stored transcript after its last model call: the history and the first messages of `messages`. */
+  context?: ContextRef;
 }
 
 export interface QueuedMessage {
@@ -68,6 +73,13 @@ export interface RefusedMessage {
   at: string;
   messageId?: string;
   reason: string;
+}
+
+/** The `messageTurn` query's answer: one message's turn, its refusal, or that it is still queued. */
+export interface MessageTurn {
+  turn?: TurnSummary;
+  refused?: RefusedMessage;
+  queued: boolean;
 }
 
 export interface TurnSummary {

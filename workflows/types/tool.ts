@@ -83,5 +83,21 @@ export type { DecisionSignature } from '../protocol';
 
 export interface ModelStep {
   text: string;
+  /** With a `context` input: the ids are final (unique in the session) and the step's message is stored. */
   calls: PlannedCall[];
+  /** The stored context including this step's assistant message (absent for a `messages` input). */
+  context?: ContextRef;
+}
+
+/**
+ * A transcript kept in the payload store by reference: a chain of stored segments, each a few
+ * messages and a reference to the segment before it, so each message is stored once however many
+ * model calls read it. Plain data; the worker stores and reads it (runtime/contextStore.ts).
+ */
+export interface ContextRef {
+  /** The payload store driver and its claim for the last segment. */
+  driver: string;
+  claim: Record<string, string>;
+  /** How many messages the whole chain holds, from the session's first. */
+  messages: number;
 }

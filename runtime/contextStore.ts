@@ -1,0 +1,100 @@
+import type { Payload, StorageDriver } from '@temporalio/common';
+import { StorageDriverClaim, defaultPayloadConverter } from '@temporalio/common';
+import { contextKey } from '../workflows/context';
+import type { ContextRef, Message } from '../workflows/types';
+import { combinedCodec, defaultPayloadCodecs } from './dataConverter';
+import { externalStorageFor } from './payloadStorage';
+import type { Settings } from './settings';
+
+/**
+ * Transcripts by reference (#29): a model call's input names the stored context and adds the few
+ * messages since, instead of carrying the whole transcript each time. Segments go to the payload
+ * store through the codecs (encrypted when keys are set), so every worker and client that shares
+ * the store reads them, and each message is stored once: the bytes a session stores grow linearly.
+ */
+export interface ContextStore {
+  /** Stores `messages` after `base` (nothing new is stored when there are none). */
+  append(base: ContextRef | undefined, messages: readonly Message[]): Promise<ContextRef>;
+  /** The whole transcript a reference holds, oldest first. */
+  read(ref: ContextRef | undefined): Promise<Message[]>;
+}
+
+interface Segment {
+  prev?: ContextRef;
+  messages: Message[];
+}
+
+/** Resolved transcripts kept per worker: a session's next call extends the last one it read. */
+const CACHED = 256;
+
+/** The context store on a payload store driver, with `codec` applied to every segment. */
+export function contextStoreOn(driver: () => StorageDriver, codec = combinedCodec([])): ContextStore {
+  const cache = new Map<string, Message[]>();
+  const remember = (ref: ContextRef, messages: Message[]): void => {
+    const key = contextKey(ref);
+    cache.delete(key);
+    cache.set(key, messages);
+    if (cache.size > CACHED) cache.delete(cache.keys().next().value!);
+  };
+  const load = async (ref: ContextRef): Promise<Segment> => {
+    const d = driver();
+    if (ref.driver !== d.name)
+      throw new Error(
+        `the stored context is in payload store driver '${ref.driver}', this worker uses '${d.name}': every worker and client must use the same store (OPENWORKER_PAYLOAD_STORE)`,
+      );
+    const [stored] = await d.retrieve({}, [new StorageDriverClaim(ref.claim)]);
+    const [payload] = await codec.decode([stored as Payload]);
+    const segment = defaultPayloadConverter.fromPayload<Segment>(payload!);
+    if (!segment || !Array.isArray(segment.messages))
+      throw new Error(`stored context ${contextKey(ref)} is not a segment`);
+    return segment;
+  };
+  const read = async (ref: ContextRef | undefined): Promise<Message[]> => {
+    if (!ref) return [];
+    // Walk back to a transcript this worker already holds, then forward, remembering each.
+    const chain: { ref: ContextRef; segment: Segment }[] = [];
+    let known: Message[] = [];
+    for (let at: ContextRef | undefined = ref; at;) {
+      const hit = cache.get(contextKey(at));
+      if (hit) {
+        known = hit;
+        break;
+      }
+      const segment = await load(at);
+      chain.push({ ref: at, segment });
+      at = segment.prev;
+    }
+    for (const { ref: at, segment } of chain.reverse()) {
+      known = [...known, ...segment.messages];
+      if (known.length !== at.messages)
+        throw new Error(
+          `stored context ${contextKey(at)} holds ${known.length} messages, its reference says ${at.messages}`,
+        );
+      remember(at, known);
+    }
+    return known;
+  };
+  return {
+    read,
+    async append(base, messages) {
+      if (base && !messages.length) return base;
+      const before = await read(base);
+      const segment: Segment = { ...(base ? { prev: base } : {}), messages: [...messages] };
+      const [payload] = await codec.encode([defaultPayloadConverter.toPayload(segment)]);
+      const d = driver();
+      const [claim] = await d.store({}, [payload!]);
+      const ref: ContextRef = { driver: d.name, claim: claim!.claimData, messages: before.length + messages.length };
+      remember(ref, [...before, ...messages]);
+      return ref;
+    },
+  };
+}
+
+/** The context store of a worker with these settings: its payload store and codecs. */
+export function contextStoreFor(settings: Settings): ContextStore {
+  let driver: StorageDriver | undefined;
+  return contextStoreOn(
+    () => (driver ??= externalStorageFor(settings).drivers[0]!),
+    combinedCodec(defaultPayloadCodecs(settings)),
+  );
+}
