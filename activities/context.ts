@@ -38,7 +38,11 @@ export async function storeStep(
   step: { text: string; calls: PlannedCall[]; iteration: number; at: string },
 ): Promise<ModelStep> {
   const calls = assignCallIds(step.calls, toolCallIdsIn(seen), step.iteration);
-  const context = await store.append(input.base, [...input.append, assistantMessage(step.text, calls)]);
+  const answer = assistantMessage(step.text, calls);
+  // A new run of the session stores its transcript again, so no segment it reads is older than it.
+  const context = input.anew
+    ? await store.append(undefined, [...seen, answer])
+    : await store.append(input.base, [...input.append, answer]);
   await faultPoint('model.after_context_stored', 'model', step.at);
   return { text: step.text, calls, context };
 }

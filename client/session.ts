@@ -19,6 +19,9 @@ import { turnContext } from '../workflows/transcript';
 import { parseWorkflowId, sessionIdProblem, sessionWorkflowId, turnProblem } from '../workflows/ids';
 import type { Message, MessageTurn, SessionStatus, TurnResult, TurnState, TurnStatus } from '../workflows/types';
 import { messageProblem } from '../workflows/limits';
+import type { ContextStore } from '../runtime/contextStore';
+import { contextStoreFor } from '../runtime/contextStore';
+import type { Settings } from '../runtime/settings';
 import type { OpenWorkerClient } from './connection';
 import { liveWorkers, noWorkerMessage } from './workers';
 import { pendingBeats, withHeartbeatMarkers } from './liveDispatch';
@@ -181,10 +184,27 @@ async function notASession(c: OpenWorkerClient, workflowId: string, runId?: stri
   return d.type === 'session' ? undefined : d.type;
 }
 
+/** The session's status, its whole transcript read from the payload store where the session holds it by reference. */
 export async function sessionStatus(client: ClientLike, sessionId: string): Promise<SessionStatus> {
   const c = asOpenWorker(client);
   const handle = c.client.workflow.getHandle(sessionWorkflowId(checkSessionId(sessionId)));
-  return queryWithDeadline(c, `session '${sessionId}'`, () => handle.query(sessionStatusQuery));
+  const status = await queryWithDeadline(c, `session '${sessionId}'`, () => handle.query(sessionStatusQuery));
+  if (!status.context) return status;
+  const { context, ...rest } = status;
+  const stored = await contextStoreOf(c)
+    .read(context)
+    .catch((err: Error) => {
+      throw new OpenWorkerError(`session '${sessionId}': its stored transcript could not be read: ${err.message}`);
+    });
+  return { ...rest, transcript: [...stored, ...status.transcript] };
+}
+
+// One per client's settings: its cache serves a client that reads a session again and again.
+const contextStores = new WeakMap<Settings, ContextStore>();
+function contextStoreOf(c: OpenWorkerClient): ContextStore {
+  let store = contextStores.get(c.settings);
+  if (!store) contextStores.set(c.settings, (store = contextStoreFor(c.settings)));
+  return store;
 }
 
 /**

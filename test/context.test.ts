@@ -2,8 +2,8 @@ import { strict as assert } from 'node:assert';
 import { temporal } from '@temporalio/proto';
 import { sendMessage, sessionStatus, waitForTurn } from '../client/session';
 import type { OpenWorkerClient } from '../client/connection';
-import { sessionWorkflowId, turnWorkflowId } from '../workflows/definitions';
-import type { ModelActivityInput, TurnInput } from '../workflows/types';
+import { sessionStatusQuery, sessionWorkflowId, turnWorkflowId } from '../workflows/definitions';
+import type { ModelActivityInput, SessionInput, TurnInput } from '../workflows/types';
 import { useFakeModelServer } from './support/fakeModelServer';
 import { recordHistory } from './support/histories';
 import { uniq } from './support/scenario';
@@ -34,6 +34,12 @@ describe('transcripts by reference', function () {
     // Turn 2 reuses turn 1's tool call id: only the activity, reading the stored chain, knows it is taken.
     fake.enqueue(lookup('c1'), { text: 'done 1' }, lookup('c1'), lookup('c1'), { text: 'done 2' }, { text: 'done 3' });
     const first = await w.worker(fake.spec());
+    // Two turns per run: turn 3 runs after continue-as-new.
+    await w.c.client.workflow.start('session', {
+      workflowId: sessionWorkflowId(sessionId),
+      taskQueue: w.taskQueue,
+      args: [{ sessionId, turnsPerRun: 2 }],
+    });
     const m1 = await sendMessage(w.c, { sessionId, text: 'one' });
     assert.equal(
       (await waitForTurn(w.c, { sessionId, messageId: m1.messageId, timeoutMs: 60_000 })).state,
@@ -67,16 +73,22 @@ describe('transcripts by reference', function () {
     const ids = transcript.flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []).map((c) => c.id) : []));
     assert.deepEqual(ids, ['c1', 'c1#1'], 'the repeated id was renamed from the stored chain');
 
-    // Turn 3 started with a reference to the 8 messages before it and nothing inline.
+    // The session's second run holds a reference to the 8 messages of the first, none inline, and
+    // turn 3 starts with it; its first model call stores them again, whole, for this run.
+    const run2 = await eventsOf(w.c, sessionWorkflowId(sessionId));
+    assert.ok(run2[0]!.workflowExecutionStartedEventAttributes?.continuedExecutionRunId, 'a second run');
+    const carried = decode<SessionInput>(run2[0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]);
+    assert.deepEqual([carried.transcript, carried.context?.messages], [[], 8]);
     const t3 = await eventsOf(w.c, turnWorkflowId(sessionId, 3));
     const start = decode<TurnInput>(t3[0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]);
-    assert.deepEqual(start.history, []);
-    assert.equal(start.context?.messages, 8);
+    assert.deepEqual([start.history, start.context?.messages, start.storeContextAnew], [[], 8, true]);
     const call = t3.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'callModel');
     const input = decode<ModelActivityInput>(call!.activityTaskScheduledEventAttributes!.input!.payloads![0]);
     assert.equal(input.messages, undefined);
-    assert.deepEqual(input.context?.append, [{ role: 'user', content: 'three' }]);
-    assert.equal(input.context?.base?.messages, 8);
+    assert.deepEqual(input.context, { base: start.context, append: [{ role: 'user', content: 'three' }], anew: true });
+    // The session's own answer holds no message inline: a reference to all ten.
+    const raw = await w.c.client.workflow.getHandle(sessionWorkflowId(sessionId)).query(sessionStatusQuery);
+    assert.deepEqual([raw.transcript.length, raw.context?.messages], [0, 10]);
     await recordHistory(turnWorkflowId(sessionId, 2), 'turn-context-by-reference');
     await recordHistory(sessionWorkflowId(sessionId), 'session-context-by-reference');
   });

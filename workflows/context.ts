@@ -48,19 +48,27 @@ export interface StoredContext {
   ref: ContextRef | undefined;
   history: boolean;
   upTo: number;
+  /** The reference comes from an earlier run of the session: store it again, whole. */
+  anew?: boolean;
 }
 
-export const storedAtStart = (ref: ContextRef | undefined): StoredContext => ({ ref, history: false, upTo: 0 });
+export const storedAtStart = (ref: ContextRef | undefined, anew = false): StoredContext => ({
+  ref,
+  history: false,
+  upTo: 0,
+  ...(anew && ref ? { anew: true } : {}),
+});
 
 /** A model call's input by reference: the stored context and every message since. */
 export function contextInput(
   stored: StoredContext,
   history: readonly Message[],
   messages: readonly Message[],
-): { base?: ContextRef; append: Message[] } {
+): { base?: ContextRef; append: Message[]; anew?: boolean } {
   return {
     ...(stored.ref ? { base: stored.ref } : {}),
     append: [...(stored.history ? [] : history), ...messages.slice(stored.upTo)],
+    ...(stored.anew ? { anew: true } : {}),
   };
 }
 

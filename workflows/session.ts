@@ -25,7 +25,7 @@ import {
   OpenWorkerState,
 } from './definitions';
 import { agentTurn } from './turn';
-import { contextAfterTurn, notStoredYet } from './context';
+import { contextAfterTurn } from './context';
 import { sessionStartProblem } from './ids';
 import { PATCHES } from './patches';
 import { DESCRIPTIONS } from './protocol';
@@ -66,6 +66,7 @@ export async function session(input: SessionInput): Promise<void> {
     : sessionStartProblem(info.workflowId, input?.sessionId);
   if (startProblem && patched(PATCHES.sessionIdCheck))
     throw ApplicationFailure.nonRetryable(`session refused: ${startProblem}`, 'InvalidSessionId');
+  // With `context`, the transcript's first messages are stored by reference and `transcript` holds the rest.
   const transcript: Message[] = [...(input.transcript ?? [])];
   const turns: TurnSummary[] = [...(input.turns ?? [])];
   const pending: QueuedMessage[] = [...(input.pending ?? [])];
@@ -77,10 +78,12 @@ export async function session(input: SessionInput): Promise<void> {
   let turnsThisRun = 0;
   let grants: Grant[] = [...(input.grants ?? [])];
   const refused: RefusedMessage[] = [...(input.refused ?? [])];
-  // The transcript's first messages as the turns stored them (#29): later turns get a reference to
-  // them and only the rest inline. Not carried over continue-as-new: the next run stores it anew,
-  // so no stored segment is older than the run that reads it (payload expiry, docs/deploy.md).
-  let context: ContextRef | undefined;
+  // The transcript's first messages as the turns stored them (#29): turns, the status query and
+  // continue-as-new carry a reference to them and only the rest inline. A run that starts with one
+  // has its first turn store it anew, so no segment a run reads is older than the run (payload
+  // expiry, docs/deploy.md).
+  let context: ContextRef | undefined = input.context;
+  let storeAnew = input.context !== undefined;
 
   // Grants apply to calls created after them, so the running turn hears of every change, as a
   // versioned list (signals to another workflow may arrive out of order).
@@ -144,6 +147,7 @@ export async function session(input: SessionInput): Promise<void> {
       ...(importedInfo ? { imported: importedInfo } : {}),
       grants,
       transcript,
+      ...(context ? { context } : {}),
       turns,
       pending,
       ...(activeTurn ? { activeTurn } : {}),
@@ -192,9 +196,8 @@ export async function session(input: SessionInput): Promise<void> {
           {
             sessionId: input.sessionId,
             turn: n,
-            ...(byReference && context
-              ? { context, history: notStoredYet(transcript, context) }
-              : { history: transcript }),
+            history: transcript,
+            ...(byReference && context ? { context, ...(storeAnew ? { storeContextAnew: true } : {}) } : {}),
             ...(activeGrants(grants).length ? { grants: activeGrants(grants) } : {}),
             ...(grantsVersion ? { grantsVersion } : {}),
             ...('msg' in next ? { message: next.msg.text } : { resume: next.resume }),
@@ -222,7 +225,13 @@ export async function session(input: SessionInput): Promise<void> {
         summary.error = `turn output left out of the transcript: ${problems.join('; ')}`;
       } else {
         transcript.push(...result.messages);
-        if (byReference) context = contextAfterTurn(context, result.context, transcript.length);
+        if (byReference) {
+          const next = contextAfterTurn(context, result.context, (context?.messages ?? 0) + transcript.length);
+          // The messages the new reference holds leave the session's memory.
+          transcript.splice(0, (next?.messages ?? 0) - (context?.messages ?? 0));
+          if (next !== context) storeAnew = false;
+          context = next;
+        }
         summary.state = result.state;
         if (result.error) summary.error = result.error;
       }
@@ -253,6 +262,7 @@ export async function session(input: SessionInput): Promise<void> {
         ...(importedInfo ? { imported: importedInfo } : {}),
         ...(grants.length ? { grants } : {}),
         ...(refused.length ? { refused } : {}),
+        ...(context ? { context } : {}),
         transcript,
         turns,
         pending,

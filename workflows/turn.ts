@@ -77,7 +77,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   let openCalls: ToolCall[] = (input.resume ?? []).map((r) => r.call);
   let inFlight: Promise<Message>[] = [];
   // The transcript by reference: what the model calls have stored so far.
-  let stored = storedAtStart(input.context);
+  let stored = storedAtStart(input.context, input.storeContextAnew === true);
 
   // A reset or a workflow-level retry starts a new run of the same turn: its execution IDs repeat
   // but its dispatch markers are gone. Turns are started without a retry policy; this guards

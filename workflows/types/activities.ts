@@ -48,8 +48,11 @@ export interface ModelActivityInput {
   iteration: number;
   /** The whole transcript, as turns sent it before transcripts went by reference. */
   messages?: Message[];
-  /** The transcript by reference: what is stored already, then the messages since. */
-  context?: { base?: ContextRef; append: Message[] };
+  /**
+   * The transcript by reference: what is stored already, then the messages since. `anew`: the base
+   * was stored by an earlier run of the session; store the whole transcript again as one segment.
+   */
+  context?: { base?: ContextRef; append: Message[]; anew?: boolean };
 }
 
 /** A tool's `reconcile()` answer: was this execution ID applied by the external system? */

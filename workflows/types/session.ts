@@ -34,6 +34,8 @@ export interface TurnInput {
   history: Message[];
   /** The transcript's first messages, by reference (`history` follows them). */
   context?: ContextRef;
+  /** The context was stored by an earlier run of the session: the first model call stores it again, whole. */
+  storeContextAnew?: boolean;
   /** The session's active grants when the turn started; later changes arrive as `grants` signals. */
   grants?: Grant[];
   /** The version of `grants`; a `grants` signal with a version at or below it is ignored. */
@@ -103,6 +105,8 @@ export interface SessionInput {
   /** Turns per run before continue-as-new (default 100; the server may suggest it earlier). */
   turnsPerRun?: number;
   refused?: RefusedMessage[];
+  /** The transcript's first messages, stored by reference; `transcript` holds the rest. */
+  context?: ContextRef;
 }
 
 /** The protocol marker of an imported session, shown by `show`. */
@@ -120,7 +124,13 @@ export interface SessionStatus {
   imported?: ImportInfo;
   /** Standing approvals, active and revoked. */
   grants?: Grant[];
+  /** The messages `context` does not hold (all of them without it). */
   transcript: Message[];
+  /**
+   * In the `session` query's answer, the transcript's first messages by reference (read them from the
+   * payload store); the library's `sessionStatus` reads them into `transcript` and leaves this out.
+   */
+  context?: ContextRef;
   turns: TurnSummary[];
   pending: QueuedMessage[];
   activeTurn?: number;
