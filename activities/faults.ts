@@ -20,6 +20,8 @@ export type FaultPoint =
   | 'tool.after_execute'
   /** A model step's messages are stored, its answer not yet reported (reported as `model`, `<session>/<turn>/<iteration>`). */
   | 'model.after_context_stored'
+  /** A compaction's summary is stored, the new reference not yet reported. */
+  | 'model.after_summary_stored'
   | WorkflowFaultPoint;
 
 export const FAULT_REPORT_PREFIX = 'OPENWORKER_FAULT';

@@ -10,6 +10,8 @@ import { FAILURE, dispatchUpdate } from '../workflows/definitions';
 import { msToNumber } from '@temporalio/common/lib/time';
 import type {
   DispatchAnswer,
+  CompactInput,
+  ContextRef,
   ModelActivityInput,
   ModelStep,
   PlanCallsInput,
@@ -22,13 +24,13 @@ import type {
 } from '../workflows/types';
 import type { ContextStore } from '../runtime/contextStore';
 import { faultPoint } from './faults';
-import { readContext, storeStep } from './context';
+import { compact, contextDeps, readContext, storeStep } from './context';
 import type { ActivityClock } from './serverClock';
 import { activityClock, windowPassed } from './serverClock';
 import type { Limits } from './limits';
 import { DEFAULT_LIMITS, capResult, capText, capToolCalls } from './limits';
 import type { ModelProvider } from './model';
-import { ModelError } from './model';
+import { ModelError, modelCall } from './model';
 import type { ToolRegistry } from './registry';
 import { describeIssues } from './registry';
 import type { ToolContext } from './tool';
@@ -169,6 +171,8 @@ export interface ActivityDeps {
   dispatchMarker?: 'heartbeat' | 'update';
   /** Where transcripts sent by reference are kept (the worker's payload store); without it, such a model call fails. */
   contextStore?: ContextStore;
+  /** The budget of what the model sees, in tokens (OPENWORKER_CONTEXT_TOKENS; else the model's window, else 100,000). */
+  contextTokens?: number;
 }
 
 /** The activities a worker registers; the turn workflow schedules them by these names. */
@@ -178,25 +182,24 @@ export function createActivities({
   limits: given,
   dispatchMarker,
   contextStore,
+  contextTokens,
 }: ActivityDeps): TurnActivities {
+  const context = contextDeps(contextStore, model, contextTokens);
   const limits: Limits = { ...DEFAULT_LIMITS, ...given };
   const resultLimit = (tool: Tool | undefined): number => tool?.maxResultBytes ?? limits.maxResultBytes;
   return {
-    async callModel(input: ModelActivityInput): Promise<ModelStep> {
-      const ctx = Context.current();
-      // Beats well inside the turn's 10 s heartbeat timeout, so a model call on a lost worker is retried within seconds.
-      const beat = setInterval(() => ctx.heartbeat(), 2_000);
-      try {
-        const byReference = input.context ? await readContext(contextStore, input.context) : undefined;
+    callModel: (input: ModelActivityInput): Promise<ModelStep> =>
+      modelCall(async (signal) => {
+        const byReference = input.context ? await readContext(context, input.context) : undefined;
         const response = await model.generate(
           {
             sessionId: input.sessionId,
             turn: input.turn,
             iteration: input.iteration,
-            messages: byReference ?? input.messages ?? [],
+            messages: byReference?.view ?? input.messages ?? [],
             tools: registry.descriptors(),
           },
-          { signal: ctx.cancellationSignal },
+          { signal },
         );
         if (!response || typeof response.text !== 'string' || !Array.isArray(response.toolCalls)) {
           throw new ModelError(`model ${model.name} returned a malformed response (expected { text, toolCalls[] })`);
@@ -207,25 +210,16 @@ export function createActivities({
         if (overflow) calls[kept.length] = { ...calls[kept.length]!, invalid: overflow.reason };
         const text = capText(response.text, limits.maxModelTextBytes);
         if (!byReference || !input.context) return { text, calls };
-        return storeStep(contextStore!, input.context, byReference, {
+        return storeStep(context, input.context, byReference, {
           text,
           calls,
           iteration: input.iteration,
           at: `${input.sessionId}/${input.turn}/${input.iteration}`,
         });
-      } catch (err) {
-        if (!(err instanceof ModelError)) throw err;
-        if (!err.retryable) throw ApplicationFailure.nonRetryable(err.message, FAILURE.modelError, { kind: err.kind });
-        // Temporal's backoff, unless the provider said how long to wait.
-        throw ApplicationFailure.create({
-          message: err.message,
-          type: FAILURE.modelUnavailable,
-          ...(err.retryAfterMs !== undefined ? { nextRetryDelay: err.retryAfterMs } : {}),
-        });
-      } finally {
-        clearInterval(beat);
-      }
-    },
+      }),
+
+    compactContext: (input: CompactInput): Promise<ContextRef> =>
+      modelCall((signal) => compact(context, model, input, signal, (t) => capText(t, limits.maxModelTextBytes))),
 
     async listTools(): Promise<string[]> {
       return registry.names();

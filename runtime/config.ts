@@ -12,6 +12,8 @@ export const SETTINGS = {
   OPENWORKER_MODEL: 'the model spec (default: a provider with a key set, else demo)',
   OPENWORKER_USER: 'who decides, for unsigned decisions (default $USER)',
   OPENWORKER_QUERY_TIMEOUT_MS: 'how long the CLI waits for a worker to answer a query (default 15000)',
+  OPENWORKER_CONTEXT_TOKENS:
+    "the budget of what the model sees, in tokens: over 80% the turn compacts older messages into a summary (default: the model's window, else 100000)",
   OPENWORKER_LOG_LEVEL: 'the worker log level (default WARN)',
   OPENWORKER_MAX_CACHED_WORKFLOWS: 'turns a worker keeps in memory (default 100; 0 disables the cache)',
   OPENWORKER_MAX_ARGS_BYTES: 'largest tool arguments (default 65536)',

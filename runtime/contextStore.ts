@@ -1,7 +1,7 @@
 import type { Payload, StorageDriver } from '@temporalio/common';
 import { StorageDriverClaim, defaultPayloadConverter } from '@temporalio/common';
 import { contextKey } from '../workflows/context';
-import type { ContextRef, Message } from '../workflows/types';
+import type { ContextRef, ContextSummary, Message } from '../workflows/types';
 import { combinedCodec, defaultPayloadCodecs } from './dataConverter';
 import { externalStorageFor } from './payloadStorage';
 import type { Settings } from './settings';
@@ -17,12 +17,17 @@ export interface ContextStore {
   append(base: ContextRef | undefined, messages: readonly Message[]): Promise<ContextRef>;
   /** The whole transcript a reference holds, oldest first. */
   read(ref: ContextRef | undefined): Promise<Message[]>;
+  /** Stores a summary of a transcript's first `covers` messages (compaction). */
+  putSummary(text: string, covers: number): Promise<ContextSummary>;
+  readSummary(summary: ContextSummary): Promise<string>;
 }
 
 interface Segment {
   prev?: ContextRef;
   messages: Message[];
 }
+
+type Stored = { driver: string; claim: Record<string, string> };
 
 /** Resolved transcripts kept per worker: a session's next call extends the last one it read. */
 const CACHED = 256;
@@ -36,7 +41,7 @@ export function contextStoreOn(driver: () => StorageDriver, codec = combinedCode
     cache.set(key, messages);
     if (cache.size > CACHED) cache.delete(cache.keys().next().value!);
   };
-  const load = async (ref: ContextRef): Promise<Segment> => {
+  const get = async (ref: Stored): Promise<unknown> => {
     const d = driver();
     if (ref.driver !== d.name)
       throw new Error(
@@ -44,7 +49,16 @@ export function contextStoreOn(driver: () => StorageDriver, codec = combinedCode
       );
     const [stored] = await d.retrieve({}, [new StorageDriverClaim(ref.claim)]);
     const [payload] = await codec.decode([stored as Payload]);
-    const segment = defaultPayloadConverter.fromPayload<Segment>(payload!);
+    return defaultPayloadConverter.fromPayload(payload!);
+  };
+  const put = async (value: unknown): Promise<Stored> => {
+    const [payload] = await codec.encode([defaultPayloadConverter.toPayload(value)]);
+    const d = driver();
+    const [claim] = await d.store({}, [payload!]);
+    return { driver: d.name, claim: claim!.claimData };
+  };
+  const load = async (ref: ContextRef): Promise<Segment> => {
+    const segment = (await get(ref)) as Segment | undefined;
     if (!segment || !Array.isArray(segment.messages))
       throw new Error(`stored context ${contextKey(ref)} is not a segment`);
     return segment;
@@ -79,13 +93,23 @@ export function contextStoreOn(driver: () => StorageDriver, codec = combinedCode
     async append(base, messages) {
       if (base && !messages.length) return base;
       const before = await read(base);
-      const segment: Segment = { ...(base ? { prev: base } : {}), messages: [...messages] };
-      const [payload] = await codec.encode([defaultPayloadConverter.toPayload(segment)]);
-      const d = driver();
-      const [claim] = await d.store({}, [payload!]);
-      const ref: ContextRef = { driver: d.name, claim: claim!.claimData, messages: before.length + messages.length };
+      // A segment names the chain before it, not its summary or flags: those ride on the reference.
+      const prev = base && { driver: base.driver, claim: base.claim, messages: base.messages };
+      const segment: Segment = { ...(prev ? { prev } : {}), messages: [...messages] };
+      const ref: ContextRef = { ...(await put(segment)), messages: before.length + messages.length };
       remember(ref, [...before, ...messages]);
       return ref;
+    },
+    async putSummary(text, covers) {
+      return { ...(await put({ summary: text, covers })), covers };
+    },
+    async readSummary(summary) {
+      const stored = (await get(summary)) as { summary?: unknown; covers?: unknown } | undefined;
+      if (typeof stored?.summary !== 'string' || stored.covers !== summary.covers)
+        throw new Error(
+          `stored summary ${contextKey({ ...summary, messages: 0 })} does not cover ${summary.covers} messages`,
+        );
+      return stored.summary;
     },
   };
 }

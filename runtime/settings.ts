@@ -35,6 +35,8 @@ export interface Settings {
   maxCachedWorkflows: number;
   /** OPENWORKER_MAX_* (each else its DEFAULT_LIMITS value). */
   limits: Limits;
+  /** OPENWORKER_CONTEXT_TOKENS: the compaction budget (else the model's window, else 100,000). */
+  contextTokens?: number;
   /** OPENWORKER_SERVER_SYNC. */
   serverSync: 'normal' | 'full';
   /** OPENWORKER_PAYLOAD_STORE, parsed. */
@@ -168,6 +170,10 @@ export function settingsFrom(env: Env): Settings {
   const smtp = parse(() => smtpConfigFromEnv(env), undefined);
   const faults = readString('OPENWORKER_FAULTS', env);
   const payments = parse(() => paymentsConfigFromEnv(env), undefined);
+  const contextTokens = parse(
+    () => readInt('OPENWORKER_CONTEXT_TOKENS', { min: 1_000, fallback: 0 }, env) || undefined,
+    undefined,
+  );
   const settings: Settings = {
     stateDir,
     ...(taskQueue ? { taskQueue } : {}),
@@ -180,6 +186,7 @@ export function settingsFrom(env: Env): Settings {
       DEFAULT_MAX_CACHED_WORKFLOWS,
     ),
     limits: parse(() => limitsFromEnv(env), limitsFromEnv({})),
+    ...(contextTokens ? { contextTokens } : {}),
     serverSync: parse(() => readChoice('OPENWORKER_SERVER_SYNC', ['normal', 'full'] as const, 'normal', env), 'normal'),
     payloadStore,
     legacyPayloadDir: legacy

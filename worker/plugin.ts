@@ -59,6 +59,8 @@ export interface PluginParts {
   dispatchMarker: 'heartbeat' | 'update';
   /** Transcripts sent by reference: the payload store, through the codecs. */
   contextStore: ContextStore;
+  /** The compaction budget, when set (OPENWORKER_CONTEXT_TOKENS). */
+  contextTokens?: number;
   /** Connected when the worker runs, closed when it stops. */
   connectMcp?: () => Promise<McpToolSet | undefined>;
   only?: 'activities';
@@ -86,6 +88,7 @@ export function pluginParts(options: OpenWorkerPluginOptions = {}): PluginParts 
     ...(approvers ? { approvers } : {}),
     dispatchMarker: options.dispatchMarker ?? settings.dispatchMarker,
     contextStore: contextStoreFor(settings),
+    ...(settings.contextTokens ? { contextTokens: settings.contextTokens } : {}),
     ...(configs.length ? { connectMcp: () => attachMcp(registry, own, configs, log) } : {}),
     ...(options.only ? { only: options.only } : {}),
   };

@@ -1,3 +1,4 @@
+import { utf8Bytes } from './limits';
 import type { ContextRef, Message, PlannedCall, ToolCall } from './types';
 
 // The transcript by reference (#29): what a turn and a model call carry instead of the whole
@@ -75,3 +76,64 @@ export function contextInput(
 /** The reference a turn returns to its session: only once a model call stored its history. */
 export const turnContextRef = (stored: StoredContext): ContextRef | undefined =>
   stored.history ? stored.ref : undefined;
+
+// Compaction: what the model sees of a long transcript. Tokens are estimated (UTF-8 bytes ÷ 4, plus
+// 4 per message) unless the provider counts them; the estimate is documented in docs/concepts.md.
+
+/** A context over this share of the budget asks for compaction before the next model call. */
+export const COMPACT_AT = 0.8;
+/** Compaction keeps the newest messages up to this share of the budget, word for word. */
+export const KEEP_SHARE = 0.4;
+
+export function estimateTokens(messages: readonly Message[]): number {
+  let bytes = 0;
+  for (const m of messages) {
+    const text = m.role === 'assistant' && m.toolCalls ? m.content + JSON.stringify(m.toolCalls) : m.content;
+    bytes += utf8Bytes(text) + 16;
+  }
+  return Math.ceil(bytes / 4);
+}
+
+/** The summary as the model reads it, in place of the messages it covers. */
+export const summaryMessage = (text: string, covers: number): Message => ({
+  role: 'user',
+  content: `[Summary of the ${covers} earlier messages of this conversation, which are kept in its record]\n${text}`,
+});
+
+/** What the model sees: the summary, then the messages after it (the summary joins a first user message). */
+export function modelView(
+  messages: readonly Message[],
+  summary: { text: string; covers: number } | undefined,
+): Message[] {
+  if (!summary) return [...messages];
+  const head = summaryMessage(summary.text, summary.covers);
+  const rest = messages.slice(summary.covers);
+  const first = rest[0];
+  if (first?.role === 'user')
+    return [{ role: 'user', content: `${head.content}\n\n${first.content}` }, ...rest.slice(1)];
+  return [head, ...rest];
+}
+
+/**
+ * Where a summary may end: after `from`, at a message that is not a tool result and before which
+ * every tool call has its result (so the kept messages pair up on their own), keeping the newest
+ * messages within `keepTokens`. Undefined when no such cut leaves anything to summarise.
+ */
+export function compactionCut(
+  messages: readonly Message[],
+  from: number,
+  keepTokens: number,
+  count: (m: readonly Message[]) => number = estimateTokens,
+): number | undefined {
+  const open = new Set<string>();
+  const safe: number[] = [];
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i]!;
+    if (i > from && m.role !== 'tool' && open.size === 0) safe.push(i);
+    if (m.role === 'assistant') for (const c of m.toolCalls ?? []) open.add(c.id);
+    if (m.role === 'tool') open.delete(m.toolCallId);
+  }
+  // The earliest safe cut whose kept messages fit; else the latest safe cut (keep as little as is safe).
+  const fits = safe.find((i) => count(messages.slice(i)) <= keepTokens);
+  return fits ?? safe[safe.length - 1];
+}

@@ -3,6 +3,7 @@ import {
   allHandlersFinished,
   condition,
   isCancellation,
+  log,
   patched,
   proxyActivities,
   proxySinks,
@@ -38,12 +39,21 @@ import { resultsOnCancel, turnContext, unpairedToolCalls } from './transcript';
 import type { TurnEnd } from './turnLedger';
 import { createTurnLedger } from './turnLedger';
 import { handleDispatch, handleGrants } from './turnHandlers';
-import type { ImportedCall, Message, PlannedCall, ToolCall, TurnActivities, TurnInput, TurnResult } from './types';
+import type {
+  ContextRef,
+  ImportedCall,
+  Message,
+  PlannedCall,
+  ToolCall,
+  TurnActivities,
+  TurnInput,
+  TurnResult,
+} from './types';
 
 // The model may be slow; retry transient failures, never a ModelError (bad request, script exhausted).
 // The activity heartbeats every 2 s: a model call on a worker that died is retried after 10 s
 // (npm run bench saw 61 s stalls in scale-out with a 1-minute heartbeat timeout).
-const { callModel } = proxyActivities<TurnActivities>({
+const { callModel, compactContext } = proxyActivities<TurnActivities>({
   startToCloseTimeout: '5 minutes',
   heartbeatTimeout: '10 seconds',
   retry: {
@@ -173,6 +183,18 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     return runCalls(planned, starts);
   };
 
+  // Older messages summarised by a model call of their own; a failure leaves the view as it was.
+  const compacted = async (ref: ContextRef, at: number): Promise<ContextRef> => {
+    try {
+      return await compactContext({ sessionId: input.sessionId, turn: input.turn, iteration: at, context: ref });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      log.warn('compaction failed; the model sees the whole transcript', { error: messageOf(err) });
+      const { compactDue: _due, ...kept } = ref;
+      return kept;
+    }
+  };
+
   const finish = async (end: TurnEnd): Promise<TurnResult> => {
     intake.flush();
     book.end(end);
@@ -207,6 +229,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       grants.responsePending();
       // Each message is sent and stored once; before this patch, every call carried the whole transcript.
       const byReference = patched(PATCHES.transcriptByReference);
+      if (byReference && stored.ref?.compactDue) stored = { ...stored, ref: await compacted(stored.ref, iteration) };
       try {
         response = await callModel({
           sessionId: input.sessionId,

@@ -5,7 +5,8 @@ import { isProtected } from '../../workflows/policy';
 import { argsDigest, canonicalJson } from '../../workflows/identity';
 import { activityIdFor, invariantViolations } from '../../workflows/ledger';
 import { unpairedToolCalls } from '../../workflows/transcript';
-import type { Message, ToolActivityInput, TurnStatus } from '../../workflows/types';
+import type { Message, ModelActivityInput, ModelStep, ToolActivityInput, TurnStatus } from '../../workflows/types';
+import { assistantMessage } from '../../workflows/context';
 import { taskFailuresIn } from '../support/eventCounts';
 import type { Expect, Policy } from './cells';
 import type { Peer, PeerObservation } from './peers';
@@ -227,7 +228,7 @@ export function check(input: CheckInput): string[] {
     );
   }
   const models = [...scheduled.values()].filter((s) => s.type === 'callModel');
-  const unpaired = models.flatMap((s) => unpairedToolCalls((s.input as { messages: Message[] }).messages));
+  const unpaired = transcriptsSeen(events, scheduled).flatMap((seen) => unpairedToolCalls(seen));
   must(
     models.length >= 1 && unpaired.length === 0,
     'history: every tool call had exactly one result before each model call',
@@ -273,4 +274,34 @@ export function check(input: CheckInput): string[] {
     );
   }
   return passed;
+}
+
+/**
+ * What each model call of the turn saw, rebuilt from its history alone: the whole transcript in
+ * the input (before transcripts by reference), else the messages appended call after call, each
+ * call's answer between them (a base from earlier turns is left out: this turn's calls pair up on their own).
+ */
+function transcriptsSeen(
+  events: temporal.api.history.v1.IHistoryEvent[],
+  scheduled: Map<number, { type: string; input: unknown }>,
+): Message[][] {
+  const seen: Message[] = [];
+  const out: Message[][] = [];
+  for (const ev of events) {
+    const s = scheduled.get(Number(ev.eventId));
+    if (s?.type === 'callModel') {
+      const input = s.input as ModelActivityInput;
+      if (input.messages) out.push(input.messages);
+      else {
+        seen.push(...(input.context?.append ?? []));
+        out.push([...seen]);
+      }
+    }
+    const done = ev.activityTaskCompletedEventAttributes;
+    if (done && scheduled.get(Number(done.scheduledEventId))?.type === 'callModel') {
+      const step = decode(done.result)[0] as ModelStep;
+      if (step.context) seen.push(assistantMessage(step.text, step.calls));
+    }
+  }
+  return out;
 }

@@ -9,11 +9,15 @@ import { contextStoreOn } from '../../runtime/contextStore';
 import { fileDriver } from '../../runtime/payloadStorage';
 import {
   assistantMessage,
+  compactionCut,
   contextAfterTurn,
   contextInput,
   contextKey,
+  estimateTokens,
+  modelView,
   notStoredYet,
   storedAtStart,
+  summaryMessage,
   toolCallIdsIn,
   turnContextRef,
 } from '../../workflows/context';
@@ -105,5 +109,42 @@ describe('transcripts by reference: the store (runtime/contextStore.ts)', () => 
     const r = await store.append(undefined, [u('the launch is on Monday')]);
     for (const f of files()) assert.ok(!readFileSync(f).toString('latin1').includes('launch'));
     assert.deepEqual(await contextStoreOn(() => fileDriver(dir), codec).read(r), [u('the launch is on Monday')]);
+  });
+});
+
+describe('compaction: the rules (workflows/context.ts)', () => {
+  const a = (content: string, ...ids: string[]): Message =>
+    ids.length
+      ? { role: 'assistant', content, toolCalls: ids.map((id) => ({ id, name: 't', arguments: {} })) }
+      : { role: 'assistant', content };
+  const t = (id: string): Message => ({ role: 'tool', toolCallId: id, name: 't', content: 'r' });
+  // One token per message, to make the budget readable.
+  const count = (m: readonly Message[]) => m.length;
+
+  const cuts: [string, Message[], number, number, number | undefined][] = [
+    ['keeps the newest messages that fit', [u('1'), a('1'), u('2'), a('2'), u('3'), a('3')], 0, 2, 4],
+    ['never cuts between a call and its result', [u('1'), a('', 'c'), t('c'), a('1'), u('2')], 0, 3, 3],
+    ['nor at a tool result', [u('1'), a('', 'c', 'd'), t('c'), t('d'), u('2')], 0, 2, 4],
+    ['keeps as little as is safe when nothing fits', [u('1'), a('', 'c'), t('c'), a('1')], 0, 0, 3],
+    ['only after the last summary', [u('1'), a('1'), u('2'), a('2')], 2, 4, 3],
+    ['nothing to summarise', [u('1')], 0, 0, undefined],
+    ['a call whose result is still to come stays with the kept messages', [u('1'), a('', 'c')], 0, 0, 1],
+  ];
+  for (const [name, messages, from, keep, want] of cuts)
+    it(`cut: ${name}`, () => assert.equal(compactionCut(messages, from, keep, count), want));
+
+  it('the model sees the summary, joined to a first user message, then the newer messages', () => {
+    const messages = [u('1'), a('1'), u('2'), a('2')];
+    const joined = modelView(messages, { text: 'S', covers: 2 });
+    assert.equal(joined.length, 2);
+    assert.match(joined[0]!.content, /^\[Summary of the 2 earlier messages[^\n]*\]\nS\n\n2$/);
+    assert.deepEqual(modelView(messages, { text: 'S', covers: 3 }), [summaryMessage('S', 3), a('2')]);
+    assert.deepEqual(modelView(messages, undefined), messages);
+  });
+
+  it('estimates tokens as UTF-8 bytes ÷ 4, 16 bytes of framing per message, tool calls included', () => {
+    assert.equal(estimateTokens([u('abcd')]), 5);
+    assert.equal(estimateTokens([u('é'.repeat(8))]), 8);
+    assert.ok(estimateTokens([a('', 'c')]) > estimateTokens([a('')]));
   });
 });

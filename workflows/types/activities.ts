@@ -55,6 +55,14 @@ export interface ModelActivityInput {
   context?: { base?: ContextRef; append: Message[]; anew?: boolean };
 }
 
+/** Asks the model to summarise the stored transcript's older messages (compaction). */
+export interface CompactInput {
+  sessionId: string;
+  turn: number;
+  iteration: number;
+  context: ContextRef;
+}
+
 /** A tool's `reconcile()` answer: was this execution ID applied by the external system? */
 export type ReconcileAnswer<R = unknown> =
   { status: 'applied'; result: R } | { status: 'not_applied' } | { status: 'unknown'; reason?: string };
@@ -62,6 +70,8 @@ export type ReconcileAnswer<R = unknown> =
 /** The activities a turn schedules; implemented by `activities/` and registered by the worker. */
 export interface TurnActivities {
   callModel(input: ModelActivityInput): Promise<ModelStep>;
+  /** Summarises the older messages of the stored transcript; the same reference with a new summary. */
+  compactContext(input: CompactInput): Promise<ContextRef>;
   planToolCalls(input: PlanCallsInput): Promise<PlannedCall[]>;
   executeTool(input: ToolActivityInput): Promise<ToolActivityResult>;
   reconcileTool(input: ToolActivityInput): Promise<ReconcileAnswer>;

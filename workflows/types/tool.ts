@@ -100,4 +100,15 @@ export interface ContextRef {
   claim: Record<string, string>;
   /** How many messages the whole chain holds, from the session's first. */
   messages: number;
+  /** What the model sees instead of the chain's first `covers` messages (compaction); the chain keeps them. */
+  summary?: ContextSummary;
+  /** The model's view is near its budget: the turn compacts before its next model call. */
+  compactDue?: boolean;
+}
+
+/** A stored summary of a transcript's first `covers` messages. */
+export interface ContextSummary {
+  driver: string;
+  claim: Record<string, string>;
+  covers: number;
 }
