@@ -9,6 +9,7 @@ export { settingsFrom, SettingsError } from '../runtime/settings';
 export type { Settings } from '../runtime/settings';
 export { defaultDataConverter, defaultPayloadCodecs } from '../runtime/dataConverter';
 export { sendMessage, waitForTurn, turnStatus, sessionStatus, activeTurn, OpenWorkerError } from '../client/session';
+export type { SendMessageInput, SendMessageResult } from '../client/session';
 export { approve, approveAll, reject, recover } from '../client/decisions';
 export type { DecisionOutcome, DecisionTarget } from '../client/decisions';
 export { grant, revoke, listGrants, approveAlways } from '../client/grants';

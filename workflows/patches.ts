@@ -20,4 +20,6 @@ export const PATCHES = {
   reservedNames: 'reserved-names-refused-v1',
   retryAsksReconcile: 'recovery-retry-asks-reconcile-v1',
   refusalAfterDispatch: 'refused-retry-after-dispatch-parks-v1',
+  messageOptions: 'message-turn-options-v1',
+  iterationDefault: 'iteration-default-40-v1',
 } as const;

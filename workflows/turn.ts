@@ -12,7 +12,6 @@ import {
 import { callLifecycle } from './call';
 import type { FaultSinks } from './definitions';
 import {
-  DEFAULT_MAX_ITERATIONS,
   FAILURE,
   approveSignal,
   decisionsSignal,
@@ -28,6 +27,7 @@ import { createDecisionIntake } from './intake';
 import { newEntry } from './ledger';
 import { oversizedMessage } from './limits';
 import { PATCHES } from './patches';
+import { capReached, iterationCap } from './turnOptions';
 import { DESCRIPTIONS } from './protocol';
 import { handleNotifications } from './notifications';
 import { assignCallIds } from './plan';
@@ -64,7 +64,7 @@ const { openworkerFaults } = proxySinks<FaultSinks>();
  * the people's decisions, the session's grants and the execute activity's dispatch marker.
  */
 export async function agentTurn(input: TurnInput): Promise<TurnResult> {
-  const maxIterations = input.options?.maxIterations ?? DEFAULT_MAX_ITERATIONS;
+  const cap = iterationCap(input.options, () => patched(PATCHES.iterationDefault));
   let iteration = 0;
   const book = createTurnLedger(input, () => iteration);
   const { ledger, now } = book;
@@ -216,6 +216,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       messages.push({ role: 'assistant', content: response.text, ...(planned.length ? { toolCalls: openCalls } : {}) });
       if (!planned.length) return await finish({ state: 'completed', text: response.text });
       // Calls the model could never follow up on are not executed at all.
+      const maxIterations = cap(iteration);
       const capped =
         iteration >= maxIterations ? `not executed: the turn reached its iteration cap (${maxIterations})` : undefined;
       const at = now();
@@ -231,7 +232,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
         return await finish({
           state: 'failed',
           text: response.text,
-          error: `iteration cap (${maxIterations}) reached; start a new turn to continue`,
+          error: capReached(maxIterations),
         });
     }
   } catch (err) {
