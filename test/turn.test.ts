@@ -347,6 +347,7 @@ describe('turns end to end', function () {
     assert.equal(t2.state, 'completed', t2.error);
     assert.equal(t2.iteration, 14);
     assert.equal(t2.ledger.length, 13);
+    await recordHistory(t2.workflowId, 'turn-iteration-default-40');
     // A raw client's bad options: refused with why, the session takes the next message.
     const session = w.c.client.workflow.getHandle(sessionWorkflowId(sessionId));
     await session.signal(messageSignal, { text: 'more', messageId: 'bad-options', options: { maxIterations: 0 } });
@@ -363,6 +364,7 @@ describe('turns end to end', function () {
     const t3 = await startTurn(w.c, sessionId, 'hi');
     assert.equal(t3.state, 'completed');
     assert.equal(t3.turn, 3, 'neither refused message became a turn');
+    await recordHistory(sessionWorkflowId(sessionId), 'session-message-options');
   });
 
   it('show --json and the OpenWorkerState search attribute tell the same story', async () => {
