@@ -1,5 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { approve, recover, reject } from '../client/decisions';
+import { ApplicationFailure } from '@temporalio/common';
+import { WorkflowFailedError } from '@temporalio/client';
 import { sendMessage, sessionStatus, turnStatus } from '../client/session';
 import { messageIdFor } from '../activities/tools/sendEmail';
 import {
@@ -325,6 +327,14 @@ describe('turns end to end', function () {
     // The model wants a lookup per step: 2 steps in turn 1 (capped), 13 and an answer in turn 2, then one answer.
     const steps = [...Array.from({ length: 15 }, (_, i) => lookup(i)), { text: 'All 13 looked up.' }, { text: 'Hi.' }];
     await worker(scripted(steps));
+    // A raw start with bad session limits fails at once with why (the library refuses them before sending).
+    const badStart = uniq('cap-start');
+    const raw = await w.c.client.workflow.start('session', {
+      workflowId: sessionWorkflowId(badStart),
+      taskQueue: w.taskQueue,
+      args: [{ sessionId: badStart, options: { maxIterations: 'many' as unknown as number } }],
+      workflowExecutionTimeout: '30 seconds',
+    });
     const q = ['--task-queue', w.taskQueue];
     const r = await runCli(['turn', sessionId, 'look up 3 people', '--max-iterations', '2', '--wait', ...q]);
     assert.equal(r.code, 0, r.stderr);
@@ -365,6 +375,15 @@ describe('turns end to end', function () {
     assert.equal(t3.state, 'completed');
     assert.equal(t3.turn, 3, 'neither refused message became a turn');
     await recordHistory(sessionWorkflowId(sessionId), 'session-message-options');
+    await assert.rejects(
+      raw.result(),
+      (err: unknown) =>
+        err instanceof WorkflowFailedError &&
+        err.cause instanceof ApplicationFailure &&
+        err.cause.type === 'BadInput' &&
+        err.cause.message === "session refused: options.maxIterations must be a whole number from 1 to 200, got 'many'",
+    );
+    await recordHistory(sessionWorkflowId(badStart), 'session-refused-options');
   });
 
   it('show --json and the OpenWorkerState search attribute tell the same story', async () => {

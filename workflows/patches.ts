@@ -22,4 +22,5 @@ export const PATCHES = {
   refusalAfterDispatch: 'refused-retry-after-dispatch-parks-v1',
   messageOptions: 'message-turn-options-v1',
   iterationDefault: 'iteration-default-40-v1',
+  sessionOptionsCheck: 'session-options-check-v1',
 } as const;

@@ -63,6 +63,10 @@ export async function session(input: SessionInput): Promise<void> {
     : sessionStartProblem(info.workflowId, input?.sessionId);
   if (startProblem && patched(PATCHES.sessionIdCheck))
     throw ApplicationFailure.nonRetryable(`session refused: ${startProblem}`, 'InvalidSessionId');
+  // Limits a raw start got wrong would cap every turn at once, or never (the library checks them first).
+  const badStartOptions = info.continuedFromExecutionRunId ? undefined : turnOptionsProblem(input?.options);
+  if (badStartOptions && patched(PATCHES.sessionOptionsCheck))
+    throw ApplicationFailure.nonRetryable(`session refused: ${badStartOptions}`, 'BadInput');
   const transcript: Message[] = [...(input.transcript ?? [])];
   const turns: TurnSummary[] = [...(input.turns ?? [])];
   const pending: QueuedMessage[] = [...(input.pending ?? [])];
