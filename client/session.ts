@@ -171,7 +171,7 @@ async function refuseIfRunning(c: OpenWorkerClient, sessionId: string, workflowI
     });
   if (d?.status.name === 'RUNNING')
     throw new OpenWorkerError(
-      `session '${sessionId}' already runs and keeps the limits it started with; \`sessionOptions\` apply only when a message starts a session: set \`options\` for this turn instead; nothing was sent`,
+      `session '${sessionId}' already runs and keeps the limits it started with; limits in \`sessionOptions\` apply only when a message starts a session: set \`options\` for this turn instead; nothing was sent`,
       'bad_input',
     );
 }

@@ -369,7 +369,7 @@ describe('turns end to end', function () {
     // Session limits are set when a message starts the session: a running one would drop them unsaid.
     await assert.rejects(
       sendMessage(w.c, { sessionId, text: 'hi', sessionOptions: { maxIterations: 5 } }),
-      /session '.*' already runs and keeps the limits it started with; `sessionOptions` apply only when a message starts a session/,
+      /session '.*' already runs and keeps the limits it started with; limits in `sessionOptions` apply only when a message starts a session/,
     );
     const t3 = await startTurn(w.c, sessionId, 'hi');
     assert.equal(t3.state, 'completed');
