@@ -17,6 +17,7 @@ export {
   activeTurn,
   OpenWorkerError,
 } from '../client/session';
+export type { SendMessageInput, SendMessageResult } from '../client/session';
 export { approve, approveAll, reject, recover } from '../client/decisions';
 export type { DecisionOutcome, DecisionTarget } from '../client/decisions';
 export { grant, revoke, listGrants, approveAlways } from '../client/grants';

@@ -19,5 +19,6 @@ export {
 } from '../workflows/definitions';
 export { sessionWorkflowId, turnWorkflowId, parseWorkflowId, sessionIdProblem, turnProblem } from '../workflows/ids';
 export type { ParsedWorkflowId } from '../workflows/ids';
+export { DEFAULT_MAX_ITERATIONS, TURN_OPTIONS, turnOptionsProblem } from '../workflows/turnOptions';
 export { executionIdFor, argsDigest, canonicalJson } from '../workflows/identity';
 export type * from '../workflows/types';

@@ -1,5 +1,5 @@
 import { createInterface } from 'node:readline';
-import type { LedgerEntry } from '../workflows/types';
+import type { LedgerEntry, TurnOptions } from '../workflows/types';
 import { pendingFence } from '../workflows/ledger';
 import { turnOf } from '../workflows/ids';
 import { cancelTurn } from '../client/cancel';
@@ -28,6 +28,8 @@ export interface ChatOptions {
   input?: NodeJS.ReadableStream;
   output?: NodeJS.WritableStream & { isTTY?: boolean };
   pollMs?: number;
+  /** The limits of every turn this chat starts, over the session's. */
+  options?: TurnOptions;
 }
 
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
@@ -270,7 +272,7 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
       continue;
     }
     try {
-      const sent = await sendMessage(c, { sessionId, text });
+      const sent = await sendMessage(c, { sessionId, text, ...(o.options ? { options: o.options } : {}) });
       const done = await follow(async () => (await messageTurn(c, sessionId, sent.messageId)).turn?.workflowId);
       if (!done) break;
     } catch (err) {

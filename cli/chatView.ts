@@ -2,6 +2,7 @@ import type { LedgerEntry, TurnStatus } from '../workflows/types';
 import { needsNoApproval } from '../workflows/deciders';
 import type { RecoveryDecision } from '../workflows/protocol';
 import { RECOVERY_DECISIONS } from '../workflows/protocol';
+import { inCliTerms } from './flags';
 
 // What the chat REPL prints and how it reads answers. Pure, so the wording is tested as a table;
 // cli/chat.ts does the terminal and Temporal I/O.
@@ -139,6 +140,6 @@ export function turnEnd(t: Pick<TurnStatus, 'state' | 'text' | 'error' | 'turn'>
     case 'cancelled':
       return [`turn ${t.turn} cancelled; the session takes the next message`];
     default:
-      return [`turn ${t.turn} ${t.state}${t.error ? `: ${t.error}` : ''}`];
+      return [`turn ${t.turn} ${t.state}${t.error ? `: ${inCliTerms(t.error)}` : ''}`];
   }
 }

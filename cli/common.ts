@@ -3,6 +3,9 @@ import { InvalidArgumentError } from 'commander';
 import type { OpenWorkerClient } from '../client/connection';
 import { connectClient } from '../client/connection';
 import type { Settings } from '../runtime/settings';
+import { TURN_OPTIONS } from '../workflows/turnOptions';
+import { inCliTerms } from './flags';
+import type { TurnOptions } from '../workflows/types';
 
 /** What every command module of the CLI shares: the global options, option parsers, the client and the output. */
 
@@ -18,6 +21,16 @@ export const positiveInt =
   (value: string): number => {
     const n = Number(value);
     if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${flag} must be a positive integer`);
+    return n;
+  };
+/** A turn limit from its flag, in the range workflows/turnOptions.ts gives it. */
+export const turnLimit =
+  (name: keyof TurnOptions, flag: string = inCliTerms(`\`${name}\``)) =>
+  (value: string): number => {
+    const { min, max } = TURN_OPTIONS[name];
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new InvalidArgumentError(`${flag} must be a whole number from ${min} to ${max}`);
     return n;
   };
 export const port = (value: string): number => {

@@ -10,6 +10,10 @@ const FLAG_OF: Record<string, string> = {
   model: '--model',
   toolModules: '--tools',
   taskQueue: '--task-queue',
+  maxIterations: '--max-iterations',
+  // sendMessage's per-turn and per-session limits: the CLI's only ones are the iteration caps.
+  options: '--max-iterations',
+  sessionOptions: '--session-max-iterations',
 };
 
 /** A library error's message with each option named as its command-line flag. */

@@ -6,6 +6,7 @@ import type { WaitedTurn } from '../client/session';
 import { pendingFence, retryNote } from '../workflows/ledger';
 import { approvedByPerson } from '../workflows/deciders';
 import { RECOVERY_DECISIONS } from '../workflows/protocol';
+import { inCliTerms } from './flags';
 
 // Human-readable output for the CLI; `--json` prints the library's values instead.
 
@@ -22,7 +23,7 @@ export function fenceLine(f: { until: string; attempt: number; by: string }): st
 export function formatTurn(t: WaitedTurn): string {
   const lines = [`${t.workflowId}: ${t.state}`];
   if (t.text) lines.push(`assistant: ${t.text}`);
-  if (t.error) lines.push(`error: ${t.error}`);
+  if (t.error) lines.push(`error: ${inCliTerms(t.error)}`);
   for (const e of t.ledger) {
     lines.push(
       `  ${e.toolCallId}  ${e.tool}${e.target ? ` → ${e.target}` : ''}  ${e.state}  (execution ${e.executionId})`,
@@ -83,7 +84,7 @@ export function formatSession(v: SessionView): string {
     lines.push(`  refused message${r.messageId ? ` ${r.messageId}` : ''} at ${r.at}: ${r.reason}`);
   lines.push('turns:');
   for (const t of v.turns) {
-    lines.push(`  ${t.n}  ${t.state}  ${t.workflowId}${t.error ? `  (${t.error})` : ''}`);
+    lines.push(`  ${t.n}  ${t.state}  ${t.workflowId}${t.error ? `  (${inCliTerms(t.error)})` : ''}`);
     for (const d of t.notApplied ?? []) lines.push(`     ${notAppliedLine(d)}`);
   }
   lines.push('executions:');

@@ -3,11 +3,12 @@ import type { Command } from 'commander';
 import { Option } from 'commander';
 import { runChat } from './chat';
 import { cancelTurn } from '../client/cancel';
-import { globals, positiveInt, print, withClient } from './common';
+import { globals, positiveInt, print, turnLimit, withClient } from './common';
 import { formatImport, formatInbox, formatSession, formatTurn } from './format';
 import { importSession } from '../client/import';
 import { inbox, showSession } from '../client/inspect';
 import { OpenWorkerError, sendMessage, waitForTurn } from '../client/session';
+import { DEFAULT_MAX_ITERATIONS, TURN_OPTIONS } from '../workflows/turnOptions';
 
 /** The CLI commands about a session and its turns: messages, imports, the chat, the inbox, cancel and show. */
 
@@ -19,15 +20,35 @@ export function sessionCommands(program: Command): void {
   inboxCommand(program);
 }
 
+const MAX_ITERATIONS_HELP = `model calls a turn may make (default: the session's, else ${DEFAULT_MAX_ITERATIONS}; at most ${TURN_OPTIONS.maxIterations.max})`;
+
+interface TurnFlags {
+  wait?: boolean;
+  timeout: number;
+  maxIterations?: number;
+  sessionMaxIterations?: number;
+}
+
 function turnCommand(program: Command): void {
   program
     .command('turn <sessionId> <message>')
     .description('send a message to a session (starting it if needed); --wait returns when the turn completes or parks')
     .option('--wait', 'wait for the turn to complete or wait for a decision')
     .option('--timeout <seconds>', 'how long --wait waits', positiveInt('--timeout'), 120)
-    .action(async (sessionId: string, message: string, opts: { wait?: boolean; timeout: number }, cmd: Command) =>
+    .option('--max-iterations <n>', MAX_ITERATIONS_HELP, turnLimit('maxIterations'))
+    .option(
+      '--session-max-iterations <n>',
+      "the session's cap for every turn; only when this message starts the session",
+      turnLimit('maxIterations', '--session-max-iterations'),
+    )
+    .action(async (sessionId: string, message: string, opts: TurnFlags, cmd: Command) =>
       withClient(cmd, async (c) => {
-        const sent = await sendMessage(c, { sessionId, text: message });
+        const sent = await sendMessage(c, {
+          sessionId,
+          text: message,
+          ...(opts.maxIterations ? { options: { maxIterations: opts.maxIterations } } : {}),
+          ...(opts.sessionMaxIterations ? { sessionOptions: { maxIterations: opts.sessionMaxIterations } } : {}),
+        });
         if (!opts.wait) return print(cmd, sent, `queued message ${sent.messageId} in session ${sessionId}`);
         const t = await waitForTurn(c, { sessionId, messageId: sent.messageId, timeoutMs: opts.timeout * 1000 }).catch(
           (err: unknown) => {
@@ -73,8 +94,15 @@ function chatCommand(program: Command): void {
       'an interactive session: messages, inline approvals (once, always for the session, always for a target, reject) and recovery decisions',
     )
     .option('--by <name>', 'who approves (default: $OPENWORKER_USER or $USER)')
-    .action(async (sessionId: string, opts: { by?: string }, cmd: Command) =>
-      withClient(cmd, (c) => runChat(c, { sessionId, ...(opts.by ? { by: opts.by } : {}) })),
+    .option('--max-iterations <n>', `for each message of this chat: ${MAX_ITERATIONS_HELP}`, turnLimit('maxIterations'))
+    .action(async (sessionId: string, opts: { by?: string; maxIterations?: number }, cmd: Command) =>
+      withClient(cmd, (c) =>
+        runChat(c, {
+          sessionId,
+          ...(opts.by ? { by: opts.by } : {}),
+          ...(opts.maxIterations ? { options: { maxIterations: opts.maxIterations } } : {}),
+        }),
+      ),
     );
 }
 

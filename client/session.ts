@@ -17,8 +17,17 @@ import {
 } from '../workflows/definitions';
 import { turnContext } from '../workflows/transcript';
 import { parseWorkflowId, sessionIdProblem, sessionWorkflowId, turnProblem } from '../workflows/ids';
-import type { Message, MessageTurn, SessionStatus, TurnResult, TurnState, TurnStatus } from '../workflows/types';
+import type {
+  Message,
+  MessageTurn,
+  SessionStatus,
+  TurnOptions,
+  TurnResult,
+  TurnState,
+  TurnStatus,
+} from '../workflows/types';
 import { messageProblem } from '../workflows/limits';
+import { turnOptionsProblem } from '../workflows/turnOptions';
 import type { ContextStore } from '../runtime/contextStore';
 import { contextStoreFor } from '../runtime/contextStore';
 import type { Settings } from '../runtime/settings';
@@ -98,26 +107,37 @@ export interface SendMessageResult {
   messageId: string;
 }
 
+export interface SendMessageInput {
+  sessionId: string;
+  text: string;
+  messageId?: string;
+  /** This turn's limits, over the session's (e.g. `{ maxIterations: 80 }`; ranges in workflows/turnOptions.ts). */
+  options?: TurnOptions;
+  /** The session's limits for every turn: only when this message starts the session (refused if one runs). */
+  sessionOptions?: TurnOptions;
+}
+
 /** Queues a message in the session, starting the session workflow if needed. Works while no worker runs. */
-export async function sendMessage(
-  client: ClientLike,
-  input: { sessionId: string; text: string; messageId?: string },
-): Promise<SendMessageResult> {
+export async function sendMessage(client: ClientLike, input: SendMessageInput): Promise<SendMessageResult> {
   const c = asOpenWorker(client);
   const sessionId = checkSessionId(input.sessionId);
   // The session would refuse it too (and record why); saying so here loses no time.
-  const problem = messageProblem(input.text);
+  const problem =
+    messageProblem(input.text) ??
+    optionsProblem('options', input.options) ??
+    optionsProblem('sessionOptions', input.sessionOptions);
   if (problem) throw new OpenWorkerError(`${problem}; nothing was sent`, 'bad_input');
   const messageId = input.messageId ?? randomUUID();
   const workflowId = sessionWorkflowId(sessionId);
+  if (input.sessionOptions) await refuseIfRunning(c, sessionId, workflowId);
   let signaledRunId: string;
   try {
     ({ signaledRunId } = await c.client.workflow.signalWithStart('session', {
       workflowId,
       taskQueue: c.taskQueue,
-      args: [{ sessionId }],
+      args: [{ sessionId, ...(input.sessionOptions ? { options: input.sessionOptions } : {}) }],
       signal: messageSignal,
-      signalArgs: [{ text: input.text, messageId }],
+      signalArgs: [{ text: input.text, messageId, ...(input.options ? { options: input.options } : {}) }],
       // A session whose workflow ended is not silently recreated: its turn numbers (and so its
       // execution IDs, the idempotency keys of real effects) would start over.
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
@@ -149,6 +169,27 @@ export async function sendMessage(
       'bad_input',
     );
   return { sessionId, sessionWorkflowId: workflowId, messageId };
+}
+
+/** Why `options` (the library option `name`) cannot be sent, naming the option in backticks, or undefined. */
+function optionsProblem(name: string, options: TurnOptions | undefined): string | undefined {
+  return turnOptionsProblem(options)?.replace(/^options(\.\w+)?/, (_, key?: string) => `\`${name}${key ?? ''}\``);
+}
+
+/** `sessionOptions` apply when a message starts the session: a running session would drop them unsaid. */
+async function refuseIfRunning(c: OpenWorkerClient, sessionId: string, workflowId: string): Promise<void> {
+  const d = await c.client.workflow
+    .getHandle(workflowId)
+    .describe()
+    .catch((err: unknown) => {
+      if (err instanceof WorkflowNotFoundError) return undefined;
+      throw err;
+    });
+  if (d?.status.name === 'RUNNING')
+    throw new OpenWorkerError(
+      `session '${sessionId}' already runs and keeps the limits it started with; limits in \`sessionOptions\` apply only when a message starts a session: set \`options\` for this turn instead; nothing was sent`,
+      'bad_input',
+    );
 }
 
 /** How the server says a run has taken its limit of signals (history.maximumSignalsPerExecution). */

@@ -88,6 +88,18 @@ describe('CLI errors (one line, what to do, no hanging)', function () {
       ],
       [['turn', 'bad id!', 'hi', ...q], 2, /^error: invalid session id 'bad id!': use 1-100 letters/],
       [
+        ['turn', sessionId, 'hi', '--max-iterations', '0', ...q],
+        1,
+        /^error: option '--max-iterations <n>' argument '0' is invalid. --max-iterations must be a whole number from 1 to 200$/,
+      ],
+      [
+        ['turn', sessionId, 'hi', '--session-max-iterations', '80', ...q],
+        2,
+        new RegExp(
+          `^error: session '${sessionId}' already runs and keeps the limits it started with; limits in --session-max-iterations apply only when a message starts a session: set --max-iterations for this turn instead; nothing was sent$`,
+        ),
+      ],
+      [
         ['approve', 'x-turn-1', 'c1', ...q],
         2,
         /^error: invalid session id 'x-turn-1': it ends in '-turn-<digits>', so its workflow ID would be a turn's \(session-<id>-turn-<n>\); use another id, e.g. 'x-turn1'$/,

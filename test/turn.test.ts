@@ -1,12 +1,15 @@
 import { strict as assert } from 'node:assert';
 import { approve, recover, reject } from '../client/decisions';
-import { turnStatus } from '../client/session';
+import { ApplicationFailure } from '@temporalio/common';
+import { WorkflowFailedError } from '@temporalio/client';
+import { sendMessage, sessionStatus, turnStatus } from '../client/session';
 import { messageIdFor } from '../activities/tools/sendEmail';
 import {
   approveSignal,
   rejectSignal,
   decisionsSignal,
   dispatchUpdate,
+  messageSignal,
   recoverSignal,
   sessionWorkflowId,
   turnWorkflowId,
@@ -316,20 +319,71 @@ describe('turns end to end', function () {
     assert.ok(toolMsgs.every((m: { isError?: boolean }) => m.isError));
   });
 
-  it('stops at the iteration cap without executing the last response', async () => {
+  it("a turn's --max-iterations caps it; the next turn runs on the default, past the old 12; bad options are refused", async () => {
     const sessionId = uniq('cap');
-    const steps = Array.from({ length: 13 }, (_, i) => ({
+    const lookup = (i: number) => ({
       toolCalls: [{ id: `l${i}`, name: 'lookup_contact', arguments: { name: `N${i}` } }],
-    }));
+    });
+    // The model wants a lookup per step: 2 steps in turn 1 (capped), 13 and an answer in turn 2, then one answer.
+    const steps = [...Array.from({ length: 15 }, (_, i) => lookup(i)), { text: 'All 13 looked up.' }, { text: 'Hi.' }];
     await worker(scripted(steps));
-    const t = await startTurn(w.c, sessionId, 'loop forever', 60_000);
+    // A raw start with bad session limits fails at once with why (the library refuses them before sending).
+    const badStart = uniq('cap-start');
+    const raw = await w.c.client.workflow.start('session', {
+      workflowId: sessionWorkflowId(badStart),
+      taskQueue: w.taskQueue,
+      args: [{ sessionId: badStart, options: { maxIterations: 'many' as unknown as number } }],
+      workflowExecutionTimeout: '30 seconds',
+    });
+    const q = ['--task-queue', w.taskQueue];
+    const r = await runCli(['turn', sessionId, 'look up 3 people', '--max-iterations', '2', '--wait', ...q]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(
+      r.stdout,
+      /\nerror: iteration cap \(2\) reached; raise it with the --max-iterations option \(at most 200\), or start a new turn to continue\n/,
+    );
+    const t = await turnStatus(w.c, turnWorkflowId(sessionId, 1));
     assert.equal(t.state, 'failed');
-    assert.match(t.error!, /iteration cap \(12\) reached/);
-    assert.equal(t.iteration, 12);
-    assert.equal(t.ledger.length, 12);
-    assert.equal(t.ledger.filter((e) => e.state === 'succeeded').length, 11);
-    assert.equal(t.ledger[11]!.state, 'invalid');
-    assert.match(t.ledger[11]!.error!, /iteration cap/);
+    assert.match(t.error!, /^iteration cap \(2\) reached; raise it with the `maxIterations` option/);
+    assert.equal(t.iteration, 2);
+    assert.deepEqual(
+      t.ledger.map((e) => e.state),
+      ['succeeded', 'invalid'],
+      "the capped response's call is not executed",
+    );
+    assert.match(t.ledger[1]!.error!, /iteration cap \(2\)/);
+    // No options: the session's default (none given), 40 model calls, not turn 1's 2 nor the old 12.
+    const t2 = await startTurn(w.c, sessionId, 'look up 13 people', 60_000);
+    assert.equal(t2.state, 'completed', t2.error);
+    assert.equal(t2.iteration, 14);
+    assert.equal(t2.ledger.length, 13);
+    await recordHistory(t2.workflowId, 'turn-iteration-default-40');
+    // A raw client's bad options: refused with why, the session takes the next message.
+    const session = w.c.client.workflow.getHandle(sessionWorkflowId(sessionId));
+    await session.signal(messageSignal, { text: 'more', messageId: 'bad-options', options: { maxIterations: 0 } });
+    const refused = await eventually(
+      async () => (await sessionStatus(w.c, sessionId)).refused?.find((x) => x.messageId === 'bad-options'),
+      'the refusal',
+    );
+    assert.equal(refused.reason, 'options.maxIterations must be a whole number from 1 to 200, got 0');
+    // Session limits are set when a message starts the session: a running one would drop them unsaid.
+    await assert.rejects(
+      sendMessage(w.c, { sessionId, text: 'hi', sessionOptions: { maxIterations: 5 } }),
+      /session '.*' already runs and keeps the limits it started with; limits in `sessionOptions` apply only when a message starts a session/,
+    );
+    const t3 = await startTurn(w.c, sessionId, 'hi');
+    assert.equal(t3.state, 'completed');
+    assert.equal(t3.turn, 3, 'neither refused message became a turn');
+    await recordHistory(sessionWorkflowId(sessionId), 'session-message-options');
+    await assert.rejects(
+      raw.result(),
+      (err: unknown) =>
+        err instanceof WorkflowFailedError &&
+        err.cause instanceof ApplicationFailure &&
+        err.cause.type === 'BadInput' &&
+        err.cause.message === "session refused: options.maxIterations must be a whole number from 1 to 200, got 'many'",
+    );
+    await recordHistory(sessionWorkflowId(badStart), 'session-refused-options');
   });
 
   it('show --json and the OpenWorkerState search attribute tell the same story', async () => {

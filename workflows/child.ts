@@ -5,6 +5,7 @@ import { OpenWorkerSession, OpenWorkerState } from './definitions';
 import { sessionIdProblem, turnProblem, turnWorkflowId } from './ids';
 import { messageProblem } from './limits';
 import { unpairedToolCalls } from './transcript';
+import { turnOptionsProblem } from './turnOptions';
 import { agentTurn } from './turn';
 import type { Message, TurnOptions, TurnResult } from './types';
 
@@ -67,7 +68,6 @@ export function agentTurnProblem(request: unknown): string | undefined {
   if (!request || typeof request !== 'object') return 'the request must be { sessionId, turn, message, history? }';
   const r = request as Partial<Record<keyof AgentTurnRequest, unknown>>;
   const history = r.history ?? [];
-  const maxIterations = (r.options as TurnOptions | undefined)?.maxIterations;
   return (
     sessionIdProblem(r.sessionId) ??
     turnProblem(r.turn) ??
@@ -75,9 +75,7 @@ export function agentTurnProblem(request: unknown): string | undefined {
     (Array.isArray(history) && history.every((m) => m && typeof m === 'object' && typeof m.role === 'string')
       ? unpairedToolCalls(history as Message[])[0]
       : 'history must be an array of messages ({ role, content, ... })') ??
-    (maxIterations === undefined || (Number.isSafeInteger(maxIterations) && maxIterations >= 1)
-      ? undefined
-      : `options.maxIterations must be a positive integer, got ${String(maxIterations)}`)
+    turnOptionsProblem(r.options)
   );
 }
 

@@ -62,7 +62,8 @@ export const PLUGIN_NAME = 'openworker-temporal';
 
 /** The message id of the turn that resumes an imported session's pending tool calls. */
 export const IMPORT_MESSAGE_ID = 'import';
-export const DEFAULT_MAX_ITERATIONS = 12;
+/** Model calls per turn when nothing sets `maxIterations` (workflows/turnOptions.ts has the ranges). */
+export { DEFAULT_MAX_ITERATIONS } from './turnOptions';
 
 // The workflow-ID scheme lives in ./ids (one builder and one parser); re-exported for existing imports.
 export { sessionWorkflowId, turnWorkflowId } from './ids';

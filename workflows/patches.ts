@@ -21,4 +21,7 @@ export const PATCHES = {
   retryAsksReconcile: 'recovery-retry-asks-reconcile-v1',
   refusalAfterDispatch: 'refused-retry-after-dispatch-parks-v1',
   transcriptByReference: 'transcript-by-reference-v1',
+  messageOptions: 'message-turn-options-v1',
+  iterationDefault: 'iteration-default-40-v1',
+  sessionOptionsCheck: 'session-options-check-v1',
 } as const;

@@ -138,7 +138,12 @@ export interface DecisionsSignal {
 // ---- The session's signals: message, grant, revoke; and the turn's internal `grants` ----
 
 /** A user message; the session's own rules (workflows/limits.ts sessionMessageProblem) judge it. */
-const SessionMessageSchema = z.object({ text: z.string(), messageId: z.optional(z.string()) });
+const SessionMessageSchema = z.object({
+  text: z.string(),
+  messageId: z.optional(z.string()),
+  /** This turn's limits over the session's (ranges and reasons: workflows/turnOptions.ts). */
+  options: z.optional(z.object({ maxIterations: z.optional(z.number()) })),
+});
 export type SessionMessageSignal = z.infer<typeof SessionMessageSchema>;
 
 export const MAX_GRANT_ID = 100;

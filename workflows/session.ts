@@ -32,6 +32,7 @@ import { DESCRIPTIONS } from './protocol';
 import { closeUnpaired, unpairedToolCalls } from './transcript';
 import { activeGrants, addGrant, revokeGrant } from './grants';
 import { MESSAGE_LIMIT_PATCH, sessionMessageProblem } from './limits';
+import { turnOptionsArg, turnOptionsProblem } from './turnOptions';
 import type {
   ContextRef,
   Grant,
@@ -66,6 +67,10 @@ export async function session(input: SessionInput): Promise<void> {
     : sessionStartProblem(info.workflowId, input?.sessionId);
   if (startProblem && patched(PATCHES.sessionIdCheck))
     throw ApplicationFailure.nonRetryable(`session refused: ${startProblem}`, 'InvalidSessionId');
+  // Limits a raw start got wrong would cap every turn at once, or never (the library checks them first).
+  const badStartOptions = info.continuedFromExecutionRunId ? undefined : turnOptionsProblem(input?.options);
+  if (badStartOptions && patched(PATCHES.sessionOptionsCheck))
+    throw ApplicationFailure.nonRetryable(`session refused: ${badStartOptions}`, 'BadInput');
   // With `context`, the transcript's first messages are stored by reference and `transcript` holds the rest.
   const transcript: Message[] = [...(input.transcript ?? [])];
   const turns: TurnSummary[] = [...(input.turns ?? [])];
@@ -126,17 +131,21 @@ export async function session(input: SessionInput): Promise<void> {
         raw && typeof raw === 'object'
           ? sessionMessageProblem(raw.text, () => patched(MESSAGE_LIMIT_PATCH))
           : 'expected { text, messageId? }';
-      if (problem) {
-        refused.push({ at: new Date().toISOString(), ...(given ? { messageId: given } : {}), reason: problem });
+      const refuse = (reason: string): void => {
+        refused.push({ at: new Date().toISOString(), ...(given ? { messageId: given } : {}), reason });
         if (refused.length > REFUSED_KEPT) refused.splice(0, refused.length - REFUSED_KEPT);
-        return;
-      }
+      };
+      if (problem) return refuse(problem);
+      // This turn's limits (`options`), over the session's; only newer clients send them.
+      const options = raw.options !== undefined && patched(PATCHES.messageOptions) ? raw.options : undefined;
+      const badOptions = turnOptionsProblem(options);
+      if (badOptions) return refuse(badOptions);
       const messageId = given ?? `auto-${uuid4()}`;
       // A client that retries a send must not create a second turn.
       if (seen.includes(messageId)) return;
       seen.push(messageId);
       if (seen.length > SEEN_IDS_KEPT) seen.splice(0, seen.length - SEEN_IDS_KEPT);
-      pending.push({ text: raw.text as string, messageId });
+      pending.push({ text: raw.text as string, messageId, ...(options ? { options } : {}) });
     },
     { description: DESCRIPTIONS.message },
   );
@@ -201,7 +210,7 @@ export async function session(input: SessionInput): Promise<void> {
             ...(activeGrants(grants).length ? { grants: activeGrants(grants) } : {}),
             ...(grantsVersion ? { grantsVersion } : {}),
             ...('msg' in next ? { message: next.msg.text } : { resume: next.resume }),
-            ...(input.options ? { options: input.options } : {}),
+            ...turnOptionsArg(input.options, 'msg' in next ? next.msg.options : undefined),
           },
         ],
         // A turn ID is never reused: its execution IDs are the idempotency keys of real effects.

@@ -13,7 +13,6 @@ import {
 import { callLifecycle } from './call';
 import type { FaultSinks } from './definitions';
 import {
-  DEFAULT_MAX_ITERATIONS,
   FAILURE,
   approveSignal,
   decisionsSignal,
@@ -30,6 +29,7 @@ import { createDecisionIntake } from './intake';
 import { newEntry } from './ledger';
 import { oversizedMessage } from './limits';
 import { PATCHES } from './patches';
+import { capReached, iterationCap } from './turnOptions';
 import { DESCRIPTIONS } from './protocol';
 import { handleNotifications } from './notifications';
 import { assignCallIds } from './plan';
@@ -78,7 +78,7 @@ const { openworkerFaults } = proxySinks<FaultSinks>();
  * the people's decisions, the session's grants and the execute activity's dispatch marker.
  */
 export async function agentTurn(input: TurnInput): Promise<TurnResult> {
-  const maxIterations = input.options?.maxIterations ?? DEFAULT_MAX_ITERATIONS;
+  const cap = iterationCap(input.options, () => patched(PATCHES.iterationDefault));
   let iteration = 0;
   const book = createTurnLedger(input, () => iteration);
   const { ledger, now } = book;
@@ -254,6 +254,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       if (response.context) stored = { ref: response.context, history: true, upTo: messages.length };
       if (!planned.length) return await finish({ state: 'completed', text: response.text });
       // Calls the model could never follow up on are not executed at all.
+      const maxIterations = cap(iteration);
       const capped =
         iteration >= maxIterations ? `not executed: the turn reached its iteration cap (${maxIterations})` : undefined;
       const at = now();
@@ -269,7 +270,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
         return await finish({
           state: 'failed',
           text: response.text,
-          error: `iteration cap (${maxIterations}) reached; start a new turn to continue`,
+          error: capReached(maxIterations),
         });
     }
   } catch (err) {

@@ -26,7 +26,13 @@ describe('agentTurnProblem: a turn from your own workflow', () => {
       { ...ok, history: [{ role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 't', arguments: {} }] }] },
       /c1/,
     ],
-    ['maxIterations 0', { ...ok, options: { maxIterations: 0 } }, /options.maxIterations must be a positive integer/],
+    [
+      'maxIterations 0',
+      { ...ok, options: { maxIterations: 0 } },
+      /options.maxIterations must be a whole number from 1 to 200, got 0/,
+    ],
+    ['maxIterations over the range', { ...ok, options: { maxIterations: 201 } }, /from 1 to 200, got 201/],
+    ['an unknown option', { ...ok, options: { maxIteration: 5 } }, /options.maxIteration is not an option/],
     ['maxIterations a string', { ...ok, options: { maxIterations: '9' } }, /options.maxIterations/],
   ];
   for (const [name, request, want] of cases)

@@ -8,7 +8,9 @@ export type { Grant, GrantSignal, RevokeSignal, SessionMessageSignal } from '../
 import type { LedgerEntry, TurnState } from './ledger';
 import type { ContextRef, Message, ToolCall } from './tool';
 
+/** The limits a user sets for a turn (ranges: workflows/turnOptions.ts). */
 export interface TurnOptions {
+  /** Model calls the turn may make; the last one's tool calls are not executed (default 40, 1 to 200). */
   maxIterations?: number;
 }
 
@@ -68,6 +70,8 @@ export interface TurnResult extends TurnStatus {
 export interface QueuedMessage {
   text: string;
   messageId: string;
+  /** This turn's limits, over the session's `options`. */
+  options?: TurnOptions;
 }
 
 /** A `message` signal the session refused (too large, empty, malformed): nothing was queued. */
