@@ -19,6 +19,7 @@ import {
   messageSignal,
   revokeSignal,
   sessionStatusQuery,
+  steerSignal,
   turnWorkflowId,
   OpenWorkerSession,
   OpenWorkerState,
@@ -30,6 +31,7 @@ import { DESCRIPTIONS } from './protocol';
 import { closeUnpaired, unpairedToolCalls } from './transcript';
 import { activeGrants, addGrant, revokeGrant } from './grants';
 import { MESSAGE_LIMIT_PATCH, sessionMessageProblem } from './limits';
+import { afterTurn, toSteer } from './steering';
 import type {
   Grant,
   ImportInfo,
@@ -49,7 +51,8 @@ const TURNS_PER_RUN = 100;
 
 /**
  * A session: holds the transcript and runs each queued message as a child turn workflow,
- * one at a time. Messages that arrive while a turn runs wait in the queue.
+ * one at a time. A message that arrives while a turn runs is given to that turn's next model call
+ * (workflows/steering.ts); it stays queued until the turn says it took it, else it runs as a turn.
  */
 export async function session(input: SessionInput): Promise<void> {
   // Only a raw start (any Temporal client) gets here with an id the client refuses, or under another
@@ -81,6 +84,18 @@ export async function session(input: SessionInput): Promise<void> {
   const forwardGrants = (): void => {
     // A turn that just ended cannot take it; the next turn starts with the grants in its input.
     running?.signal(grantsSignal, { version: grantsVersion, grants: activeGrants(grants) }).catch(() => undefined);
+  };
+  // Steering: the running turn is given each message it has not been given yet (a new command, so
+  // asked with patched() only when there is one to give: older histories replay as they ran).
+  const steerRunning = (): void => {
+    const n = activeTurn;
+    const give = running && n !== undefined ? toSteer(pending, n) : [];
+    if (!give.length || !patched(PATCHES.steering)) return;
+    for (const m of give) {
+      m.steering = n;
+      // A turn that just ended cannot take it: the message stays queued and runs as the next turn.
+      running?.signal(steerSignal, { messageId: m.messageId, text: m.text }).catch(() => undefined);
+    }
   };
   const changeGrants = (next: Grant[]): void => {
     grants = next;
@@ -125,7 +140,8 @@ export async function session(input: SessionInput): Promise<void> {
       if (seen.includes(messageId)) return;
       seen.push(messageId);
       if (seen.length > SEEN_IDS_KEPT) seen.splice(0, seen.length - SEEN_IDS_KEPT);
-      pending.push({ text: raw.text as string, messageId });
+      pending.push({ text: raw.text as string, messageId, ...(raw.queue === true ? { queue: true } : {}) });
+      steerRunning();
     },
     { description: DESCRIPTIONS.message },
   );
@@ -161,6 +177,7 @@ export async function session(input: SessionInput): Promise<void> {
     activeTurn = n;
     turnsThisRun++;
     const sentVersion = grantsVersion;
+    let steered: string[] | undefined;
     try {
       const child = await startChild(agentTurn, {
         workflowId,
@@ -187,7 +204,10 @@ export async function session(input: SessionInput): Promise<void> {
       running = child;
       // A change between building the input and the start could not be sent: send it now.
       if (grantsVersion !== sentVersion) forwardGrants();
+      steerRunning(); // the messages that arrived before the start, or queued behind this turn's
       const result = await child.result();
+      steered = result.steered;
+      if (steered) summary.steered = steered;
       // Only output that keeps every tool call paired with one result may join the transcript;
       // anything else would break every later turn.
       const problems = unpairedToolCalls([...transcript, ...result.messages]);
@@ -212,6 +232,8 @@ export async function session(input: SessionInput): Promise<void> {
           'outcome unknown: the turn that resumed this imported call did not finish; check before doing it again',
         ),
       );
+    // Exactly what the turn's model calls saw leaves the queue (a turn that failed to report took nothing).
+    pending.splice(0, pending.length, ...afterTurn(pending, steered));
     activeTurn = undefined;
     running = undefined;
   };

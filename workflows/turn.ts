@@ -18,6 +18,7 @@ import {
   decisionsSignal,
   recoverSignal,
   rejectSignal,
+  steerSignal,
   turnStatusQuery,
   turnMessagesQuery,
 } from './definitions';
@@ -33,6 +34,7 @@ import { handleNotifications } from './notifications';
 import { assignCallIds } from './plan';
 import type { NextStep } from './policy';
 import { createShields } from './shields';
+import { createSteeringInbox } from './steering';
 import { resultsOnCancel, turnContext, unpairedToolCalls } from './transcript';
 import type { TurnEnd } from './turnLedger';
 import { createTurnLedger } from './turnLedger';
@@ -121,6 +123,12 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   setHandler(turnMessagesQuery, () => turnContext(messages), {
     description: "This turn's messages so far: the request that started it, then the latest (12 in all)",
   });
+  // Messages the user sent while this turn runs, for its next model call (workflows/steering.ts).
+  const steering = createSteeringInbox({
+    historyLength: () => workflowInfo().historyLength,
+    applies: () => patched(PATCHES.steering),
+  });
+  setHandler(steerSignal, (raw) => steering.receive(raw), { description: DESCRIPTIONS.steer });
   handleNotifications({ entries: book.entries, record: book.record });
   handleDispatch({
     entries: book.entries,
@@ -171,7 +179,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     intake.flush();
     book.end(end);
     await condition(allHandlersFinished);
-    return { ...book.status(), messages };
+    return { ...book.status(), messages, ...steering.steered() };
   };
 
   book.started();
@@ -195,6 +203,8 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       const problems = unpairedToolCalls([...input.history, ...messages]);
       if (problems.length)
         return await finish({ state: 'failed', error: `transcript invariant broken: ${problems.join('; ')}` });
+      // After every result of the previous response: the pairing holds, and the model sees them here.
+      messages.push(...steering.take());
       let response;
       intake.modelPending(true);
       grants.responsePending();

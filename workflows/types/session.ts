@@ -56,11 +56,17 @@ export interface TurnStatus {
 export interface TurnResult extends TurnStatus {
   /** The user message and everything the turn added, each tool call paired with one result. */
   messages: Message[];
+  /** The messageIds of the steering messages its model calls saw (workflows/steering.ts), in order. */
+  steered?: string[];
 }
 
 export interface QueuedMessage {
   text: string;
   messageId: string;
+  /** Sent with `queue: true`: waits for a turn of its own, never steers the running turn. */
+  queue?: boolean;
+  /** Given to this running turn: its next model call takes it; if the turn ends first, it runs as a turn of its own. */
+  steering?: number;
 }
 
 /** A `message` signal the session refused (too large, empty, malformed): nothing was queued. */
@@ -76,6 +82,8 @@ export interface TurnSummary {
   messageId: string;
   state: TurnState;
   error?: string;
+  /** Messages sent while it ran that its model calls saw (their messageIds): they start no turn of their own. */
+  steered?: string[];
 }
 
 export interface SessionInput {
