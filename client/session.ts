@@ -90,10 +90,14 @@ export interface SendMessageResult {
   messageId: string;
 }
 
-/** Queues a message in the session, starting the session workflow if needed. Works while no worker runs. */
+/**
+ * Sends a message to the session, starting the session workflow if needed. Works while no worker runs.
+ * While a turn runs, the message steers it (its next model call sees it; the session status lists it
+ * in that turn's `steered`); with `queue: true` it waits for a turn of its own.
+ */
 export async function sendMessage(
   client: ClientLike,
-  input: { sessionId: string; text: string; messageId?: string },
+  input: { sessionId: string; text: string; messageId?: string; queue?: boolean },
 ): Promise<SendMessageResult> {
   const c = asOpenWorker(client);
   const sessionId = checkSessionId(input.sessionId);
@@ -109,7 +113,7 @@ export async function sendMessage(
       taskQueue: c.taskQueue,
       args: [{ sessionId }],
       signal: messageSignal,
-      signalArgs: [{ text: input.text, messageId }],
+      signalArgs: [{ text: input.text, messageId, ...(input.queue ? { queue: true } : {}) }],
       // A session whose workflow ended is not silently recreated: its turn numbers (and so its
       // execution IDs, the idempotency keys of real effects) would start over.
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
@@ -284,7 +288,7 @@ export interface WaitedTurn extends TurnStatus {
   closed: boolean;
 }
 
-/** Waits until the turn that handles `messageId` completes or parks for a human decision. */
+/** Waits until the turn that handles `messageId` (its own, or the turn it steered) completes or parks for a human decision. */
 export async function waitForTurn(
   client: ClientLike,
   input: { sessionId: string; messageId: string; timeoutMs?: number; pollMs?: number },
@@ -301,7 +305,10 @@ export async function waitForTurn(
         if (err instanceof OpenWorkerError && err.code === 'no_worker' && Date.now() < noWorkerUntil) return undefined;
         throw err;
       });
-      workflowId = s?.turns.find((t) => t.messageId === input.messageId)?.workflowId;
+      // A message that steered a running turn is handled by that turn.
+      workflowId = s?.turns.find(
+        (t) => t.messageId === input.messageId || t.steered?.includes(input.messageId),
+      )?.workflowId;
       const refused = workflowId ? undefined : s?.refused?.find((r) => r.messageId === input.messageId);
       if (refused)
         throw new OpenWorkerError(

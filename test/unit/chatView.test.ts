@@ -5,9 +5,12 @@ import {
   callChange,
   parseApproval,
   parseRecovery,
+  parseTypedDuringTurn,
   recoveryLines,
+  sentDuringTurn,
   shortValue,
   statusLine,
+  steeredInto,
   turnEnd,
 } from '../../cli/chatView';
 import type { CallState, LedgerEntry } from '../../workflows/types';
@@ -122,5 +125,23 @@ describe('chat view: what the REPL prints', () => {
     assert.equal(statusLine({ state: 'running', iteration: 1, ledger: [e('dispatched')] }), 'running send_email…');
     assert.deepEqual(turnEnd({ state: 'completed', text: 'hi', turn: 1 }), ['assistant: hi']);
     assert.deepEqual(turnEnd({ state: 'failed', error: 'model down', turn: 2 }), ['turn 2 failed: model down']);
+  });
+});
+
+describe('chat view: lines typed while a turn runs', () => {
+  const cases: [string, { text: string; queue: boolean } | undefined][] = [
+    ['use the other address', { text: 'use the other address', queue: false }],
+    ['  /queue then email carol  ', { text: 'then email carol', queue: true }],
+    ['/queue', undefined],
+    ['   ', undefined],
+    ['/queued is a word', { text: '/queued is a word', queue: false }],
+  ];
+  for (const [line, want] of cases) it(JSON.stringify(line), () => assert.deepEqual(parseTypedDuringTurn(line), want));
+
+  it('says where the message went', () => {
+    assert.match(sentDuringTurn(3, false), /^\(given to turn 3: its next model call reads it/);
+    assert.match(sentDuringTurn(undefined, false), /given to the running turn/);
+    assert.equal(sentDuringTurn(3, true), '(queued: it runs as its own turn after turn 3)');
+    assert.equal(steeredInto(2, 'cc carol'), '(turn 2 took your message "cc carol"; it starts no turn of its own)');
   });
 });
