@@ -19,15 +19,18 @@ export function sessionCommands(program: Command): void {
   inboxCommand(program);
 }
 
+type TurnFlags = { wait?: boolean; timeout: number; queue?: boolean };
+
 function turnCommand(program: Command): void {
   program
     .command('turn <sessionId> <message>')
     .description('send a message to a session (starting it if needed); --wait returns when the turn completes or parks')
     .option('--wait', 'wait for the turn to complete or wait for a decision')
     .option('--timeout <seconds>', 'how long --wait waits', positiveInt('--timeout'), 120)
-    .action(async (sessionId: string, message: string, opts: { wait?: boolean; timeout: number }, cmd: Command) =>
+    .option('--queue', 'while a turn runs, wait for a turn of its own instead of steering the running turn')
+    .action(async (sessionId: string, message: string, opts: TurnFlags, cmd: Command) =>
       withClient(cmd, async (c) => {
-        const sent = await sendMessage(c, { sessionId, text: message });
+        const sent = await sendMessage(c, { sessionId, text: message, ...(opts.queue ? { queue: true } : {}) });
         if (!opts.wait) return print(cmd, sent, `queued message ${sent.messageId} in session ${sessionId}`);
         const t = await waitForTurn(c, { sessionId, messageId: sent.messageId, timeoutMs: opts.timeout * 1000 }).catch(
           (err: unknown) => {
