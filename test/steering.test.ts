@@ -127,4 +127,33 @@ describe('steering a running turn', function () {
     assert.deepEqual(s.pending, []);
     await recordHistory(sessionWorkflowId(sessionId), 'session-steering-late');
   });
+  it('the session continues as new right after that turn: the message it did not take runs in the next run', async () => {
+    await w.worker(fake.spec());
+    const sessionId = uniq('steer-can');
+    const first = await w.c.client.workflow.start('session', {
+      workflowId: sessionWorkflowId(sessionId),
+      taskQueue: w.taskQueue,
+      args: [{ sessionId, turnsPerRun: 1 }],
+    });
+    let release: () => void = () => undefined;
+    const hold = new Promise<void>((r) => (release = r));
+    fake.enqueue({ text: 'Hello.', hold }, { text: 'Noted.' });
+    await sendMessage(w.c, { sessionId, text: 'hi' });
+    await eventually(async () => fake.requests.length === 1, 'the model call reaches the provider');
+    const late = await sendMessage(w.c, { sessionId, text: 'be brief' });
+    await given(sessionId, late.messageId, 1);
+    release();
+    const second = await waitForTurn(w.c, { sessionId, messageId: late.messageId, timeoutMs: 30_000 });
+    assert.equal(second.turn, 2);
+    assert.equal(second.state, 'completed', second.error);
+    const described = await w.c.client.workflow.getHandle(sessionWorkflowId(sessionId)).describe();
+    assert.notEqual(described.runId, first.firstExecutionRunId, 'the session continued as new');
+    const s = await sessionStatus(w.c, sessionId);
+    assert.deepEqual(
+      s.transcript.filter((m) => m.role === 'user').map((m) => m.content),
+      ['hi', 'be brief'],
+      'once each',
+    );
+    assert.deepEqual(s.pending, []);
+  });
 });
