@@ -14,6 +14,7 @@ import {
   turnEnd,
 } from '../../cli/chatView';
 import type { CallState, LedgerEntry } from '../../workflows/types';
+import { formatSession } from '../../cli/format';
 import { entryIn } from './helpers';
 
 const at = '2024-01-01T00:00:00.000Z';
@@ -143,5 +144,25 @@ describe('chat view: lines typed while a turn runs', () => {
     assert.match(sentDuringTurn(undefined, false), /given to the running turn/);
     assert.equal(sentDuringTurn(3, true), '(queued: it runs as its own turn after turn 3)');
     assert.equal(steeredInto(2, 'cc carol'), '(turn 2 took your message "cc carol"; it starts no turn of its own)');
+  });
+});
+
+describe('show: where messages sent during a turn went', () => {
+  it('marks a queued message given to the running turn, and a turn that took messages', () => {
+    const text = formatSession({
+      sessionId: 's1',
+      turns: [
+        { n: 1, workflowId: 'session-s1-turn-1', state: 'completed', steered: ['m2'] },
+        { n: 2, workflowId: 'session-s1-turn-2', state: 'running' },
+      ],
+      executions: [],
+      transcript: [],
+      pending: [
+        { text: 'cc carol', messageId: 'm4', steering: 2 },
+        { text: 'then lunch', messageId: 'm5' },
+      ],
+    });
+    assert.match(text, /queued: cc carol \(given to turn 2\) \| then lunch\n/);
+    assert.match(text, /1 {2}completed {2}session-s1-turn-1 {2}\(took 1 message\(s\) sent while it ran\)/);
   });
 });
