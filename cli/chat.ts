@@ -9,8 +9,11 @@ import {
   callChange,
   parseApproval,
   parseRecovery,
+  parseTypedDuringTurn,
   recoveryLines,
+  sentDuringTurn,
   statusLine,
+  steeredInto,
   turnEnd,
 } from './chatView';
 import type { OpenWorkerClient } from '../client/connection';
@@ -34,7 +37,7 @@ export interface ChatOptions {
 
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 const HELP =
-  'type a message · /grants lists standing approvals · /exit or Ctrl-D leaves (turns keep running) · Ctrl-C cancels the running turn';
+  'type a message (while a turn runs it steers that turn; /queue <message> waits for a turn of its own) · /grants lists standing approvals · /exit or Ctrl-D leaves (turns keep running) · Ctrl-C cancels the running turn';
 
 /**
  * An interactive session: messages go to the session workflow, the turn is followed by polling its
@@ -49,11 +52,13 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
   const pollMs = o.pollMs ?? 250;
   const rl = createInterface({ input: o.input ?? process.stdin, output: out, terminal: tty });
 
-  // Lines go to an open question, else (while a turn runs) wait as the next messages, else to the prompt.
+  // Lines go to an open question, else (while a turn runs) to the session at once, to steer that turn
+  // or wait as the next messages (sentDuring, settled when the turn ends), else to the prompt.
   let answer: ((line: string | undefined) => void) | undefined;
   let following = false;
   let closed = false;
-  const typedAhead: string[] = [];
+  const sentDuring: { messageId: string; text: string }[] = [];
+  let sending: Promise<unknown> = Promise.resolve();
   const idle: string[] = [];
   let statusShown = '';
   let frame = 0;
@@ -89,10 +94,19 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
       answer = undefined;
       a(line);
     } else if (following) {
-      if (line.trim()) {
-        typedAhead.push(line);
-        print(`(queued: sent when this turn ends)`);
-      }
+      const typed = parseTypedDuringTurn(line);
+      if (!typed) return;
+      const turn = current ? turnOf(current) : undefined;
+      // In order, one at a time: the session takes them in the order typed.
+      sending = sending.then(async () => {
+        try {
+          const sent = await sendMessage(c, { sessionId, text: typed.text, ...(typed.queue ? { queue: true } : {}) });
+          sentDuring.push({ messageId: sent.messageId, text: typed.text });
+          print(sentDuringTurn(turn, typed.queue));
+        } catch (err) {
+          print(`error: ${inCliTerms((err as Error).message.split('\n')[0]!)}`);
+        }
+      });
     } else idle.push(line);
   });
   rl.on('close', () => {
@@ -253,12 +267,32 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
     if (!(await follow(async () => running.workflowId))) return rl.close();
   }
 
+  /** A message sent during a turn that has ended: taken by it (said so), else followed as its own turn. */
+  const settle = async (m: { messageId: string; text: string }): Promise<boolean> => {
+    for (;;) {
+      if (closed) return false;
+      const s = await messageTurn(c, sessionId, m.messageId).catch(() => undefined);
+      if (s?.turn?.steered?.includes(m.messageId)) {
+        print(steeredInto(s.turn.n, m.text));
+        return true;
+      }
+      // Given to a turn the session has not seen end yet: wait; else it is (or will be) a turn of its own.
+      if (s && s.steering === undefined) {
+        print(`you> ${m.text}`);
+        return follow(async () => (await messageTurn(c, sessionId, m.messageId)).turn?.workflowId);
+      }
+      await sleep(pollMs);
+    }
+  };
+
   for (;;) {
-    let line: string | undefined;
-    if (typedAhead.length) {
-      line = typedAhead.shift();
-      print(`you> ${line}`);
-    } else line = idle.shift() ?? (await ask('you> '));
+    await sending;
+    const next = sentDuring.shift();
+    if (next) {
+      if (!(await settle(next))) break;
+      continue;
+    }
+    const line = idle.shift() ?? (await ask('you> '));
     if (line === undefined) break;
     const text = line.trim();
     if (!text) continue;

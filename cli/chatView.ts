@@ -143,3 +143,24 @@ export function turnEnd(t: Pick<TurnStatus, 'state' | 'text' | 'error' | 'turn'>
       return [`turn ${t.turn} ${t.state}${t.error ? `: ${inCliTerms(t.error)}` : ''}`];
   }
 }
+
+/** A line typed while a turn runs: `/queue <text>` waits for a turn of its own, anything else steers. */
+export function parseTypedDuringTurn(line: string): { text: string; queue: boolean } | undefined {
+  const text = line.trim();
+  const queued = /^\/queue(\s+|$)/.exec(text);
+  const rest = queued ? text.slice(queued[0].length).trim() : text;
+  return rest ? { text: rest, queue: !!queued } : undefined;
+}
+
+/** What the chat says when a line typed during turn `turn` (unknown yet: undefined) was sent. */
+export function sentDuringTurn(turn: number | undefined, queue: boolean): string {
+  const which = turn ? `turn ${turn}` : 'the running turn';
+  return queue
+    ? `(queued: it runs as its own turn after ${which})`
+    : `(given to ${which}: its next model call reads it, after the calls under way; if the turn ends first, it runs as the next turn)`;
+}
+
+/** Where a message sent during a turn went, once that turn ended. */
+export function steeredInto(turn: number, text: string): string {
+  return `(turn ${turn} took your message "${shortValue(text, 60)}"; it starts no turn of its own)`;
+}

@@ -79,12 +79,16 @@ export function formatSession(v: SessionView): string {
       for (const c of m.toolCalls ?? []) lines.push(`  assistant → ${c.name}(${short(c.arguments, 120)}) [${c.id}]`);
     } else lines.push(`  tool ${m.name} [${m.toolCallId}]: ${short(m.content, 160)}`);
   }
-  if (v.pending.length) lines.push(`  queued: ${v.pending.map((p) => short(p.text, 60)).join(' | ')}`);
+  if (v.pending.length)
+    lines.push(
+      `  queued: ${v.pending.map((p) => `${short(p.text, 60)}${p.steering ? ` (given to turn ${p.steering})` : ''}`).join(' | ')}`,
+    );
   for (const r of v.refused ?? [])
     lines.push(`  refused message${r.messageId ? ` ${r.messageId}` : ''} at ${r.at}: ${r.reason}`);
   lines.push('turns:');
   for (const t of v.turns) {
-    lines.push(`  ${t.n}  ${t.state}  ${t.workflowId}${t.error ? `  (${inCliTerms(t.error)})` : ''}`);
+    const steered = t.steered?.length ? `  (took ${t.steered.length} message(s) sent while it ran)` : '';
+    lines.push(`  ${t.n}  ${t.state}  ${t.workflowId}${t.error ? `  (${inCliTerms(t.error)})` : ''}${steered}`);
     for (const d of t.notApplied ?? []) lines.push(`     ${notAppliedLine(d)}`);
   }
   lines.push('executions:');

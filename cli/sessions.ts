@@ -27,6 +27,7 @@ interface TurnFlags {
   timeout: number;
   maxIterations?: number;
   sessionMaxIterations?: number;
+  queue?: boolean;
 }
 
 function turnCommand(program: Command): void {
@@ -41,6 +42,7 @@ function turnCommand(program: Command): void {
       "the session's cap for every turn; only when this message starts the session",
       turnLimit('maxIterations', '--session-max-iterations'),
     )
+    .option('--queue', 'while a turn runs, wait for a turn of its own instead of steering the running turn')
     .action(async (sessionId: string, message: string, opts: TurnFlags, cmd: Command) =>
       withClient(cmd, async (c) => {
         const sent = await sendMessage(c, {
@@ -48,6 +50,7 @@ function turnCommand(program: Command): void {
           text: message,
           ...(opts.maxIterations ? { options: { maxIterations: opts.maxIterations } } : {}),
           ...(opts.sessionMaxIterations ? { sessionOptions: { maxIterations: opts.sessionMaxIterations } } : {}),
+          ...(opts.queue ? { queue: true } : {}),
         });
         if (!opts.wait) return print(cmd, sent, `queued message ${sent.messageId} in session ${sessionId}`);
         const t = await waitForTurn(c, { sessionId, messageId: sent.messageId, timeoutMs: opts.timeout * 1000 }).catch(

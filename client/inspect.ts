@@ -30,10 +30,19 @@ export interface SessionView {
   sessionId: string;
   /** Set when the session was imported from another runtime: its protocol marker. */
   imported?: ImportInfo;
-  turns: { n: number; workflowId: string; state: TurnState; error?: string; notApplied?: NotApplied[] }[];
+  turns: {
+    n: number;
+    workflowId: string;
+    state: TurnState;
+    error?: string;
+    notApplied?: NotApplied[];
+    /** The messages sent while it ran that its model calls took (their messageIds). */
+    steered?: string[];
+  }[];
   executions: ExecutionView[];
   transcript: Message[];
-  pending: { text: string; messageId: string }[];
+  /** `steering`: the running turn the message was given to (workflows/steering.ts). */
+  pending: { text: string; messageId: string; steering?: number }[];
   /** Message signals the session refused, with why. */
   refused?: RefusedMessage[];
 }
@@ -63,6 +72,7 @@ export async function showSession(client: ClientLike, sessionId: string): Promis
       state,
       ...(error ? { error } : {}),
       ...(ignored.length ? { notApplied: ignored } : {}),
+      ...(t.steered?.length ? { steered: t.steered } : {}),
     });
   }
   return {

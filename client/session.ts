@@ -111,13 +111,19 @@ export interface SendMessageInput {
   sessionId: string;
   text: string;
   messageId?: string;
-  /** This turn's limits, over the session's (e.g. `{ maxIterations: 80 }`; ranges in workflows/turnOptions.ts). */
+  /** This turn's limits, over the session's (e.g. `{ maxIterations: 80 }`; ranges in workflows/turnOptions.ts). A message with them never steers. */
   options?: TurnOptions;
   /** The session's limits for every turn: only when this message starts the session (refused if one runs). */
   sessionOptions?: TurnOptions;
+  /** Wait for a turn of its own instead of steering the running turn. */
+  queue?: boolean;
 }
 
-/** Queues a message in the session, starting the session workflow if needed. Works while no worker runs. */
+/**
+ * Sends a message to the session, starting the session workflow if needed. Works while no worker runs.
+ * While a turn runs, the message steers it (its next model call sees it; the session status lists it
+ * in that turn's `steered`); with `queue: true` (or `options`) it waits for a turn of its own.
+ */
 export async function sendMessage(client: ClientLike, input: SendMessageInput): Promise<SendMessageResult> {
   const c = asOpenWorker(client);
   const sessionId = checkSessionId(input.sessionId);
@@ -137,7 +143,14 @@ export async function sendMessage(client: ClientLike, input: SendMessageInput): 
       taskQueue: c.taskQueue,
       args: [{ sessionId, ...(input.sessionOptions ? { options: input.sessionOptions } : {}) }],
       signal: messageSignal,
-      signalArgs: [{ text: input.text, messageId, ...(input.options ? { options: input.options } : {}) }],
+      signalArgs: [
+        {
+          text: input.text,
+          messageId,
+          ...(input.options ? { options: input.options } : {}),
+          ...(input.queue ? { queue: true } : {}),
+        },
+      ],
       // A session whose workflow ended is not silently recreated: its turn numbers (and so its
       // execution IDs, the idempotency keys of real effects) would start over.
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
@@ -260,12 +273,14 @@ export async function messageTurn(client: ClientLike, sessionId: string, message
   } catch (err) {
     if (!(err instanceof QueryNotRegisteredError)) throw err;
     const s = await sessionStatus(c, sessionId);
-    const turn = s.turns.find((t) => t.messageId === messageId);
+    const turn = s.turns.find((t) => t.messageId === messageId || t.steered?.includes(messageId));
     const refused = turn ? undefined : s.refused?.find((r) => r.messageId === messageId);
+    const waiting = s.pending.find((m) => m.messageId === messageId);
     return {
       ...(turn ? { turn } : {}),
       ...(refused ? { refused } : {}),
-      queued: s.pending.some((m) => m.messageId === messageId),
+      queued: waiting !== undefined,
+      ...(waiting?.steering !== undefined ? { steering: waiting.steering } : {}),
     };
   }
 }
@@ -372,7 +387,7 @@ export interface WaitedTurn extends TurnStatus {
   closed: boolean;
 }
 
-/** Waits until the turn that handles `messageId` completes or parks for a human decision. */
+/** Waits until the turn that handles `messageId` (its own, or the turn it steered) completes or parks for a human decision. */
 export async function waitForTurn(
   client: ClientLike,
   input: { sessionId: string; messageId: string; timeoutMs?: number; pollMs?: number },

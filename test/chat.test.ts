@@ -7,6 +7,7 @@ import { emailCall, eventually, scripted, uniq } from './support/scenario';
 import type { Terminal } from './support/tmux';
 import { startTerminal } from './support/tmux';
 import { useWorld } from './support/world';
+import { startFakeModelServer } from './support/fakeModelServer';
 
 // The chat REPL in a real pseudo-terminal (tmux): inline approval with "always for this target", a
 // worker SIGKILLed after the email went out, the recovery decision in the REPL, the grant at work
@@ -152,5 +153,40 @@ describe('chat (in a pseudo-terminal)', function () {
       /✗ send_email → dee@example\.com \[c1\] not executed: rejected by .*: not today[\s\S]*assistant: Sent to Dee\./,
     );
     await eventually(async () => (await turnStatus(w.c, turnWorkflowId(sessionId, 1))).closed, 'the turn ends');
+  });
+  it('a line typed while the turn runs steers it: the next model call reads it, and no turn of its own starts', async () => {
+    const fake = await startFakeModelServer();
+    try {
+      await w.worker(`openai-compatible:fake-model@${fake.url}`);
+      let release: () => void = () => undefined;
+      const hold = new Promise<void>((r) => (release = r));
+      const lookup = { id: 'l1', name: 'lookup_contact', arguments: { name: 'Ann' } };
+      fake.enqueue({ toolCalls: [lookup], hold }, { text: 'Ann is ann@example.com; I will keep it short.' });
+      const sessionId = uniq('chat-steer');
+      term = startTerminal('steer', [process.execPath, CLI, 'chat', sessionId, '--task-queue', w.taskQueue]);
+      await term.waitFor(/you>$/);
+      term.type('find ann');
+      await eventually(async () => fake.requests.length === 1, 'the model call reaches the provider');
+      term.type('keep it short');
+      await term.waitFor(/\(given to turn 1: its next model call reads it/);
+      // Let the turn take the signal in before the model answers (else the next call may be too soon for it).
+      await eventually(async () => {
+        const events = (await w.c.client.workflow.getHandle(turnWorkflowId(sessionId, 1)).fetchHistory()).events ?? [];
+        const at = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'steer');
+        return at >= 0 && events.slice(at).some((e) => e.workflowTaskCompletedEventAttributes);
+      }, 'the turn takes the steer signal in');
+      release();
+      await term.waitFor(
+        /assistant: Ann is ann@example\.com; I will keep it short\.\n\(turn 1 took your message "keep it short"; it starts no turn of its own\)\nyou>$/,
+      );
+      assert.deepEqual(
+        fake.requests[1]!.body.messages.filter((m) => m.role === 'user').map((m) => m.content),
+        ['find ann', 'keep it short'],
+      );
+      const s = await sessionStatus(w.c, sessionId);
+      assert.equal(s.turns.length, 1);
+    } finally {
+      await fake.close();
+    }
   });
 });

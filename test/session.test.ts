@@ -33,16 +33,20 @@ describe('sessions', function () {
     });
     const parked = await startTurn(w.c, sessionId, 'first');
     assert.equal(parked.state, 'awaiting_approval');
-    await sendMessage(w.c, { sessionId, text: 'second', messageId: 'msg-2' });
-    await sendMessage(w.c, { sessionId, text: 'second', messageId: 'msg-2' }); // a client retry
-    const third = await sendMessage(w.c, { sessionId, text: 'third' });
+    // queue: true waits for a turn of its own instead of steering the running turn.
+    await sendMessage(w.c, { sessionId, text: 'second', messageId: 'msg-2', queue: true });
+    await sendMessage(w.c, { sessionId, text: 'second', messageId: 'msg-2', queue: true }); // a client retry
+    const third = await sendMessage(w.c, { sessionId, text: 'third', queue: true });
     const queued = await eventually(async () => {
       const s = await sessionStatus(w.c, sessionId);
       return s.pending.length === 2 && s;
     }, 'two messages queued');
     assert.deepEqual(
-      queued.pending.map((p) => p.text),
-      ['second', 'third'],
+      queued.pending.map((p) => [p.text, p.queue, p.steering]),
+      [
+        ['second', true, undefined],
+        ['third', true, undefined],
+      ],
     );
     assert.equal(queued.activeTurn, 1);
     await approve(w.c, { sessionId, toolCallId: 'm1', by: 'alice' });

@@ -24,4 +24,5 @@ export const PATCHES = {
   messageOptions: 'message-turn-options-v1',
   iterationDefault: 'iteration-default-40-v1',
   sessionOptionsCheck: 'session-options-check-v1',
+  steering: 'steering-v1',
 } as const;

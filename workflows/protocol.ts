@@ -143,8 +143,14 @@ const SessionMessageSchema = z.object({
   messageId: z.optional(z.string()),
   /** This turn's limits over the session's (ranges and reasons: workflows/turnOptions.ts). */
   options: z.optional(z.object({ maxIterations: z.optional(z.number()) })),
+  /** Wait for a turn of its own instead of steering the running turn (workflows/steering.ts). */
+  queue: z.optional(z.boolean()),
 });
 export type SessionMessageSignal = z.infer<typeof SessionMessageSchema>;
+
+/** Internal: the session gives a message that arrived while the turn runs to its next model call. */
+const SteerSignalSchema = z.object({ messageId: z.string(), text: z.string() });
+export type SteerSignal = z.infer<typeof SteerSignalSchema>;
 
 export const MAX_GRANT_ID = 100;
 export const MAX_NAME = 200;
@@ -256,6 +262,7 @@ const SCHEMAS = {
   grantCheck: GrantCheckSchema,
   grants: GrantsSignalSchema,
   grantsEnvelope: GrantsEnvelopeSchema,
+  steer: SteerSignalSchema,
   dispatch: DispatchRequestSchema,
   dispatchAnswer: DispatchAnswerSchema,
   notify: NotifyClaimSchema,
@@ -318,10 +325,11 @@ export const DESCRIPTIONS = {
   reject: `Reject a tool call: ${describe(RejectSchema)}. One that is not applied shows in the current details.`,
   recover: `Resolve a recovery_required call: ${describe(RecoverSchema)}. One that is not applied shows in the current details.`,
   decisions: `Several decisions at once: { decisions: [{ kind: ${DECISION_KINDS.join('|')}, …the fields of that signal }] }, at most ${MAX_BATCH}, each judged as if sent alone.`,
-  message: `Queue a user message: ${describe(SessionMessageSchema)}`,
+  message: `A user message: ${describe(SessionMessageSchema)}. While a turn runs it steers that turn (its next model call sees it) unless queue is true`,
   grant: `Add a standing approval: ${describe(GrantSignalSchema)}`,
   revoke: `Revoke a standing approval: ${describe(RevokeSignalSchema)}`,
   grants: `Internal: the session’s active grants, ${describe(GrantsSignalSchema)}`,
+  steer: `Internal: a user message for this turn's next model call, ${describe(SteerSignalSchema)}`,
   dispatch: `Internal: the execute activity records "dispatched" before calling the tool, ${describe(DispatchRequestSchema)}`,
   notify: `Internal: a notifier claims the notification of a parked call, ${describe(NotifyClaimSchema)}`,
   notified: `Internal: a notifier reports a claimed notification sent, ${describe(NotifiedReportSchema)}`,

@@ -20,6 +20,7 @@ import {
   messageTurnQuery,
   revokeSignal,
   sessionStatusQuery,
+  steerSignal,
   turnWorkflowId,
   OpenWorkerSession,
   OpenWorkerState,
@@ -33,6 +34,7 @@ import { closeUnpaired, unpairedToolCalls } from './transcript';
 import { activeGrants, addGrant, revokeGrant } from './grants';
 import { MESSAGE_LIMIT_PATCH, sessionMessageProblem } from './limits';
 import { turnOptionsArg, turnOptionsProblem } from './turnOptions';
+import { afterTurn, toSteer } from './steering';
 import type {
   ContextRef,
   Grant,
@@ -54,7 +56,8 @@ const TURNS_PER_RUN = 100;
 
 /**
  * A session: holds the transcript and runs each queued message as a child turn workflow,
- * one at a time. Messages that arrive while a turn runs wait in the queue.
+ * one at a time. A message that arrives while a turn runs is given to that turn's next model call
+ * (workflows/steering.ts); it stays queued until the turn says it took it, else it runs as a turn.
  */
 export async function session(input: SessionInput): Promise<void> {
   // Only a raw start (any Temporal client) gets here with an id the client refuses, or under another
@@ -97,6 +100,18 @@ export async function session(input: SessionInput): Promise<void> {
   const forwardGrants = (): void => {
     // A turn that just ended cannot take it; the next turn starts with the grants in its input.
     running?.signal(grantsSignal, { version: grantsVersion, grants: activeGrants(grants) }).catch(() => undefined);
+  };
+  // Steering: the running turn is given each message it has not been given yet (a new command, so
+  // asked with patched() only when there is one to give: older histories replay as they ran).
+  const steerRunning = (): void => {
+    const n = activeTurn;
+    const give = running && n !== undefined ? toSteer(pending, n) : [];
+    if (!give.length || !patched(PATCHES.steering)) return;
+    for (const m of give) {
+      m.steering = n;
+      // A turn that just ended cannot take it: the message stays queued and runs as the next turn.
+      running?.signal(steerSignal, { messageId: m.messageId, text: m.text }).catch(() => undefined);
+    }
   };
   const changeGrants = (next: Grant[]): void => {
     grants = next;
@@ -145,7 +160,15 @@ export async function session(input: SessionInput): Promise<void> {
       if (seen.includes(messageId)) return;
       seen.push(messageId);
       if (seen.length > SEEN_IDS_KEPT) seen.splice(0, seen.length - SEEN_IDS_KEPT);
-      pending.push({ text: raw.text as string, messageId, ...(options ? { options } : {}) });
+      // A message with limits of its own asks for a turn of its own: it never steers the running one.
+      const queue = raw.queue === true || options !== undefined;
+      pending.push({
+        text: raw.text as string,
+        messageId,
+        ...(options ? { options } : {}),
+        ...(queue ? { queue: true } : {}),
+      });
+      steerRunning();
     },
     { description: DESCRIPTIONS.message },
   );
@@ -167,12 +190,14 @@ export async function session(input: SessionInput): Promise<void> {
   setHandler(
     messageTurnQuery,
     (messageId): MessageTurn => {
-      const turn = [...turns].reverse().find((t) => t.messageId === messageId);
+      const turn = [...turns].reverse().find((t) => t.messageId === messageId || t.steered?.includes(messageId));
       const refusal = turn ? undefined : [...refused].reverse().find((r) => r.messageId === messageId);
+      const waiting = pending.find((m) => m.messageId === messageId);
       return {
         ...(turn ? { turn } : {}),
         ...(refusal ? { refused: refusal } : {}),
-        queued: pending.some((m) => m.messageId === messageId),
+        queued: waiting !== undefined,
+        ...(waiting?.steering !== undefined ? { steering: waiting.steering } : {}),
       };
     },
     {
@@ -198,6 +223,7 @@ export async function session(input: SessionInput): Promise<void> {
     turnsThisRun++;
     const sentVersion = grantsVersion;
     const byReference = patched(PATCHES.transcriptByReference);
+    let steered: string[] | undefined;
     try {
       const child = await startChild(agentTurn, {
         workflowId,
@@ -225,7 +251,10 @@ export async function session(input: SessionInput): Promise<void> {
       running = child;
       // A change between building the input and the start could not be sent: send it now.
       if (grantsVersion !== sentVersion) forwardGrants();
+      steerRunning(); // the messages that arrived before the start, or queued behind this turn's
       const result = await child.result();
+      steered = result.steered;
+      if (steered) summary.steered = steered;
       // Only output that keeps every tool call paired with one result may join the transcript;
       // anything else would break every later turn.
       const problems = unpairedToolCalls([...transcript, ...result.messages]);
@@ -257,6 +286,8 @@ export async function session(input: SessionInput): Promise<void> {
           'outcome unknown: the turn that resumed this imported call did not finish; check before doing it again',
         ),
       );
+    // Exactly what the turn's model calls saw leaves the queue (a turn that failed to report took nothing).
+    pending.splice(0, pending.length, ...afterTurn(pending, steered));
     activeTurn = undefined;
     running = undefined;
   };

@@ -18,6 +18,7 @@ import {
   decisionsSignal,
   recoverSignal,
   rejectSignal,
+  steerSignal,
   turnStatusQuery,
   turnMessagesQuery,
 } from './definitions';
@@ -35,6 +36,7 @@ import { handleNotifications } from './notifications';
 import { assignCallIds } from './plan';
 import type { NextStep } from './policy';
 import { createShields } from './shields';
+import { createSteeringInbox } from './steering';
 import { resultsOnCancel, turnContext, unpairedToolCalls } from './transcript';
 import type { TurnEnd } from './turnLedger';
 import { createTurnLedger } from './turnLedger';
@@ -137,6 +139,12 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   setHandler(turnMessagesQuery, () => turnContext(messages), {
     description: "This turn's messages so far: the request that started it, then the latest (12 in all)",
   });
+  // Messages the user sent while this turn runs, for its next model call (workflows/steering.ts).
+  const steering = createSteeringInbox({
+    historyLength: () => workflowInfo().historyLength,
+    applies: () => patched(PATCHES.steering),
+  });
+  setHandler(steerSignal, (raw) => steering.receive(raw), { description: DESCRIPTIONS.steer });
   handleNotifications({ entries: book.entries, record: book.record });
   handleDispatch({
     entries: book.entries,
@@ -200,7 +208,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     book.end(end);
     await condition(allHandlersFinished);
     const context = turnContextRef(stored);
-    return { ...book.status(), messages, ...(context ? { context } : {}) };
+    return { ...book.status(), messages, ...(context ? { context } : {}), ...steering.steered() };
   };
 
   book.started();
@@ -224,6 +232,8 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       const problems = unpairedToolCalls([...input.history, ...messages]);
       if (problems.length)
         return await finish({ state: 'failed', error: `transcript invariant broken: ${problems.join('; ')}` });
+      // After every result of the previous response: the pairing holds, and the model sees them here.
+      messages.push(...steering.take());
       let response;
       intake.modelPending(true);
       grants.responsePending();

@@ -5,12 +5,16 @@ import {
   callChange,
   parseApproval,
   parseRecovery,
+  parseTypedDuringTurn,
   recoveryLines,
+  sentDuringTurn,
   shortValue,
   statusLine,
+  steeredInto,
   turnEnd,
 } from '../../cli/chatView';
 import type { CallState, LedgerEntry } from '../../workflows/types';
+import { formatSession } from '../../cli/format';
 import { entryIn } from './helpers';
 
 const at = '2024-01-01T00:00:00.000Z';
@@ -122,5 +126,43 @@ describe('chat view: what the REPL prints', () => {
     assert.equal(statusLine({ state: 'running', iteration: 1, ledger: [e('dispatched')] }), 'running send_email…');
     assert.deepEqual(turnEnd({ state: 'completed', text: 'hi', turn: 1 }), ['assistant: hi']);
     assert.deepEqual(turnEnd({ state: 'failed', error: 'model down', turn: 2 }), ['turn 2 failed: model down']);
+  });
+});
+
+describe('chat view: lines typed while a turn runs', () => {
+  const cases: [string, { text: string; queue: boolean } | undefined][] = [
+    ['use the other address', { text: 'use the other address', queue: false }],
+    ['  /queue then email carol  ', { text: 'then email carol', queue: true }],
+    ['/queue', undefined],
+    ['   ', undefined],
+    ['/queued is a word', { text: '/queued is a word', queue: false }],
+  ];
+  for (const [line, want] of cases) it(JSON.stringify(line), () => assert.deepEqual(parseTypedDuringTurn(line), want));
+
+  it('says where the message went', () => {
+    assert.match(sentDuringTurn(3, false), /^\(given to turn 3: its next model call reads it/);
+    assert.match(sentDuringTurn(undefined, false), /given to the running turn/);
+    assert.equal(sentDuringTurn(3, true), '(queued: it runs as its own turn after turn 3)');
+    assert.equal(steeredInto(2, 'cc carol'), '(turn 2 took your message "cc carol"; it starts no turn of its own)');
+  });
+});
+
+describe('show: where messages sent during a turn went', () => {
+  it('marks a queued message given to the running turn, and a turn that took messages', () => {
+    const text = formatSession({
+      sessionId: 's1',
+      turns: [
+        { n: 1, workflowId: 'session-s1-turn-1', state: 'completed', steered: ['m2'] },
+        { n: 2, workflowId: 'session-s1-turn-2', state: 'running' },
+      ],
+      executions: [],
+      transcript: [],
+      pending: [
+        { text: 'cc carol', messageId: 'm4', steering: 2 },
+        { text: 'then lunch', messageId: 'm5' },
+      ],
+    });
+    assert.match(text, /queued: cc carol \(given to turn 2\) \| then lunch\n/);
+    assert.match(text, /1 {2}completed {2}session-s1-turn-1 {2}\(took 1 message\(s\) sent while it ran\)/);
   });
 });

@@ -294,7 +294,10 @@ describe('protocol: the descriptions and choices derive from the schemas', () =>
     );
     assert.equal(DESCRIPTIONS.revoke, 'Revoke a standing approval: { grantId, by }');
     assert.equal(DESCRIPTIONS.grant, 'Add a standing approval: { grantId, tool, by, target? }');
-    assert.equal(DESCRIPTIONS.message, 'Queue a user message: { text, messageId?, options? }');
+    assert.equal(
+      DESCRIPTIONS.message,
+      'A user message: { text, messageId?, options?, queue? }. While a turn runs it steers that turn (its next model call sees it) unless queue is true',
+    );
     assert.ok(
       DESCRIPTIONS.approve.startsWith(
         'Approve a tool call: { toolCallId, by, decisionId?, executionId?, signature?, argsDigest? }. ',

@@ -65,6 +65,8 @@ export interface TurnResult extends TurnStatus {
   messages: Message[];
   /** The stored transcript after its last model call: the history and the first messages of `messages`. */
   context?: ContextRef;
+  /** The messageIds of the steering messages its model calls saw (workflows/steering.ts), in order. */
+  steered?: string[];
 }
 
 export interface QueuedMessage {
@@ -72,6 +74,10 @@ export interface QueuedMessage {
   messageId: string;
   /** This turn's limits, over the session's `options`. */
   options?: TurnOptions;
+  /** Sent with `queue: true`: waits for a turn of its own, never steers the running turn. */
+  queue?: boolean;
+  /** Given to this running turn: its next model call takes it; if the turn ends first, it runs as a turn of its own. */
+  steering?: number;
 }
 
 /** A `message` signal the session refused (too large, empty, malformed): nothing was queued. */
@@ -83,9 +89,12 @@ export interface RefusedMessage {
 
 /** The `messageTurn` query's answer: one message's turn, its refusal, or that it is still queued. */
 export interface MessageTurn {
+  /** The turn it started, or the one that took it as a steering message (its `steered` says so). */
   turn?: TurnSummary;
   refused?: RefusedMessage;
   queued: boolean;
+  /** Queued, and given to this running turn: its next model call takes it, else it runs as a turn of its own. */
+  steering?: number;
 }
 
 export interface TurnSummary {
@@ -94,6 +103,8 @@ export interface TurnSummary {
   messageId: string;
   state: TurnState;
   error?: string;
+  /** Messages sent while it ran that its model calls saw (their messageIds): they start no turn of their own. */
+  steered?: string[];
 }
 
 export interface SessionInput {

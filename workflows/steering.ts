@@ -1,0 +1,77 @@
+import { messageProblem } from './limits';
+import { checkPayload, schemas } from './protocol';
+import type { Message, QueuedMessage } from './types';
+
+// Steering: a message sent while a turn runs is given to that turn's next model call.
+//
+//   session: message arrives ─ turn running? ─ yes ─ `steer` signal to the turn ─┐  (the message stays
+//                                 └─ no, or sent with `queue: true` ─ waits        │   in `pending`)
+//   turn:    steer signal ─ inbox ─ next model call takes it: a user message after  ◄┘
+//            the previous response's tool results ─ result.steered lists its id
+//   session: the turn ends ─ drops exactly result.steered from `pending`; the rest run as next turns
+//
+// Nothing is lost: a message leaves `pending` only when a turn says the model saw it. Nothing is
+// doubled: the turn takes each messageId once, and the session removes what the turn took.
+
+/** The pending messages the running turn `turn` has not been given yet (never those sent with `queue`). */
+export function toSteer(pending: readonly QueuedMessage[], turn: number): QueuedMessage[] {
+  return pending.filter((m) => !m.queue && m.steering !== turn);
+}
+
+/**
+ * `pending` after turn `n` ended: without the messages it took (`steered`); the others lose their
+ * mark and wait for their own turns, in order.
+ */
+export function afterTurn(pending: readonly QueuedMessage[], steered: readonly string[] | undefined): QueuedMessage[] {
+  const took = new Set(steered ?? []);
+  return pending.filter((m) => !took.has(m.messageId)).map(({ steering: _offered, ...m }) => m);
+}
+
+/** A steering message in the turn, with the workflow task (history length) it arrived in. */
+export interface Steer {
+  messageId: string;
+  text: string;
+  at: number;
+}
+
+/**
+ * The messages a model call started at history length `now` takes: those that arrived in an EARLIER
+ * workflow task. One that arrived in the same task waits for the next call: a live run may have
+ * handled it after the event that starts the call, while a replay hands it over first (signals before
+ * results), so taking it would make the transcript depend on how events were batched.
+ */
+export function takeSteers(inbox: readonly Steer[], now: number): { take: Steer[]; keep: Steer[] } {
+  return { take: inbox.filter((s) => s.at < now), keep: inbox.filter((s) => s.at >= now) };
+}
+
+/**
+ * The turn's side: the `steer` signal handler, and what the next model call takes. `applies` is
+ * patched() in the turn, asked only when there is something to take (a turn of an older build
+ * never saw the signal's messages, so a replay of it must not either).
+ */
+export function createSteeringInbox(deps: { historyLength: () => number; applies: () => boolean }) {
+  let inbox: Steer[] = [];
+  const seen = new Set<string>();
+  const taken: string[] = [];
+  return {
+    /** The `steer` signal: never throws; a malformed, oversized or repeated message is dropped. */
+    receive(raw: unknown): void {
+      const checked = checkPayload(schemas().steer, raw);
+      if (!checked.ok || messageProblem(checked.value.text) || seen.has(checked.value.messageId)) return;
+      seen.add(checked.value.messageId);
+      inbox.push({ ...checked.value, at: deps.historyLength() });
+    },
+    /** Before a model call: the user messages it sees after everything already in the turn. */
+    take(): Message[] {
+      const { take, keep } = takeSteers(inbox, deps.historyLength());
+      if (!take.length || !deps.applies()) return [];
+      inbox = keep;
+      taken.push(...take.map((s) => s.messageId));
+      return take.map((s) => ({ role: 'user', content: s.text }));
+    },
+    /** For the turn's result: the messageIds its model calls saw (the session drops them from its queue). */
+    steered(): { steered?: string[] } {
+      return taken.length ? { steered: [...taken] } : {};
+    },
+  };
+}
