@@ -20,4 +20,5 @@ export const PATCHES = {
   reservedNames: 'reserved-names-refused-v1',
   retryAsksReconcile: 'recovery-retry-asks-reconcile-v1',
   refusalAfterDispatch: 'refused-retry-after-dispatch-parks-v1',
+  approveWithEdits: 'approve-with-edits-v1',
 } as const;
