@@ -126,7 +126,9 @@ export function createDecisionIntake(deps: IntakeDeps) {
       Date.parse(at),
       usedSignatures,
     );
-    const why = editProblem(entry, check) ?? (auth.ok ? undefined : auth.why);
+    // Judged again: a grant may have approved the call, or a cancel come, while the worker checked.
+    const now = deps.cancelled?.() ? { ok: false as const, why: NOT_APPLIED_CANCELLED } : judgeDecision(entry, d);
+    const why = (now.ok ? undefined : now.why) ?? editProblem(entry, check) ?? (auth.ok ? undefined : auth.why);
     const signer = auth.ok ? auth.signer : undefined;
     audit.add({
       at,
@@ -137,7 +139,8 @@ export function createDecisionIntake(deps: IntakeDeps) {
       ...(why === undefined ? { outcome: 'applied' } : { outcome: 'ignored', why }),
       ...(signer ? { signedBy: signer.keyId } : {}),
     });
-    if (why !== undefined) record(toolCallId, { type: 'decision_refused', kind: 'approve', by, why });
+    if (!now.ok) publish();
+    else if (why !== undefined) record(toolCallId, { type: 'decision_refused', kind: 'approve', by, why });
     else {
       if (signer && d.payload.signature) usedSignatures.add(d.payload.signature.value);
       record(toolCallId, {

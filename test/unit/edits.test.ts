@@ -7,6 +7,7 @@ import { createApproverKey, signDecision } from '../../client/keys';
 import type { EditCheck } from '../../workflows/edits';
 import { editOf, editProblem, withEditNote } from '../../workflows/edits';
 import { argsDigest } from '../../workflows/identity';
+import { NOT_APPLIED_CANCELLED } from '../../workflows/intake';
 import type { LedgerEntry, Message } from '../../workflows/types';
 import { AT, entryIn, intakeOver, planned } from './helpers';
 
@@ -203,6 +204,32 @@ describe('edits: the intake', () => {
     const { intake } = setup();
     intake.decideMany({ decisions: [{ kind: 'approve', toolCallId: 'call_1', by: 'ann', arguments: EDITED }] });
     assert.equal(intake.editPending('call_1')?.digest, D1);
+  });
+
+  it('a call a grant approved while the edit was checked: the edit is a duplicate and records nothing', () => {
+    const { intake, decisions, ledger, call } = setup();
+    intake.decide('approve', { toolCallId: 'call_1', by: 'ann', arguments: EDITED });
+    ledger.set('call_1', { ...call(), state: 'running', approvedBy: 'gus', approver: { kind: 'auto', why: 'grant' } });
+    const before = call();
+    intake.editChecked('call_1', valid);
+    assert.deepEqual(call(), before);
+    assert.match(decisions[0]!.why ?? '', /^duplicate: call 'call_1' was already approved by gus/);
+  });
+
+  it('a turn cancelled while the edit was checked: not applied, nothing recorded', () => {
+    let cancelled = false;
+    const ledger = new Map([['call_1', awaiting()]]);
+    const { intake, decisions } = intakeOver(ledger, { cancelled: () => cancelled });
+    intake.modelPending(false);
+    intake.decide('approve', { toolCallId: 'call_1', by: 'ann', arguments: EDITED });
+    cancelled = true;
+    intake.editChecked('call_1', valid);
+    assert.equal(ledger.get('call_1')!.state, 'awaiting_approval');
+    assert.equal(ledger.get('call_1')!.events.length, awaiting().events.length);
+    assert.deepEqual(
+      decisions.map((d) => [d.outcome, d.why]),
+      [['ignored', NOT_APPLIED_CANCELLED]],
+    );
   });
 
   it('a turn that ends during the check audits the edit as not applied', () => {
