@@ -1,8 +1,14 @@
 import { strict as assert } from 'node:assert';
 import { messageIdFor } from '../activities/tools/sendEmail';
-import { approve } from '../client/decisions';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { approvalsApp } from '../apps/approvals/app';
+import { createToken } from '../apps/approvals/tokens';
 import { normalizeMessageId } from '../dev/mailSink';
+import { listApproverKeys, signDecision } from '../client/keys';
 import { sessionStatus, turnStatus } from '../client/session';
+import { approveSignal } from '../workflows/definitions';
 import { argsDigest } from '../workflows/identity';
 import { recordHistory } from './support/histories';
 import { runCli } from './support/processes';
@@ -26,15 +32,28 @@ describe('approve with edits end to end', function () {
     assert.equal(before.state, 'awaiting_approval');
     const messageId = messageIdFor(before.executionId);
 
-    // Refused by the tool's schema (not an address): no effect, the call still awaits approval.
-    const bad = await approve(w.c, {
-      sessionId,
-      toolCallId: 'c1',
-      by: 'alice',
-      arguments: { to: 'not an address', ...asked },
-    });
-    assert.equal(bad.outcome, 'ignored');
-    assert.match(bad.why ?? '', /^edited arguments refused: invalid arguments for 'send_email'/);
+    // Through the approvals API (what the page's edit box sends): refused by the tool's schema (not
+    // an address), so no effect, and the call still awaits approval.
+    const dir = mkdtempSync(join(tmpdir(), 'openworker-edits-'));
+    const tokensFile = join(dir, 'tokens.json');
+    const token = createToken('alice', tokensFile);
+    const app = approvalsApp({ client: w.c, tokensFile });
+    const post = async (body: Record<string, unknown>) => {
+      const res = await app.request('/api/decisions', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ executionId: before.executionId, argsDigest: before.argsDigest, ...body }),
+      });
+      return { status: res.status, body: (await res.json()) as { outcome?: string; why?: string; error?: string } };
+    };
+    const grantEdit = await post({ action: 'approve_session', arguments: { to: 'eve@example.com', ...asked } });
+    assert.equal(grantEdit.status, 400);
+    assert.match(grantEdit.body.error ?? '', /^arguments go only with approve/);
+    const bad = await post({ action: 'approve', arguments: { to: 'not an address', ...asked } });
+    rmSync(dir, { recursive: true, force: true });
+    assert.equal(bad.status, 409, JSON.stringify(bad.body));
+    assert.equal(bad.body.outcome, 'ignored');
+    assert.match(bad.body.why ?? '', /^edited arguments refused: invalid arguments for 'send_email'/);
     const still = (await turnStatus(w.c, parked.workflowId)).ledger[0]!;
     assert.equal(still.state, 'awaiting_approval');
     assert.deepEqual(still.arguments, before.arguments);
@@ -107,5 +126,65 @@ describe('approve with edits end to end', function () {
       ['alice', 'applied'],
     ]);
     await recordHistory(parked.workflowId, 'turn-approve-with-edits');
+  });
+
+  it('signed: the signature covers the edited arguments; one over the arguments the model asked is refused', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'openworker-edits-signed-'));
+    try {
+      const env = { OPENWORKER_KEYS_DIR: join(dir, 'keys') };
+      const made = await runCli(['keys', 'create', 'alice'], { env });
+      assert.equal(made.code, 0, made.stderr);
+      const publicKey = /"alice": "([A-Za-z0-9+/=]{44})"/.exec(made.stdout)![1]!;
+      const approvers = join(dir, 'approvers.json');
+      writeFileSync(
+        approvers,
+        JSON.stringify({ approvers: { alice: publicKey }, policy: [{ tool: '*', approvers: ['alice'] }] }),
+      );
+      await w.worker(scripted([{ toolCalls: [emailCall('c1', 'ann@example.com')] }, { text: 'Sent.' }]), {
+        env: { OPENWORKER_APPROVERS: approvers },
+      });
+      const sessionId = uniq('edits-signed');
+      const t = await startTurn(w.c, sessionId, 'email ann');
+      const e = t.ledger[0]!;
+      assert.equal(e.state, 'awaiting_approval');
+      const edited = { to: 'ann@example.com', subject: 'Hi Ann', body: 'Hello.' };
+      // Signed over the arguments the model asked, sent with edited ones: refused, nothing runs.
+      const [key] = listApproverKeys(env.OPENWORKER_KEYS_DIR);
+      const oldSig = signDecision(key!, { executionId: e.executionId, argsDigest: e.argsDigest, decision: 'approve' });
+      await w.c.client.workflow.getHandle(t.workflowId).signal(approveSignal, {
+        toolCallId: 'c1',
+        by: 'alice',
+        decisionId: 'old',
+        arguments: edited,
+        signature: oldSig,
+      });
+      const old = await eventually(
+        async () => (await turnStatus(w.c, t.workflowId)).decisions.find((d) => d.decisionId === 'old'),
+        'the edit signed over the old arguments is judged',
+      );
+      assert.match(old.why ?? '', /^wrongly signed/);
+      const res = await runCli(
+        ['approve', sessionId, 'c1', '--args', JSON.stringify(edited), '--task-queue', w.taskQueue],
+        {
+          env,
+        },
+      );
+      assert.equal(res.code, 0, res.stderr + res.stdout);
+      const done = await turnClosed(w.c, t);
+      const after = done.ledger[0]!;
+      assert.equal(after.state, 'succeeded');
+      assert.deepEqual(after.arguments, edited);
+      assert.equal(after.signedApproval?.keyId, key!.keyId);
+      assert.equal(after.events.find((x) => x.type === 'edited')?.to, argsDigest(edited));
+      assert.deepEqual(
+        w.sink
+          .messages()
+          .filter((m) => normalizeMessageId(m.messageId) === normalizeMessageId(messageIdFor(e.executionId)))
+          .map((m) => m.subject),
+        ['Hi Ann'],
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
