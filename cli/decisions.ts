@@ -3,6 +3,7 @@ import { Option } from 'commander';
 import type { RecoveryDecision } from '../workflows/types';
 import { RECOVERY_DECISIONS } from '../workflows/protocol';
 import { globals, json, positiveInt, print, settingsOf, withClient } from './common';
+import type { ArgumentEdits } from '../client/decisions';
 import { approve, approveAll, recover, reject } from '../client/decisions';
 import type { DecisionOutcome } from '../client/decisions';
 import { formatDecision, formatGrantChange, formatGrants } from './format';
@@ -44,6 +45,15 @@ function approveCommand(program: Command): void {
       .description('approve tool calls; several calls go in one signal (one workflow task)'),
   )
     .option('--digest <argsDigest>', 'only approve if the arguments still have this digest (one call)')
+    .option(
+      '--args <json>',
+      "approve with edits: run the call with these arguments (a JSON object) instead; the tool's schema checks them first (one call)",
+    )
+    .option(
+      '--set <key=value>',
+      'approve with edits: change one field of the arguments (value as JSON, else a string); repeatable (one call)',
+      collectSet,
+    )
     .addOption(
       new Option(
         '--always <scope>',
@@ -51,10 +61,11 @@ function approveCommand(program: Command): void {
       ).choices(['session', 'target']),
     )
     .action(async (sessionId: string, toolCallIds: string[], opts, cmd: Command) => {
+      const edits = editsOf(opts);
       if (toolCallIds.length > 1) {
-        if (opts.digest || opts.always)
+        if (opts.digest || opts.always || edits)
           throw new OpenWorkerError(
-            '--digest and --always take a single tool call; approve the others separately',
+            '--digest, --always, --args and --set take a single tool call; approve the others separately',
             'bad_input',
           );
         const all = await withClient(cmd, (c) =>
@@ -72,8 +83,15 @@ function approveCommand(program: Command): void {
         argsDigest: opts.digest,
         key: keyOf(opts, cmd),
       };
+      if (edits && opts.always)
+        throw new OpenWorkerError(
+          '--always approves later calls as the model asks them, so it takes no --args or --set; approve with edits without it',
+          'bad_input',
+        );
       const d: DecisionOutcome & { grant?: GrantOutcome } = await withClient(cmd, (c) =>
-        opts.always ? approveAlways(c, { ...t, always: opts.always as 'session' | 'target' }) : approve(c, t),
+        opts.always
+          ? approveAlways(c, { ...t, always: opts.always as 'session' | 'target' })
+          : approve(c, { ...t, ...edits }),
       );
       decided(cmd, 'approve', d);
       if (d.grant && !globals(cmd).json) console.log(formatGrantChange('granted', d.grant));
@@ -235,6 +253,43 @@ export function keyCommands(program: Command): void {
           : `no approver keys in ${keysDir} (openworker-temporal keys create <name>)`,
       );
     });
+}
+
+/** `--set key=value`, repeatable: the value is JSON when it parses as JSON, else the string itself. */
+function collectSet(pair: string, into: Record<string, unknown> = {}): Record<string, unknown> {
+  const eq = pair.indexOf('=');
+  if (eq < 1) throw new OpenWorkerError(`--set takes key=value, got '${pair.slice(0, 60)}'`, 'bad_input');
+  const raw = pair.slice(eq + 1);
+  let value: unknown = raw;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    value = raw;
+  }
+  return { ...into, [pair.slice(0, eq)]: value };
+}
+
+/** The edits `--args` / `--set` ask for, or undefined for a plain approval. */
+function editsOf(opts: { args?: string; set?: Record<string, unknown> }): ArgumentEdits | undefined {
+  if (opts.args !== undefined && opts.set !== undefined)
+    throw new OpenWorkerError('give either --args or --set, not both', 'bad_input');
+  if (opts.set !== undefined) return { set: opts.set };
+  if (opts.args === undefined) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(opts.args);
+  } catch (err) {
+    throw new OpenWorkerError(
+      `--args is not valid JSON (${(err as Error).message}); give an object like '{"to":"ann@example.com"}'`,
+      'bad_input',
+    );
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new OpenWorkerError(
+      `--args must be a JSON object (the tool's arguments), got ${Array.isArray(parsed) ? 'an array' : JSON.stringify(parsed)}`,
+      'bad_input',
+    );
+  return { arguments: parsed as Record<string, unknown> };
 }
 
 function decided(cmd: Command, kind: string, d: Awaited<ReturnType<typeof approve>>): void {

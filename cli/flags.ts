@@ -7,6 +7,8 @@ const FLAG_OF: Record<string, string> = {
   skipFence: '--now',
   target: '--target',
   always: '--always',
+  arguments: '--args',
+  set: '--set',
   model: '--model',
   toolModules: '--tools',
   taskQueue: '--task-queue',

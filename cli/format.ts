@@ -109,8 +109,11 @@ export function formatSession(v: SessionView): string {
       : '';
     const fence = pendingFence(e);
     const retry = retryNote(e);
+    const edited = e.originalDigest
+      ? `\n    arguments edited by ${e.editedBy}: ${short(e.originalDigest, 23)} → ${short(e.argsDigest, 23)}`
+      : '';
     lines.push(
-      `  turn ${e.turn} ${e.toolCallId}  ${e.tool}  ${e.state}  attempts ${e.attempts}  ${e.executionId}  ${who}${rec}${note}${fence ? `\n    ${fenceLine(fence)}` : ''}${retry ? `\n    ${retry}` : ''}`,
+      `  turn ${e.turn} ${e.toolCallId}  ${e.tool}  ${e.state}  attempts ${e.attempts}  ${e.executionId}  ${who}${rec}${edited}${note}${fence ? `\n    ${fenceLine(fence)}` : ''}${retry ? `\n    ${retry}` : ''}`,
     );
   }
   return lines.join('\n');

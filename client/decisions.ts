@@ -12,7 +12,7 @@ import {
   turnWorkflowId,
 } from '../workflows/definitions';
 import { approverOf, reservedName } from '../workflows/deciders';
-import { executionIdFor } from '../workflows/identity';
+import { argsDigest as digestOf, executionIdFor } from '../workflows/identity';
 import { pendingFence, reconcileNote } from '../workflows/ledger';
 import { decisionToSign, resultDigestOf } from '../workflows/signatures';
 import type {
@@ -137,16 +137,21 @@ async function sendAll(
     items.map((i) => ({ kind: i.kind, sessionId, turn, toolCallId: i.toolCallId, workflowId })),
   );
   const payloads = items.map((item, i) => {
-    const { argsDigest, ...binding } = bindings[i]!;
+    const { argsDigest, arguments: current, ...binding } = bindings[i]!;
+    const { set, ...extra } = item.extra;
+    const edited = editedArguments(extra.arguments, set as Record<string, unknown> | undefined, current, workflowId);
     const payload = {
       toolCallId: item.toolCallId,
       by,
       decisionId: randomUUID(),
       ...binding,
       ...(item.kind === 'approve' && argsDigest ? { argsDigest } : {}),
-      ...item.extra,
+      ...extra,
+      ...(edited ? { arguments: edited } : {}),
     };
-    if (key) return { ...payload, signature: signFor(key, item, { ...binding, argsDigest }, workflowId) };
+    // An edit is signed over its new arguments (workflows/edits.ts); the binding stays on what was seen.
+    const signedDigest = edited ? digestOf(edited) : argsDigest;
+    if (key) return { ...payload, signature: signFor(key, item, { ...binding, argsDigest: signedDigest }, workflowId) };
     return target.signature ? { ...payload, signature: target.signature } : payload;
   });
   const what = items.length === 1 ? items[0]!.kind : `${items.length} decisions`;
@@ -209,6 +214,8 @@ async function sendAll(
 
 interface Binding {
   executionId: string;
+  /** The arguments awaiting approval, when the turn answered: what `set` edits. */
+  arguments?: unknown;
   /** Known when the turn answered; sent with approve, signed with every kind. */
   argsDigest?: string;
   run?: number;
@@ -270,6 +277,7 @@ async function bindTo(
     return {
       executionId: entry.executionId,
       argsDigest: entry.argsDigest,
+      ...(kind === 'approve' ? { arguments: entry.arguments } : {}),
       ...(kind === 'recover' && entry.runs > 0 ? { run: entry.runs } : {}),
       ...(kind === 'recover' ? { park: entry.events.filter((e) => e.type === 'recovery_required').length } : {}),
     };
@@ -327,8 +335,51 @@ async function finishedCall(
   return undefined;
 }
 
-export const approve = (client: ClientLike, t: DecisionTarget & { argsDigest?: string }): Promise<DecisionOutcome> =>
-  send(asOpenWorker(client), 'approve', t, t.argsDigest ? { argsDigest: t.argsDigest } : {});
+/** What an approval may change of the call's arguments (approve with edits, docs/approvals.md). */
+export interface ArgumentEdits {
+  /** Run the call with these arguments instead; the tool's schema checks them before anything runs. */
+  arguments?: Record<string, unknown>;
+  /** Change these top-level fields of the arguments awaiting approval (the rest stay). */
+  set?: Record<string, unknown>;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
+
+/** The edited arguments an approval sends, or undefined for a plain approval. */
+function editedArguments(
+  args: unknown,
+  set: Record<string, unknown> | undefined,
+  current: unknown,
+  workflowId: string,
+): Record<string, unknown> | undefined {
+  if (args !== undefined) return args as Record<string, unknown>;
+  if (set === undefined) return undefined;
+  if (!isObject(current))
+    throw new OpenWorkerError(
+      `cannot apply \`set\`: ${workflowId} did not answer with the call's arguments (is a worker running?); give the whole \`arguments\` instead`,
+      'not_found',
+    );
+  return { ...current, ...set };
+}
+
+function checkEdits(t: ArgumentEdits): Record<string, unknown> {
+  if (t.arguments !== undefined && t.set !== undefined)
+    throw new OpenWorkerError('give either `arguments` or `set`, not both', 'bad_input');
+  if (t.arguments !== undefined && !isObject(t.arguments))
+    throw new OpenWorkerError(
+      `\`arguments\` must be a JSON object (the tool's arguments), got ${Array.isArray(t.arguments) ? 'an array' : t.arguments === null ? 'null' : typeof t.arguments}`,
+      'bad_input',
+    );
+  if (t.set !== undefined && (!isObject(t.set) || !Object.keys(t.set).length))
+    throw new OpenWorkerError('`set` must name at least one field to change (key=value)', 'bad_input');
+  return { ...(t.arguments !== undefined ? { arguments: t.arguments } : {}), ...(t.set ? { set: t.set } : {}) };
+}
+
+export const approve = async (
+  client: ClientLike,
+  t: DecisionTarget & { argsDigest?: string } & ArgumentEdits,
+): Promise<DecisionOutcome> =>
+  send(asOpenWorker(client), 'approve', t, { ...(t.argsDigest ? { argsDigest: t.argsDigest } : {}), ...checkEdits(t) });
 
 export const reject = (client: ClientLike, t: DecisionTarget & { reason?: string }): Promise<DecisionOutcome> =>
   send(asOpenWorker(client), 'reject', t, t.reason ? { reason: t.reason } : {});

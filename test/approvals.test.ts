@@ -7,6 +7,7 @@ import { messageIdFor } from '../activities/tools/sendEmail';
 import { startApprovalsServer, type ApprovalsServer } from '../apps/approvals/serve';
 import { createToken } from '../apps/approvals/tokens';
 import { reject } from '../client/decisions';
+import { normalizeMessageId } from '../dev/mailSink';
 import { turnStatus } from '../client/session';
 import { launchBrowser, pageText, requireChromium, shot } from './support/browser';
 import { eventually, scripted, startTurn, turnClosed, uniq } from './support/scenario';
@@ -274,6 +275,38 @@ describe('approvals app (API and page, two replicas)', function () {
         assert.equal(rejected.ledger[0]!.state, 'rejected');
         assert.equal(rejected.ledger[0]!.rejectedBy, 'alice');
         assert.equal(w.sink.deliveries(messageIdFor(rejected.ledger[0]!.executionId)), 0);
+      } finally {
+        await page.close();
+      }
+    });
+
+    it('approve with edits from the page: the edit box checks its JSON, the edited arguments run once, the page shows the edit', async () => {
+      const sessionId = uniq('appr-page-edit');
+      await w.worker(scripted([{ toolCalls: [email('e1', 'ann@example.com')] }, { text: 'Sent.' }]));
+      const page = await signIn(a.url, alice);
+      try {
+        const t = await startTurn(w.c, sessionId, 'send it to ann');
+        await pageText(page, new RegExp(sessionId), 'the waiting call');
+        await page.click(`tr.call:has-text("${sessionId}")`);
+        const asked = JSON.parse(await page.inputValue('#edit-args')) as Record<string, unknown>;
+        await page.fill('#edit-args', '{ "to": ');
+        await page.click('#action-approve');
+        await pageText(page, /the edited arguments are not valid JSON/, 'the JSON error');
+        await page.fill('#edit-args', JSON.stringify({ ...asked, subject: 'Edited on the page' }));
+        await page.click('#action-approve');
+        await pageText(page, /approve: applied/, 'the approval');
+        const done = await turnClosed(w.c, t);
+        const e = done.ledger[0]!;
+        assert.equal(e.state, 'succeeded');
+        assert.equal(e.editedBy, 'alice');
+        assert.deepEqual(e.originalArguments, asked);
+        const id = normalizeMessageId(messageIdFor(e.executionId));
+        const sent = w.sink.messages().filter((m) => normalizeMessageId(m.messageId) === id);
+        assert.deepEqual(
+          sent.map((m) => m.subject),
+          ['Edited on the page'],
+        );
+        await pageText(page, /edited by alice before approving; the model asked/, 'the edit on the call page');
       } finally {
         await page.close();
       }

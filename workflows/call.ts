@@ -2,6 +2,7 @@ import type { CancellationScope } from '@temporalio/workflow';
 import { condition, isCancellation, patched, proxySinks, sleep } from '@temporalio/workflow';
 import { askReconcile, dispatchMarkerOf, reconcileActivityId, runAttempt } from './callActivities';
 import type { FaultSinks } from './definitions';
+import { awaitApproval, withEditNote } from './edits';
 import type { createDecisionIntake } from './intake';
 import { NOT_APPLIED_CANCELLED } from './intake';
 import type { LedgerInput } from './ledger';
@@ -264,7 +265,7 @@ export function callLifecycle(ctx: CallContext) {
 
   const lifecycle = async (call: PlannedCall, start?: NextStep): Promise<Message> => {
     const id = call.toolCallId;
-    if (current(id).state === 'awaiting_approval') await condition(() => current(id).state !== 'awaiting_approval');
+    await awaitApproval(call, current, intake, `${NOT_APPLIED_CANCELLED} before the edited arguments were checked`);
     if (current(id).state === 'invalid' || current(id).state === 'rejected') {
       return toolResultMessage({ id, name: call.name }, { error: current(id).error ?? 'not executed' });
     }
@@ -291,7 +292,7 @@ export function callLifecycle(ctx: CallContext) {
     results: results as ReadonlyMap<string, Message>,
     /** Runs one call to its result: approval, then the steps above from `start` (default: run). */
     async run(call: PlannedCall, start?: NextStep): Promise<Message> {
-      const message = await lifecycle(call, start);
+      const message = withEditNote(await lifecycle(call, start), current(call.toolCallId));
       results.set(call.toolCallId, message);
       return message;
     },

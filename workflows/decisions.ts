@@ -63,7 +63,14 @@ export function parseDecision(
     case 'approve':
       return {
         ok: true,
-        decision: { kind, payload: { ...common, ...(v.argsDigest ? { argsDigest: v.argsDigest } : {}) } },
+        decision: {
+          kind,
+          payload: {
+            ...common,
+            ...(v.argsDigest ? { argsDigest: v.argsDigest } : {}),
+            ...(v.arguments ? { arguments: v.arguments } : {}),
+          },
+        },
       };
     case 'reject':
       return { ok: true, decision: { kind, payload: { ...common, ...reason } } };

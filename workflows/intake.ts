@@ -1,6 +1,8 @@
 import { createDecisionAudit } from './audit';
 import type { Decision } from './decisions';
 import { judgeDecision, parseDecision, splitDecisions } from './decisions';
+import type { EditCheck, PendingEdit } from './edits';
+import { editOf, editProblem } from './edits';
 import type { LedgerInput } from './ledger';
 import { authorizeDecision } from './signatures';
 import type { CallState, DecisionKind, DecisionRecord, LedgerEntry, RecoverSignal } from './types';
@@ -23,6 +25,8 @@ export interface IntakeDeps {
   namesReserved?: () => boolean;
   /** The turn was asked to cancel: nothing a decision asks for will run any more. */
   cancelled?: () => boolean;
+  /** Whether an approve's `arguments` is an edit (patched() in the turn); before, the field was dropped. */
+  editsApply?: () => boolean;
 }
 
 export const NOT_APPLIED_CANCELLED = 'not applied: the turn is cancelled';
@@ -45,6 +49,10 @@ export function createDecisionIntake(deps: IntakeDeps) {
 
   // Signatures accepted in this turn: each authorises one decision.
   const usedSignatures = new Set<string>();
+  // Approvals with edits while the worker checks their arguments (workflows/edits.ts), and the
+  // decisions for those calls that arrived meanwhile: judged after it, as if it had applied at once.
+  const edits = new Map<string, { d: Decision & { kind: 'approve' }; at: string; edit: PendingEdit }>();
+  const waitingForEdit = new Map<string, { d: Decision; at: string }[]>();
 
   const judge = (d: Decision, at: string): void => {
     const { toolCallId, by, decisionId } = d.payload;
@@ -53,10 +61,18 @@ export function createDecisionIntake(deps: IntakeDeps) {
       deps.cancelled?.() && entry
         ? { ok: false, why: NOT_APPLIED_CANCELLED }
         : judgeDecision(entry, d, recoveries.has(toolCallId));
+    // An edit is signed over its new arguments' digest.
+    const edit = verdict.ok && entry && d.kind === 'approve' ? editOf(entry, d.payload) : undefined;
+    const signedOver = entry && edit ? { ...entry, argsDigest: edit.digest } : entry;
     const auth =
-      verdict.ok && entry
-        ? authorizeDecision(entry.approval, entry, { kind: d.kind, ...d.payload }, Date.parse(at), usedSignatures)
+      verdict.ok && signedOver
+        ? authorizeDecision(entry!.approval, signedOver, { kind: d.kind, ...d.payload }, Date.parse(at), usedSignatures)
         : undefined;
+    if (edit && auth?.ok && d.kind === 'approve') {
+      edits.set(toolCallId, { d, at, edit: { by, ...edit } });
+      publish();
+      return;
+    }
     const why = !verdict.ok ? verdict.why : auth && !auth.ok ? auth.why : undefined;
     const signer = auth?.ok ? auth.signer : undefined;
     audit.add({
@@ -92,6 +108,57 @@ export function createDecisionIntake(deps: IntakeDeps) {
     }
   };
 
+  /** The worker checked an edit's arguments: it applies (edited, then approved) or is refused, and the call still waits. */
+  const editChecked = (toolCallId: string, check: EditCheck): void => {
+    const pending = edits.get(toolCallId);
+    const entry = ledger.get(toolCallId);
+    if (!pending || !entry) return;
+    edits.delete(toolCallId);
+    const { d, at, edit } = pending;
+    const { by, decisionId } = d.payload;
+    const plan = 'plan' in check ? check.plan : undefined;
+    // The edited call's own approvers (its target may have changed) must accept the signature too.
+    const edited = { ...entry, argsDigest: edit.digest, target: plan ? plan.target : entry.target };
+    const auth = authorizeDecision(
+      plan?.approval ?? entry.approval,
+      edited,
+      { kind: 'approve', ...d.payload },
+      Date.parse(at),
+      usedSignatures,
+    );
+    // Judged again: a grant may have approved the call, or a cancel come, while the worker checked.
+    const now = deps.cancelled?.() ? { ok: false as const, why: NOT_APPLIED_CANCELLED } : judgeDecision(entry, d);
+    const why = (now.ok ? undefined : now.why) ?? editProblem(entry, check) ?? (auth.ok ? undefined : auth.why);
+    const signer = auth.ok ? auth.signer : undefined;
+    audit.add({
+      at,
+      kind: 'approve',
+      toolCallId,
+      by,
+      ...(decisionId ? { decisionId } : {}),
+      ...(why === undefined ? { outcome: 'applied' } : { outcome: 'ignored', why }),
+      ...(signer ? { signedBy: signer.keyId } : {}),
+    });
+    if (!now.ok) publish();
+    else if (why !== undefined) record(toolCallId, { type: 'decision_refused', kind: 'approve', by, why });
+    else {
+      if (signer && d.payload.signature) usedSignatures.add(d.payload.signature.value);
+      record(toolCallId, {
+        type: 'edited',
+        by,
+        from: entry.argsDigest,
+        to: edit.digest,
+        arguments: edit.arguments,
+        ...(plan?.target !== undefined ? { target: plan.target } : {}),
+      });
+      const signed = signer ? { signed: { keyId: signer.keyId, signedAt: signer.signedAt } } : {};
+      record(toolCallId, { type: 'approved', by, ...signed });
+    }
+    const waiting = waitingForEdit.get(toolCallId) ?? [];
+    waitingForEdit.delete(toolCallId);
+    for (const w of waiting) judge(w.d, w.at);
+  };
+
   const judgeWaiting = (toolCallId: string): void => {
     const waiting = waitingForSettle.get(toolCallId) ?? [];
     waitingForSettle.delete(toolCallId);
@@ -116,9 +183,16 @@ export function createDecisionIntake(deps: IntakeDeps) {
       publish();
       return;
     }
-    const d = parsed.decision;
+    let d = parsed.decision;
+    // Before edits, an approve's `arguments` was dropped: a history that sent one replays that way.
+    if (d.kind === 'approve' && d.payload.arguments && !(deps.editsApply?.() ?? true)) {
+      const { arguments: _dropped, ...payload } = d.payload;
+      d = { kind: 'approve', payload };
+    }
     const entry = ledger.get(d.payload.toolCallId);
-    if (!entry && modelPending) waitingForCall.push({ d, at });
+    if (entry && edits.has(entry.toolCallId))
+      waitingForEdit.set(entry.toolCallId, [...(waitingForEdit.get(entry.toolCallId) ?? []), { d, at }]);
+    else if (!entry && modelPending) waitingForCall.push({ d, at });
     else if (entry && d.kind === 'recover' && IN_FLIGHT.includes(entry.state)) {
       waitingForSettle.set(entry.toolCallId, [...(waitingForSettle.get(entry.toolCallId) ?? []), { d, at }]);
     } else judge(d, at);
@@ -145,6 +219,9 @@ export function createDecisionIntake(deps: IntakeDeps) {
     },
     /** After a call reaches recovery_required or a terminal state: judge the decisions that waited for it. */
     judgeWaiting,
+    /** The approve-with-edits waiting for the worker to check its arguments (workflows/edits.ts). */
+    editPending: (toolCallId: string): PendingEdit | undefined => edits.get(toolCallId)?.edit,
+    editChecked,
     /** An applied decision (a recovery by default) that the turn could not act on, being cancelled first: audited as such. */
     notApplied(toolCallId: string, why: string, kind: DecisionKind = 'recover'): void {
       const applied = [...decisions]
@@ -156,6 +233,8 @@ export function createDecisionIntake(deps: IntakeDeps) {
     },
     /** When the turn ends: whatever still waits is judged against the final ledger. */
     flush(): void {
+      for (const id of [...edits.keys()])
+        editChecked(id, { refused: 'not applied: the turn ended before the edited arguments were checked' });
       for (const w of waitingForCall.splice(0)) judge(w.d, w.at);
       for (const id of [...waitingForSettle.keys()]) judgeWaiting(id);
     },

@@ -15,6 +15,8 @@ import { AUTO_BY_POLICY } from './deciders';
 export type LedgerInput =
   | { type: 'approved'; by: string; grant?: string; signed?: SignedBy }
   | { type: 'rejected'; by: string; reason?: string }
+  /** Approve with edits, before its `approved`: the call runs with `arguments` (digest `to`) instead (workflows/edits.ts). */
+  | { type: 'edited'; by: string; from: string; to: string; arguments: unknown; target?: string }
   | { type: 'scheduled'; activityId: string }
   | { type: 'dispatched'; activityId: string; attempt: number }
   | { type: 'dispatch_refused'; activityId: string; attempt: number; reason: string }
@@ -51,6 +53,7 @@ type From = readonly CallState[];
 export const TRANSITIONS: Record<LedgerInput['type'], { from: From; to: CallState | 'same' }> = {
   approved: { from: ['awaiting_approval'], to: 'running' },
   rejected: { from: ['awaiting_approval'], to: 'rejected' },
+  edited: { from: ['awaiting_approval'], to: 'same' },
   scheduled: { from: ['running', 'reconciling', 'recovery_required'], to: 'running' },
   dispatched: { from: ['running'], to: 'dispatched' },
   not_started: { from: ['running', 'dispatched'], to: 'running' },
@@ -126,8 +129,12 @@ export function newEntry(
 export function applyLedger(entry: LedgerEntry, input: LedgerInput, at: string): LedgerEntry {
   const rule = TRANSITIONS[input.type];
   if (!rule.from.includes(entry.state)) throw new LedgerTransitionError(entry, input);
-  // The result is kept once, on the entry, not again in its event.
-  const { result: _result, ...recorded } = input as LedgerInput & { result?: unknown };
+  // The result (and edited arguments) are kept once, on the entry, not again in its event.
+  const {
+    result: _result,
+    arguments: _args,
+    ...recorded
+  } = input as LedgerInput & { result?: unknown; arguments?: unknown };
   const next: LedgerEntry = {
     ...entry,
     state: rule.to === 'same' ? entry.state : rule.to,
@@ -140,6 +147,15 @@ export function applyLedger(entry: LedgerEntry, input: LedgerInput, at: string):
       next.approver = input.grant ? { kind: 'auto', why: 'grant' } : { kind: 'person', name: input.by };
       if (input.grant) next.grantId = input.grant;
       if (input.signed) next.signedApproval = input.signed;
+      break;
+    case 'edited':
+      next.originalArguments = entry.originalArguments ?? entry.arguments;
+      next.originalDigest = entry.originalDigest ?? entry.argsDigest;
+      next.arguments = input.arguments;
+      next.argsDigest = input.to;
+      next.editedBy = input.by;
+      if (input.target !== undefined) next.target = input.target;
+      else delete next.target;
       break;
     case 'rejected':
       next.rejectedBy = input.by;

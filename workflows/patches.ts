@@ -25,4 +25,5 @@ export const PATCHES = {
   iterationDefault: 'iteration-default-40-v1',
   sessionOptionsCheck: 'session-options-check-v1',
   steering: 'steering-v1',
+  approveWithEdits: 'approve-with-edits-v1',
 } as const;

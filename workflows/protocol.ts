@@ -80,8 +80,16 @@ const decisionFields = {
   signature: z.optional(DecisionSignatureSchema),
 };
 
+const EDITED = 'arguments must be an object: the edited arguments the call is to run with';
 const ApproveSchema = z.object(
-  { ...decisionFields, argsDigest: z.optional(text(MAX_ID, 'argsDigest must be a string like sha256:<hex>')) },
+  {
+    ...decisionFields,
+    argsDigest: z.optional(text(MAX_ID, 'argsDigest must be a string like sha256:<hex>')),
+    /** Approve with edits: the arguments the call runs with instead (workflows/edits.ts). */
+    arguments: z.optional(
+      z.custom<Record<string, unknown>>((v) => !!v && typeof v === 'object' && !Array.isArray(v), { error: EDITED }),
+    ),
+  },
   { error: OBJECT },
 );
 const RejectSchema = z.object(decisionFields, { error: OBJECT });
@@ -321,7 +329,7 @@ export const describe = (schema: z.ZodMiniType): string => shapeOf(schema._zod.d
 
 /** setHandler's `description` of each signal and update, derived from its schema. */
 export const DESCRIPTIONS = {
-  approve: `Approve a tool call: ${describe(z.omit(ApproveSchema, { reason: true }))}. argsDigest and executionId bind it to the call you saw; one that is not applied shows in the current details.`,
+  approve: `Approve a tool call: ${describe(z.omit(ApproveSchema, { reason: true }))}. argsDigest and executionId bind it to the call you saw; arguments approves it with these instead (checked by the tool's schema); one that is not applied shows in the current details.`,
   reject: `Reject a tool call: ${describe(RejectSchema)}. One that is not applied shows in the current details.`,
   recover: `Resolve a recovery_required call: ${describe(RecoverSchema)}. One that is not applied shows in the current details.`,
   decisions: `Several decisions at once: { decisions: [{ kind: ${DECISION_KINDS.join('|')}, …the fields of that signal }] }, at most ${MAX_BATCH}, each judged as if sent alone.`,

@@ -110,6 +110,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     ...book,
     resultLimitApplies: () => patched(PATCHES.recoveryResultLimit),
     namesReserved: () => patched(PATCHES.reservedNames),
+    editsApply: () => patched(PATCHES.approveWithEdits),
     cancelled: () => root.consideredCancelled,
   });
   setHandler(approveSignal, (p) => intake.decide('approve', p), {

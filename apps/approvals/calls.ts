@@ -1,6 +1,6 @@
 import { turnWorkflowId } from '../../workflows/ids';
 import { decisionToSign, resultDigestOf, signedMessage } from '../../workflows/signatures';
-import { executionIdFor } from '../../workflows/identity';
+import { argsDigest, executionIdFor } from '../../workflows/identity';
 import { pendingFence, retryNote } from '../../workflows/ledger';
 import type { DecisionSignature, LedgerEntry, Message, RecoveryDecision } from '../../workflows/types';
 import type { OpenWorkerClient } from '../../client/connection';
@@ -141,6 +141,8 @@ export interface DecisionRequest {
   argsDigest: string;
   reason?: string;
   result?: unknown;
+  /** approve only: approve with edits, the call runs with these arguments instead (docs/approvals.md). */
+  arguments?: Record<string, unknown>;
   /** Where the worker counts only signed decisions: the operator's browser signed `signRequest`'s message. */
   signature?: DecisionSignature;
 }
@@ -160,6 +162,13 @@ async function check(c: OpenWorkerClient, d: DecisionRequest): Promise<Omit<Call
       `'${d.action}' does not apply to a call that is ${view.entry.state}${view.actions.length ? `; it takes ${view.actions.join(', ')}` : ''}`,
       'bad_input',
     );
+  if (d.arguments !== undefined && d.action !== 'approve')
+    throw new OpenWorkerError(
+      `arguments go only with approve: '${d.action}' never edits (a standing approval approves later calls as the model asks them)`,
+      'bad_input',
+    );
+  if (d.arguments !== undefined && (!d.arguments || typeof d.arguments !== 'object' || Array.isArray(d.arguments)))
+    throw new OpenWorkerError("arguments must be a JSON object: the tool's arguments the call runs with", 'bad_input');
   return view;
 }
 
@@ -183,7 +192,8 @@ export async function signRequest(
   const signedAt = now.toISOString();
   const message = signedMessage({
     executionId: view.executionId,
-    argsDigest: view.entry.argsDigest,
+    // An edit is signed over the arguments that will run.
+    argsDigest: d.arguments !== undefined ? argsDigest(d.arguments) : view.entry.argsDigest,
     decision: decisionToSign(
       recover ? 'recover' : d.action,
       d.action === 'retry_now' ? 'retry' : d.action,
@@ -217,7 +227,11 @@ export async function decide(c: OpenWorkerClient, by: string, d: DecisionRequest
   };
   switch (d.action) {
     case 'approve':
-      return approve(c, { ...t, argsDigest: d.argsDigest });
+      return approve(c, {
+        ...t,
+        argsDigest: d.argsDigest,
+        ...(d.arguments !== undefined ? { arguments: d.arguments } : {}),
+      });
     case 'approve_session':
     case 'approve_target':
       return approveAlways(c, {

@@ -116,6 +116,10 @@ async function showCall(executionId, query) {
   const outcome = el('p', { id: 'outcome' });
   const reason = el('input', { placeholder: 'reason (sent with reject, recorded with recovery decisions)', id: 'reason' });
   const result = el('textarea', { placeholder: 'result as JSON (for "It succeeded")', id: 'result', rows: 3 });
+  // Approve with edits: change the arguments here and approve; the tool's schema checks them first.
+  const shown = JSON.stringify(e.arguments, null, 2);
+  const edits = el('textarea', { id: 'edit-args', rows: Math.min(12, shown.split('\\n').length + 1) });
+  edits.value = shown;
   // Where the worker counts only signed decisions, this browser's key signs (standing approvals: CLI).
   let key = v.needsSignature ? await loadKey() : undefined;
   const keyInfo = v.needsSignature ? keyPanel(key, (k) => { key = k; }) : '';
@@ -128,6 +132,9 @@ async function showCall(executionId, query) {
       try {
         const body = { executionId, ref: v.ref, action: a, argsDigest: e.argsDigest, reason: reason.value || undefined };
         if (a === 'succeeded' && result.value.trim()) body.result = JSON.parse(result.value);
+        if (a === 'approve' && edits.value !== shown) {
+          try { body.arguments = JSON.parse(edits.value); } catch (err) { throw new Error('the edited arguments are not valid JSON: ' + err.message); }
+        }
         if (v.needsSignature && a !== 'reject') {
           if (!key) throw new Error('create a signing key first, and have it added to the approvers file');
           body.signature = await sign(key, body);
@@ -152,12 +159,15 @@ async function showCall(executionId, query) {
     el('p', { className: 'muted' }, 'execution ', el('code', {}, v.executionId), ' · session ', v.ref.sessionId, ' · turn ', v.ref.turn,
       ' · call ', v.ref.toolCallId, ' · recovery ', e.recovery || 'manual', ' · attempts ', e.attempts, ' · dispatched ', String(e.dispatched)),
     el('section', {}, el('h3', {}, 'Arguments'), argsView(e.arguments), el('p', { className: 'muted' }, 'digest ', el('code', { id: 'digest' }, e.argsDigest))),
+    e.originalDigest ? el('p', { className: 'muted', id: 'edited' }, 'edited by ' + e.editedBy + ' before approving; the model asked ',
+      el('code', {}, JSON.stringify(e.originalArguments)), ' (digest ', el('code', {}, e.originalDigest), ')') : '',
     parkedWhy(e) ? el('p', { className: 'error', id: 'parked-why' }, 'Why it parked: ' + parkedWhy(e) +
       (e.dispatched ? '. The tool was called: retry only if you know the first call had no effect.' : '.')) : '',
     v.fence ? el('p', {}, 'A retry waits until ' + v.fence.until + ' (the last attempt\\'s window).') : '',
     v.retryNote ? el('p', { className: e.hasReconcile ? '' : 'error', id: 'retry-note' }, 'A retry: ' + v.retryNote + '.') : '',
     v.needsSignature ? el('section', {}, el('p', { className: 'error', id: 'needs-signature' }, v.needsSignature), keyInfo) : '',
     offered.length ? el('section', { className: 'actions' }, el('h3', {}, 'Decide as ' + me),
+      e.state === 'awaiting_approval' ? el('label', { className: 'muted' }, 'Arguments (edit them to approve once with changes)', edits) : '',
       reason, e.state === 'recovery_required' ? result : '', ...buttons, outcome) : outcome,
     v.notApplied.length ? el('section', { id: 'not-applied' }, el('h3', {}, 'Decisions not applied'),
       ...v.notApplied.map((d) => el('p', { className: 'error' }, d.at + ' ' + d.kind + (d.by ? ' by ' + d.by : '') + ': ' + d.why))) : '',

@@ -21,6 +21,7 @@ const LATER = '2024-01-01T00:00:05.000Z';
 const INPUTS: { [K in LedgerInput['type']]: Extract<LedgerInput, { type: K }> } = {
   approved: { type: 'approved', by: 'alice' },
   rejected: { type: 'rejected', by: 'bob', reason: 'no' },
+  edited: { type: 'edited', by: 'alice', from: 'sha256:a', to: 'sha256:b', arguments: { to: 'x' } },
   scheduled: { type: 'scheduled', activityId: 'owx-x-2' },
   dispatched: { type: 'dispatched', activityId: 'owx-x', attempt: 3 },
   dispatch_refused: { type: 'dispatch_refused', activityId: 'owx-x', attempt: 2, reason: 'already dispatched' },
@@ -55,8 +56,15 @@ describe('ledger: TRANSITIONS table (every input × every state)', () => {
           const next = applyLedger(before, input, LATER);
           assert.equal(next.state, expected);
           assert.equal(next.events.length, before.events.length + 1);
-          // The event records the input, except a result: that is kept once, on the entry.
-          const { result: _result, ...recorded } = input as typeof input & { result?: unknown };
+          // The event records the input, except a result or edited arguments: those are kept once, on the entry.
+          const {
+            result: _result,
+            arguments: _args,
+            ...recorded
+          } = input as typeof input & {
+            result?: unknown;
+            arguments?: unknown;
+          };
           assert.deepEqual(next.events[next.events.length - 1], { at: LATER, ...recorded });
           assert.deepEqual(before, snapshot, 'input entry must not be mutated');
         });

@@ -300,7 +300,7 @@ describe('protocol: the descriptions and choices derive from the schemas', () =>
     );
     assert.ok(
       DESCRIPTIONS.approve.startsWith(
-        'Approve a tool call: { toolCallId, by, decisionId?, executionId?, signature?, argsDigest? }. ',
+        'Approve a tool call: { toolCallId, by, decisionId?, executionId?, signature?, argsDigest?, arguments? }. ',
       ),
     );
     assert.match(DESCRIPTIONS.decisions, /\{ decisions: \[\{ kind: approve\|reject\|recover, …/);

@@ -39,6 +39,10 @@ export interface LedgerEntry {
   target?: string;
   argsDigest: string;
   arguments: unknown;
+  /** Approved with edits (the `edited` event): what the model asked, and its digest; `arguments` is what runs. */
+  originalArguments?: unknown;
+  originalDigest?: string;
+  editedBy?: string;
   effect?: ToolEffect;
   recovery?: RecoveryPolicy;
   /**
