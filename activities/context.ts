@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import type { ContextStore } from '../runtime/contextStore';
+import type { ContextScope, ContextStore } from '../runtime/contextStore';
 import { faultPoint } from './faults';
 import {
   COMPACT_AT,
@@ -77,7 +77,7 @@ export async function storeStep(
   deps: ContextDeps,
   input: ContextInput,
   seen: { messages: Message[]; view: Message[] },
-  step: { text: string; calls: PlannedCall[]; iteration: number; at: string },
+  step: { text: string; calls: PlannedCall[]; iteration: number; at: string; scope: ContextScope },
 ): Promise<ModelStep> {
   const store = storeOf(deps);
   const calls = assignCallIds(step.calls, toolCallIdsIn(seen.messages), step.iteration);
@@ -86,9 +86,9 @@ export async function storeStep(
   let ref: ContextRef;
   if (input.anew) {
     // A new run of the session stores its transcript again, so no segment it reads is older than it.
-    ref = await store.append(undefined, [...seen.messages, answer]);
-    if (summary) summary = await store.putSummary(await store.readSummary(summary), summary.covers);
-  } else ref = await store.append(input.base, [...input.append, answer]);
+    ref = await store.append(undefined, [...seen.messages, answer], step.scope);
+    if (summary) summary = await store.putSummary(await store.readSummary(summary), summary.covers, step.scope);
+  } else ref = await store.append(input.base, [...input.append, answer], step.scope);
   const due = deps.count([...seen.view, answer]) > COMPACT_AT * deps.budget;
   const context: ContextRef = { ...ref, ...(summary ? { summary } : {}), ...(due ? { compactDue: true } : {}) };
   await faultPoint('model.after_context_stored', 'model', step.at);
@@ -110,6 +110,7 @@ export async function compact(
   input: CompactInput,
   signal: AbortSignal,
   cap: (text: string) => string,
+  scope: ContextScope,
 ): Promise<ContextRef> {
   const store = storeOf(deps);
   const { compactDue: _due, ...ref } = input.context;
@@ -130,7 +131,7 @@ export async function compact(
   );
   const text = cap(typeof response?.text === 'string' ? response.text.trim() : '');
   if (!text) return ref; // nothing to stand in for the messages: the model keeps seeing them
-  const summary = await store.putSummary(text, cut);
+  const summary = await store.putSummary(text, cut, scope);
   await faultPoint('model.after_summary_stored', 'model', `${input.sessionId}/${input.turn}/${input.iteration}`);
   return { ...ref, summary };
 }

@@ -176,6 +176,9 @@ export interface ActivityDeps {
 }
 
 /** The activities a worker registers; the turn workflow schedules them by these names. */
+/** The session a model call's stored messages belong to (S3 keys name it). */
+const scopeOf = (sessionId: string) => ({ namespace: Context.current().info.namespace, sessionId });
+
 export function createActivities({
   registry,
   model,
@@ -215,11 +218,14 @@ export function createActivities({
           calls,
           iteration: input.iteration,
           at: `${input.sessionId}/${input.turn}/${input.iteration}`,
+          scope: scopeOf(input.sessionId),
         });
       }),
 
     compactContext: (input: CompactInput): Promise<ContextRef> =>
-      modelCall((signal) => compact(context, model, input, signal, (t) => capText(t, limits.maxModelTextBytes))),
+      modelCall((signal) =>
+        compact(context, model, input, signal, (t) => capText(t, limits.maxModelTextBytes), scopeOf(input.sessionId)),
+      ),
 
     async listTools(): Promise<string[]> {
       return registry.names();

@@ -1,6 +1,7 @@
 import type { Payload, StorageDriver } from '@temporalio/common';
 import { StorageDriverClaim, defaultPayloadConverter } from '@temporalio/common';
 import { contextKey } from '../workflows/context';
+import { sessionWorkflowId } from '../workflows/ids';
 import type { ContextRef, ContextSummary, Message } from '../workflows/types';
 import { combinedCodec, defaultPayloadCodecs } from './dataConverter';
 import { externalStorageFor } from './payloadStorage';
@@ -12,13 +13,19 @@ import type { Settings } from './settings';
  * store through the codecs (encrypted when keys are set), so every worker and client that shares
  * the store reads them, and each message is stored once: the bytes a session stores grow linearly.
  */
+/** Whose transcript: a store that names objects by workflow (S3) files a session's segments under it. */
+export interface ContextScope {
+  namespace: string;
+  sessionId: string;
+}
+
 export interface ContextStore {
   /** Stores `messages` after `base` (nothing new is stored when there are none). */
-  append(base: ContextRef | undefined, messages: readonly Message[]): Promise<ContextRef>;
+  append(base: ContextRef | undefined, messages: readonly Message[], scope?: ContextScope): Promise<ContextRef>;
   /** The whole transcript a reference holds, oldest first. */
   read(ref: ContextRef | undefined): Promise<Message[]>;
   /** Stores a summary of a transcript's first `covers` messages (compaction). */
-  putSummary(text: string, covers: number): Promise<ContextSummary>;
+  putSummary(text: string, covers: number, scope?: ContextScope): Promise<ContextSummary>;
   readSummary(summary: ContextSummary): Promise<string>;
 }
 
@@ -51,10 +58,16 @@ export function contextStoreOn(driver: () => StorageDriver, codec = combinedCode
     const [payload] = await codec.decode([stored as Payload]);
     return defaultPayloadConverter.fromPayload(payload!);
   };
-  const put = async (value: unknown): Promise<Stored> => {
+  const put = async (value: unknown, scope: ContextScope | undefined): Promise<Stored> => {
     const [payload] = await codec.encode([defaultPayloadConverter.toPayload(value)]);
     const d = driver();
-    const [claim] = await d.store({}, [payload!]);
+    const target = scope && {
+      kind: 'workflow' as const,
+      namespace: scope.namespace,
+      id: sessionWorkflowId(scope.sessionId),
+      type: 'session',
+    };
+    const [claim] = await d.store(target ? { target } : {}, [payload!]);
     return { driver: d.name, claim: claim!.claimData };
   };
   const load = async (ref: ContextRef): Promise<Segment> => {
@@ -90,18 +103,18 @@ export function contextStoreOn(driver: () => StorageDriver, codec = combinedCode
   };
   return {
     read,
-    async append(base, messages) {
+    async append(base, messages, scope) {
       if (base && !messages.length) return base;
       const before = await read(base);
       // A segment names the chain before it, not its summary or flags: those ride on the reference.
       const prev = base && { driver: base.driver, claim: base.claim, messages: base.messages };
       const segment: Segment = { ...(prev ? { prev } : {}), messages: [...messages] };
-      const ref: ContextRef = { ...(await put(segment)), messages: before.length + messages.length };
+      const ref: ContextRef = { ...(await put(segment, scope)), messages: before.length + messages.length };
       remember(ref, [...before, ...messages]);
       return ref;
     },
-    async putSummary(text, covers) {
-      return { ...(await put({ summary: text, covers })), covers };
+    async putSummary(text, covers, scope) {
+      return { ...(await put({ summary: text, covers }, scope)), covers };
     },
     async readSummary(summary) {
       const stored = (await get(summary)) as { summary?: unknown; covers?: unknown } | undefined;
