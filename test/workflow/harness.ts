@@ -1,4 +1,9 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { contextStoreOn } from '../../runtime/contextStore';
+import { fileDriver } from '../../runtime/payloadStorage';
 import type { WorkflowHandle } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
@@ -47,6 +52,9 @@ export function useWorkflowTier(): Tier {
   let native: NativeConnection | undefined;
   const tier = {} as Tier;
   const taskQueue = `workflow-tier-${process.pid}`;
+  // Model calls send the transcript by reference: the tier's store is a directory of its own.
+  const contextDir = mkdtempSync(join(tmpdir(), 'workflow-tier-context-'));
+  const contextStore = contextStoreOn(() => fileDriver(contextDir));
   before(async function () {
     this.timeout(60_000);
     server = await startDevServer({ port: 0, headless: true });
@@ -58,6 +66,7 @@ export function useWorkflowTier(): Tier {
     this.timeout(30_000);
     await native?.close();
     await connection?.close();
+    rmSync(contextDir, { recursive: true, force: true });
     await server?.stop();
   });
   tier.start = (steps, id = `wt-${process.pid}-${++seq}`) =>
@@ -72,7 +81,7 @@ export function useWorkflowTier(): Tier {
       connection: native!,
       taskQueue,
       ...workflowSource(),
-      activities: createActivities({ registry: createRegistry(tools), model: scriptedModel({ steps }) }),
+      activities: createActivities({ registry: createRegistry(tools), model: scriptedModel({ steps }), contextStore }),
       sinks: faultSinks(),
       maxCachedWorkflows: 0,
     });
