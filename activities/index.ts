@@ -189,7 +189,7 @@ export function createActivities({
   const resultLimit = (tool: Tool | undefined): number => tool?.maxResultBytes ?? limits.maxResultBytes;
   return {
     callModel: (input: ModelActivityInput): Promise<ModelStep> =>
-      modelCall(async (signal) => {
+      modelCall(async (signal, onText) => {
         const byReference = input.context ? await readContext(context, input.context) : undefined;
         const response = await model.generate(
           {
@@ -199,7 +199,7 @@ export function createActivities({
             messages: byReference?.view ?? input.messages ?? [],
             tools: registry.descriptors(),
           },
-          { signal },
+          { signal, onText },
         );
         if (!response || typeof response.text !== 'string' || !Array.isArray(response.toolCalls)) {
           throw new ModelError(`model ${model.name} returned a malformed response (expected { text, toolCalls[] })`);
@@ -216,7 +216,7 @@ export function createActivities({
           iteration: input.iteration,
           at: `${input.sessionId}/${input.turn}/${input.iteration}`,
         });
-      }),
+      }, input.iteration),
 
     compactContext: (input: CompactInput): Promise<ContextRef> =>
       modelCall((signal) => compact(context, model, input, signal, (t) => capText(t, limits.maxModelTextBytes))),
