@@ -44,6 +44,8 @@ export interface FakeRequest {
   headers: http.IncomingHttpHeaders;
   /** A streamed answer: when its first text went out (ms since the epoch). */
   firstTextAt?: number;
+  /** A streamed answer: when each word went out. */
+  textAt?: number[];
 }
 
 export interface FakeModelServer {
@@ -96,8 +98,11 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
             arguments: c.argumentsText ?? JSON.stringify(c.arguments ?? {}),
           }));
           const id = anthropic ? `msg_${++seq}` : `chatcmpl-${++seq}`;
-          const first = () => void (request.firstTextAt = Date.now());
-          return void streamReply(res, anthropic ? 'anthropic' : 'openai', body.model, { ...reply, calls }, id, first);
+          const sent = (): void => {
+            request.firstTextAt ??= Date.now();
+            (request.textAt ??= []).push(Date.now());
+          };
+          return void streamReply(res, anthropic ? 'anthropic' : 'openai', body.model, { ...reply, calls }, id, sent);
         }
         if (anthropic)
           return send(

@@ -23,7 +23,7 @@ export async function streamReply(
   model: string,
   reply: StreamedReply,
   id: string,
-  onFirstText: () => void,
+  onText: (word: number) => void,
 ): Promise<void> {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   const send = (data: unknown, event?: string): void => {
@@ -62,7 +62,7 @@ export async function streamReply(
       send({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start');
   } else chunk({ role: 'assistant', content: '' });
   for (const [i, word] of words.entries()) {
-    if (i === 0) onFirstText();
+    onText(i);
     if (anthropic)
       send({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: word } }, 'content_block_delta');
     else chunk({ content: word });
