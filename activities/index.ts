@@ -189,7 +189,7 @@ export function createActivities({
   const resultLimit = (tool: Tool | undefined): number => tool?.maxResultBytes ?? limits.maxResultBytes;
   return {
     callModel: (input: ModelActivityInput): Promise<ModelStep> =>
-      modelCall(async (signal, onText) => {
+      modelCall(async (signal, onText, textDone) => {
         const byReference = input.context ? await readContext(context, input.context) : undefined;
         const response = await model.generate(
           {
@@ -201,6 +201,7 @@ export function createActivities({
           },
           { signal, onText },
         );
+        textDone();
         if (!response || typeof response.text !== 'string' || !Array.isArray(response.toolCalls)) {
           throw new ModelError(`model ${model.name} returned a malformed response (expected { text, toolCalls[] })`);
         }

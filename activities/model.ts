@@ -56,7 +56,7 @@ export const STREAM_BEAT_MS = 100;
  * heartbeat as `{ stream: StreamSnapshot }` for readers of the live turn (nothing in history).
  */
 export async function modelCall<T>(
-  call: (signal: AbortSignal, onText: (delta: string) => void) => Promise<T>,
+  call: (signal: AbortSignal, onText: (delta: string) => void, textDone: () => void) => Promise<T>,
   streamIteration?: number,
 ): Promise<T> {
   const ctx = Context.current();
@@ -64,11 +64,13 @@ export async function modelCall<T>(
   let seq = 0;
   let last = 0;
   let pending: NodeJS.Timeout | undefined;
+  let done = false;
   const details = () =>
     streamIteration === undefined || !seq
       ? []
-      : [{ stream: snapshotOf(streamIteration, text, seq, false, undefined, ctx.info.attempt) }];
+      : [{ stream: snapshotOf(streamIteration, text, seq, done, undefined, ctx.info.attempt) }];
   const publish = () => {
+    clearTimeout(pending);
     pending = undefined;
     last = Date.now();
     ctx.heartbeat(...details());
@@ -82,10 +84,17 @@ export async function modelCall<T>(
     if (wait <= 0) publish();
     else pending = setTimeout(publish, wait);
   };
+  // The model has answered: the whole text at once (the call may still be storing it).
+  const textDone = () => {
+    if (!seq || done) return;
+    done = true;
+    seq++;
+    publish();
+  };
   // Liveness: the latest snapshot again (a heartbeat without details would clear it).
   const beat = setInterval(publish, 2_000);
   try {
-    return await call(ctx.cancellationSignal, onText);
+    return await call(ctx.cancellationSignal, onText, textDone);
   } catch (err) {
     if (!(err instanceof ModelError)) throw err;
     if (!err.retryable) throw ApplicationFailure.nonRetryable(err.message, FAILURE.modelError, { kind: err.kind });
