@@ -3,14 +3,15 @@ import { PassThrough } from 'node:stream';
 import { runChat } from '../cli/chat';
 import { showSession } from '../client/inspect';
 import { sendMessage } from '../client/session';
-import type { TextEvent } from '../client/stream';
+import type { TextEvent, TurnText } from '../client/stream';
+import { approvalsApp } from '../apps/approvals/app';
 import { streamTurn } from '../client/stream';
 import { useFakeModelServer } from './support/fakeModelServer';
 import { eventually, turnClosed, uniq } from './support/scenario';
 import { useWorld } from './support/world';
 
 // Streaming (docs/chat-and-webui.md): a real worker streams from an OpenAI-protocol server that sends
-// the first word and then holds the rest; the library's iterator and chat see that word while the
+// the first word and then holds the rest; the library's iterator, the approvals API and chat see that word while the
 // model call is still open, and the transcript still gets the whole message.
 
 const ANSWER = 'Streaming reaches you while the model still writes, and the transcript keeps it whole.';
@@ -43,6 +44,12 @@ describe('streaming a model call’s text to readers while it is generated', fun
           assert.equal(e.text, 'Streaming ');
           assert.equal(e.iteration, 1);
           assert.equal(fake.requests[0]!.body.stream, true, 'the provider was asked to stream');
+          // The approvals page's JSON API has the same text (the call page polls it).
+          const app = approvalsApp({ client: w.c, trustHeader: 'x-user' });
+          const res = await app.request(`/api/turns/${sessionId}/1/text`, { headers: { 'x-user': 'alice' } });
+          const body = (await res.json()) as TurnText;
+          assert.equal(body.running?.text, 'Streaming ', JSON.stringify(body));
+          assert.equal(body.closed, false);
           release();
         }
       }
