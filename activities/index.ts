@@ -192,7 +192,7 @@ export function createActivities({
   const resultLimit = (tool: Tool | undefined): number => tool?.maxResultBytes ?? limits.maxResultBytes;
   return {
     callModel: (input: ModelActivityInput): Promise<ModelStep> =>
-      modelCall(async (signal) => {
+      modelCall(async (signal, onText, textDone) => {
         const byReference = input.context ? await readContext(context, input.context) : undefined;
         const response = await model.generate(
           {
@@ -202,8 +202,9 @@ export function createActivities({
             messages: byReference?.view ?? input.messages ?? [],
             tools: registry.descriptors(),
           },
-          { signal },
+          { signal, onText },
         );
+        textDone();
         if (!response || typeof response.text !== 'string' || !Array.isArray(response.toolCalls)) {
           throw new ModelError(`model ${model.name} returned a malformed response (expected { text, toolCalls[] })`);
         }
@@ -220,7 +221,7 @@ export function createActivities({
           at: `${input.sessionId}/${input.turn}/${input.iteration}`,
           scope: scopeOf(input.sessionId),
         });
-      }),
+      }, input.iteration),
 
     compactContext: (input: CompactInput): Promise<ContextRef> =>
       modelCall((signal) =>

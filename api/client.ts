@@ -28,5 +28,7 @@ export type { ImportResult } from '../client/import';
 export { planImport, ImportError, IMPORT_PROTOCOL } from '../client/importPlan';
 export type { ImportPlan } from '../client/importPlan';
 export { showSession, inbox } from '../client/inspect';
+export { streamTurn } from '../client/stream';
+export type { TextEvent, StreamTurnInput } from '../client/stream';
 export type { SessionView, ExecutionView, InboxItem, InboxFilter } from '../client/inspect';
 export * from './protocol';

@@ -21,6 +21,7 @@ import { approve, checkBy, recover, reject } from '../client/decisions';
 import type { DecisionOutcome } from '../client/decisions';
 import { approveAlways, listGrants } from '../client/grants';
 import { formatGrants } from './format';
+import { StreamedLines } from './chatStream';
 import { inCliTerms } from './flags';
 import { activeTurn, checkSessionId, messageTurn, OpenWorkerError, sendMessage, turnStatus } from '../client/session';
 
@@ -62,6 +63,7 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
   const idle: string[] = [];
   let statusShown = '';
   let frame = 0;
+  const streamed = new StreamedLines(out, () => clearStatus()); // the model's text as it comes
 
   const clearStatus = (): void => {
     if (tty && statusShown) out.write('\r\x1b[K');
@@ -69,9 +71,11 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
   };
   const print = (...lines: string[]): void => {
     clearStatus();
+    streamed.close();
     for (const l of lines) out.write(`${l}\n`);
   };
   const status = (text: string): void => {
+    if (streamed.open) return;
     if (tty) {
       out.write(`\r\x1b[K${SPINNER[frame++ % SPINNER.length]} ${text}`);
       statusShown = text;
@@ -82,6 +86,7 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
   };
   const ask = (prompt: string): Promise<string | undefined> => {
     clearStatus();
+    streamed.close();
     if (closed) return Promise.resolve(undefined);
     rl.setPrompt(prompt);
     rl.prompt();
@@ -207,7 +212,7 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
         if (closed) return false;
         let t;
         try {
-          current ??= await find();
+          if (!current && (current = await find())) streamed.follow(c, current);
           t = current
             ? await turnStatus(c, current).catch((err) =>
                 err instanceof OpenWorkerError && err.code === 'not_found' ? undefined : Promise.reject(err),
@@ -231,7 +236,8 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
           seen.set(e.toolCallId, e);
         }
         if (t.closed) {
-          print(...turnEnd(t));
+          await streamed.stopFollowing();
+          if (!(t.state === 'completed' && streamed.finish(t.text))) print(...turnEnd(t));
           return true;
         }
         // Ask once per call and park; a decision that no worker has applied yet is not asked again.
@@ -256,6 +262,8 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
       }
     } finally {
       following = false;
+      await streamed.stopFollowing();
+      streamed.close();
       clearStatus();
     }
   };

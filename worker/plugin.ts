@@ -23,6 +23,9 @@ import { attachMcp, mcpConfigs, ownTools, toolRegistry } from './tools';
 import { PLUGIN_NAME } from '../workflows/definitions';
 import { AGENT_WORKFLOWS_MODULE, AGENT_WORKFLOW_TYPES, prebuiltBundle, workflowsPathWith } from './workflowModules';
 
+/** The worker's heartbeat throttle unless you set one: how late a streamed model call's text can reach the server. */
+export const STREAM_HEARTBEAT_THROTTLE = '250ms';
+
 /** What the agent turn runs with: the model, the tools, and their limits. */
 export interface OpenWorkerPluginOptions {
   /** The tools the model may call. */
@@ -143,6 +146,9 @@ export class OpenWorkerPlugin extends SimplePlugin {
       // After a crash a turn's next task waits on the dead worker's sticky queue: 1 s gets a lost
       // call to recovery_required within heartbeat + 2 s (npm run bench).
       stickyQueueScheduleToStartTimeout: configured.stickyQueueScheduleToStartTimeout ?? '1s',
+      // A streaming model call's text rides on its heartbeat: sent at most every 250 ms rather than
+      // 80% of the heartbeat timeout (8 s), so readers see it as it comes (docs/performance.md).
+      maxHeartbeatThrottleInterval: configured.maxHeartbeatThrottleInterval ?? STREAM_HEARTBEAT_THROTTLE,
       ...('isolateExecutionTimeout' in configured ? {} : UNTYPED_WORKER_OPTIONS),
     };
   }

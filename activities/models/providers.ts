@@ -1,7 +1,16 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { APICallError, generateText, jsonSchema, tool } from 'ai';
+import {
+  APICallError,
+  InvalidResponseDataError,
+  JSONParseError,
+  TypeValidationError,
+  generateText,
+  jsonSchema,
+  streamText,
+  tool,
+} from 'ai';
 import type { LanguageModel, ModelMessage, ToolSet } from 'ai';
 import type { Message } from '../../workflows/types';
 import type { ModelProvider, ToolDescriptor } from '../model';
@@ -144,6 +153,13 @@ export function classifyProviderError(err: unknown, model: string): ModelError {
     }
     return new ModelError(`${model} rejected the request (HTTP ${status}): ${detail}`, false, 'rejected');
   }
+  // A streamed chunk the SDK could not read: as above, the provider broke its protocol.
+  if (TypeValidationError.isInstance(err) || JSONParseError.isInstance(err) || InvalidResponseDataError.isInstance(err))
+    return new ModelError(
+      `${model} answered with a response that does not follow its API (${text(err.message)}); the turn cannot use it`,
+      false,
+      'malformed',
+    );
   // fetch failures, resets, timeouts: the provider may be back in a moment.
   return new ModelError(
     `${model} could not be reached: ${text((err as Error)?.message ?? String(err))}`,
@@ -168,16 +184,17 @@ export function providerModel(spec: ProviderSpec, env: Env): ModelProvider {
   const name = `${spec.provider}:${spec.model}${spec.baseURL ? `@${spec.baseURL}` : ''}`;
   return {
     name,
-    async generate({ messages, tools }, { signal }) {
-      let result;
+    async generate({ messages, tools }, { signal, onText }) {
+      const call = {
+        model,
+        messages: toModelMessages(messages),
+        tools: toolSet(tools),
+        abortSignal: signal,
+        maxRetries: 0,
+      };
+      let result: { text: string; toolCalls: { toolCallId: string; toolName: string; input: unknown }[] };
       try {
-        result = await generateText({
-          model,
-          messages: toModelMessages(messages),
-          tools: toolSet(tools),
-          abortSignal: signal,
-          maxRetries: 0,
-        });
+        result = onText ? await streamed(call, onText) : await generateText(call);
       } catch (err) {
         if (signal.aborted) throw err;
         throw classifyProviderError(err, name);
@@ -188,4 +205,21 @@ export function providerModel(spec: ProviderSpec, env: Env): ModelProvider {
       };
     },
   };
+}
+
+/**
+ * The provider's streaming API: each text delta goes to `onText` as it arrives, and the result is
+ * the same as generateText's. The SDK reports a stream's failure as a part, not a throw: the first
+ * one is thrown here, so it is classified like any other.
+ */
+async function streamed(
+  call: Parameters<typeof streamText>[0],
+  onText: (delta: string) => void,
+): Promise<{ text: string; toolCalls: { toolCallId: string; toolName: string; input: unknown }[] }> {
+  const stream = streamText({ ...call, onError: () => undefined });
+  for await (const part of stream.fullStream) {
+    if (part.type === 'text-delta') onText(part.text);
+    else if (part.type === 'error') throw part.error;
+  }
+  return { text: await stream.text, toolCalls: await stream.toolCalls };
 }

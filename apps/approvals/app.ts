@@ -8,6 +8,7 @@ import { streamSSE } from 'hono/streaming';
 import type { OpenWorkerClient } from '../../client/connection';
 import { listGrants, revoke } from '../../client/grants';
 import { OpenWorkerError } from '../../client/session';
+import { turnText } from '../../client/stream';
 import { callView, decide, resolveCall, signRequest, waitingCalls, type CallRef, type DecisionRequest } from './calls';
 import { PAGE_CSS, PAGE_HTML, PAGE_JS } from './page';
 import { operatorOf } from './tokens';
@@ -113,6 +114,10 @@ export function approvalsApp(o: ApprovalsOptions): Hono<Env> {
       );
     return body as DecisionRequest;
   };
+  // The running model call's text so far (streaming, docs/chat-and-webui.md): the call page polls it.
+  app.get('/api/turns/:sessionId/:turn/text', async (c) =>
+    c.json(await turnText(o.client, c.req.param('sessionId'), Number(c.req.param('turn')))),
+  );
   app.post('/api/decisions', async (c) => {
     const outcome = await decide(o.client, c.get('operator'), await decisionOf(c));
     return c.json(outcome, outcome.outcome === 'ignored' ? 409 : 200);

@@ -175,6 +175,20 @@ async function showCall(executionId, query) {
     grantsPanel(v.ref.sessionId),
     el('section', {}, el('h3', {}, 'This turn (its request, then the latest messages)'),
       ...v.transcript.map((m) => el('div', {}, el('strong', {}, m.role + ': '), typeof m.content === 'string' ? m.content.slice(0, 600) : JSON.stringify(m.content).slice(0, 600)))));
+  modelText(v.ref, location.hash);
+}
+// The turn's running model call, as it writes (streamed through its heartbeat), until the turn closes.
+async function modelText(ref, here) {
+  const box = el('section', { id: 'model-text', hidden: true });
+  main.append(box);
+  while (location.hash === here && box.isConnected) {
+    const t = await api('/api/turns/' + encodeURIComponent(ref.sessionId) + '/' + ref.turn + '/text').catch(() => undefined);
+    if (t && t.running) box.replaceChildren(el('h3', {}, 'The model is writing (model call ' + t.running.iteration + ')'),
+      el('p', {}, (t.running.truncated ? '… ' : '') + t.running.text));
+    box.hidden = !(t && t.running);
+    if (!t || t.closed) return;
+    await new Promise((r) => setTimeout(r, 500));
+  }
 }
 const parkedWhy = (e) => e.state === 'recovery_required' ? ([...e.events].reverse().find((ev) => ev.type === 'recovery_required') || {}).reason : undefined;
 let me = '';

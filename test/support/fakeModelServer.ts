@@ -1,11 +1,13 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { streamReply } from './fakeModelStream';
 
 /**
  * A local server that speaks OpenAI's Chat Completions wire protocol (`POST /v1/chat/completions`)
  * and Anthropic's Messages protocol (`POST /v1/messages`), so the real AI SDK client code runs
  * against it. Replies are queued by the test and consumed one per request, whichever protocol asks;
- * with the queue empty it answers "ok". Every request is kept for inspection.
+ * with the queue empty it answers "ok". Every request is kept for inspection. A request with
+ * `stream: true` is answered with Server-Sent Events (fakeModelStream.ts).
  */
 
 export type FakeReply =
@@ -17,6 +19,10 @@ export type FakeReply =
       text?: string;
       toolCalls?: { id?: string; name: string; arguments?: unknown; argumentsText?: string }[];
       hold?: Promise<unknown>;
+      /** Streamed (`stream: true`): after the first word, wait for this. */
+      gate?: Promise<unknown>;
+      /** Streamed: the pause between words. */
+      chunkDelayMs?: number;
     }
   | { status: number; error: { message: string; type?: string; code?: string }; headers?: Record<string, string> }
   /** Never answers: the request stays open until the client gives up (a slow or stuck model). */
@@ -33,8 +39,13 @@ export interface FakeRequest {
       tool_call_id?: string;
     }[];
     tools?: { type: string; function: { name: string; description?: string; parameters: Record<string, unknown> } }[];
+    stream?: boolean;
   };
   headers: http.IncomingHttpHeaders;
+  /** A streamed answer: when its first text went out (ms since the epoch). */
+  firstTextAt?: number;
+  /** A streamed answer: when each word went out. */
+  textAt?: number[];
 }
 
 export interface FakeModelServer {
@@ -68,7 +79,8 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
       } catch {
         return send(400, { error: { message: 'body is not JSON', type: 'invalid_request_error' } });
       }
-      requests.push({ at: Date.now(), body, headers: req.headers });
+      const request: FakeRequest = { at: Date.now(), body, headers: req.headers };
+      requests.push(request);
       const reply = queue.shift() ?? { text: 'ok' };
       if ('hang' in reply) {
         res.on('close', () => aborted++);
@@ -79,6 +91,19 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
         return send(reply.status, anthropic ? { type: 'error', error } : { error }, reply.headers);
       }
       const answer = (): void => {
+        if (body.stream) {
+          const calls = (reply.toolCalls ?? []).map((c, i) => ({
+            id: c.id ?? (anthropic ? `toolu_${++seq}` : `call_${++seq}_${i}`),
+            name: c.name,
+            arguments: c.argumentsText ?? JSON.stringify(c.arguments ?? {}),
+          }));
+          const id = anthropic ? `msg_${++seq}` : `chatcmpl-${++seq}`;
+          const sent = (): void => {
+            request.firstTextAt ??= Date.now();
+            (request.textAt ??= []).push(Date.now());
+          };
+          return void streamReply(res, anthropic ? 'anthropic' : 'openai', body.model, { ...reply, calls }, id, sent);
+        }
         if (anthropic)
           return send(
             200,
