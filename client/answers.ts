@@ -56,7 +56,7 @@ export async function answer(client: ClientLike, t: AnswerTarget): Promise<Decis
   if (before) {
     const entry = before.ledger.find((e) => e.toolCallId === t.toolCallId);
     const verdict = judgeAnswer(entry, { toolCallId: t.toolCallId, answer: t.answer });
-    if (!verdict.ok) throw new OpenWorkerError(`${workflowId}: ${verdict.why}`, entry ? 'ignored' : 'not_found');
+    if (!verdict.ok) throw new OpenWorkerError(`${verdict.why} (${workflowId})`, entry ? 'ignored' : 'not_found');
   }
   const decisionId = randomUUID();
   try {

@@ -4,7 +4,10 @@ import { inbox } from '../client/inspect';
 import { sessionStatus, turnStatus } from '../client/session';
 import { answerSignal } from '../workflows/definitions';
 import { recordHistory } from './support/histories';
-import { runCli } from './support/processes';
+import { execFileSync } from 'node:child_process';
+import { CLI, runCli } from './support/processes';
+import type { Terminal } from './support/tmux';
+import { startTerminal } from './support/tmux';
 import { eventually, scripted, startTurn, turnClosed, uniq } from './support/scenario';
 import { useWorld } from './support/world';
 
@@ -100,5 +103,34 @@ describe('ask_user end to end', function () {
     assert.equal(result?.role === 'tool' && result.isError, true);
     assert.match(result?.role === 'tool' ? result.content : '', /^Error: no answer came within 2 seconds/);
     await recordHistory(parked.workflowId, 'turn-ask-user-deadline');
+  });
+
+  it('chat prints the question with its choices and takes the next line as the answer; a line not among them is asked again', async function () {
+    try {
+      execFileSync('tmux', ['-V'], { stdio: 'ignore' });
+    } catch {
+      if (process.env.CI) throw new Error('CI must have tmux: .ci/run installs it');
+      this.skip();
+    }
+    await w.worker(
+      scripted([
+        { toolCalls: [ask('q1', { question: 'Which day?', choices: ['Monday', 'Friday'] })] },
+        { text: 'Monday then.' },
+      ]),
+    );
+    const sessionId = uniq('ask-chat');
+    let term: Terminal | undefined;
+    try {
+      term = startTerminal('ask', [process.execPath, CLI, 'chat', sessionId, '--task-queue', w.taskQueue]);
+      await term.waitFor(/you>$/);
+      term.type('plan the launch');
+      await term.waitFor(/\? the agent asks \[q1\]: Which day\?\n\s+1\. Monday\n\s+2\. Friday\n[\s\S]*answer>$/);
+      term.type('Sunday');
+      await term.waitFor(/'Sunday' is not one of the choices[\s\S]*answer>$/);
+      term.type('monday');
+      await term.waitFor(/answered by [^:]+: Monday[\s\S]*assistant: Monday then\./);
+    } finally {
+      term?.close();
+    }
   });
 });
