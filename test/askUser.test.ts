@@ -1,4 +1,9 @@
 import { strict as assert } from 'node:assert';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { approvalsApp } from '../apps/approvals/app';
+import { createToken } from '../apps/approvals/tokens';
 import { answer } from '../client/answers';
 import { inbox } from '../client/inspect';
 import { sessionStatus, turnStatus } from '../client/session';
@@ -57,6 +62,18 @@ describe('ask_user end to end', function () {
       /^by must name who decided/,
     );
     assert.equal(refused.ledger[0]!.state, 'awaiting_answer');
+    // The approvals app's JSON API: refused with why (409), the call still asks.
+    const dir = mkdtempSync(join(tmpdir(), 'openworker-ask-'));
+    const tokensFile = join(dir, 'tokens.json');
+    const app = approvalsApp({ client: w.c, tokensFile });
+    const viaApi = await app.request('/api/answers', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${createToken('bob', tokensFile)}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ executionId: e.executionId, answer: 'Tuesday' }),
+    });
+    rmSync(dir, { recursive: true, force: true });
+    assert.equal(viaApi.status, 409);
+    assert.match(((await viaApi.json()) as { error: string }).error, /^'Tuesday' is not one of the choices/);
 
     // By its number, from the CLI: the choice is the result.
     const res = await runCli(['answer', sessionId, 'q1', '2', '--by', 'ann', '--task-queue', w.taskQueue]);
