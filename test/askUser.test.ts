@@ -40,6 +40,11 @@ describe('ask_user end to end', function () {
     assert.equal(listed.state, 'awaiting_answer');
     assert.deepEqual(listed.question, question);
     assert.equal(listed.notification.park, 'question');
+    const listedCli = await runCli(['inbox', '--session', sessionId, '--task-queue', w.taskQueue]);
+    assert.match(
+      listedCli.stdout,
+      /^awaiting_answer .* q1 {2}ask_user\n.*\n {4}asks: Which day should we launch\? \(1\. Monday, 2\. Friday\)$/m,
+    );
 
     // Not a choice: the library says so before sending; a raw signal is recorded, ignored, and changes nothing.
     await assert.rejects(
