@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { approvalsApp } from '../apps/approvals/app';
 import { createToken } from '../apps/approvals/tokens';
 import { answer } from '../client/answers';
+import { cancelTurn } from '../client/cancel';
 import { inbox } from '../client/inspect';
 import { sessionStatus, turnStatus } from '../client/session';
 import { answerSignal } from '../workflows/definitions';
@@ -125,6 +126,22 @@ describe('ask_user end to end', function () {
     assert.equal(result?.role === 'tool' && result.isError, true);
     assert.match(result?.role === 'tool' ? result.content : '', /^Error: no answer came within 2 seconds/);
     await recordHistory(parked.workflowId, 'turn-ask-user-deadline');
+  });
+
+  it('a cancel while the question waits ends it: the call fails saying so, and a late answer is refused', async () => {
+    const sessionId = uniq('ask-cancel');
+    await w.worker(scripted([{ toolCalls: [ask('q1', { question: 'Proceed?' })] }, { text: 'unused' }]));
+    const parked = await startTurn(w.c, sessionId, 'do it');
+    assert.equal(parked.state, 'awaiting_answer');
+    await cancelTurn(w.c, { sessionId });
+    const done = await turnClosed(w.c, parked);
+    assert.equal(done.state, 'cancelled');
+    assert.equal(done.ledger[0]!.state, 'failed');
+    assert.equal(done.ledger[0]!.error, 'no answer: the turn was cancelled while the question waited');
+    const late = await answer(w.c, { sessionId, turn: 1, toolCallId: 'q1', answer: 'yes', by: 'ann' }).catch(
+      (err: Error) => err.message,
+    );
+    assert.match(String(late), /^no longer asking: no answer: the turn was cancelled/);
   });
 
   it('chat prints the question with its choices and takes the next line as the answer; a line not among them is asked again', async function () {
