@@ -1,3 +1,4 @@
+import { questionOf } from '../workflows/answers';
 import type { DecisionOutcome } from '../client/decisions';
 import type { GrantOutcome, GrantView } from '../client/grants';
 import type { ImportResult } from '../client/import';
@@ -33,6 +34,12 @@ export function formatTurn(t: WaitedTurn): string {
       lines.push(
         `    approve: openworker-temporal approve ${t.sessionId} ${e.toolCallId}    reject: openworker-temporal reject ${t.sessionId} ${e.toolCallId} --reason "…"`,
       );
+    }
+    if (e.state === 'awaiting_answer') {
+      const q = questionOf(e.arguments);
+      lines.push(`    asks: ${q.question}`);
+      q.choices?.forEach((c, n) => lines.push(`      ${n + 1}. ${c}`));
+      lines.push(`    answer: openworker-temporal answer ${t.sessionId} ${e.toolCallId} <answer>`);
     }
     if (e.state === 'recovery_required') {
       const why = [...e.events].reverse().find((ev) => ev.type === 'recovery_required')?.reason;
