@@ -35,6 +35,8 @@ import type { LedgerEntry, Message, PlannedCall, ReconcileAnswer, RecoverSignal,
  *                                  └──── retry, after the fence ◀── recovery_required ─▶ succeeded | failed
  *                                        then reconcile(), if any     (a person decides)
  *
+ * ask_user calls take their own path: awaiting_answer ─answer─▶ succeeded, or ─deadline/cancel─▶ failed (awaitAnswer).
+ *
  * The seed's "approved" is the state `running` here (it is also what an auto-approved read is in),
  * and "unknown" is an event (`outcome_unknown`) that the recovery policy turns into a state.
  * Each step asks a pure function in policy.ts what comes next; this module only runs it.
