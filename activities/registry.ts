@@ -34,6 +34,7 @@ export function specOf(tool: Tool): ToolSpec {
     startToCloseMs: msToNumber(tool.timeouts?.startToClose ?? DEFAULT_START_TO_CLOSE),
     heartbeatMs: msToNumber(tool.timeouts?.heartbeat ?? DEFAULT_HEARTBEAT),
     ...(tool.local ? { local: true } : {}),
+    ...(tool.answeredByPerson ? { asks: true as const } : {}),
   };
 }
 

@@ -64,6 +64,11 @@ export interface ToolConfig<S extends Schema, R> {
    * three events every ~8 s) or that should show as an activity of its own in the Web UI.
    */
   local?: boolean;
+  /**
+   * A person answers the call with the `answer` signal instead of `execute` running (the ask_user
+   * built-in, workflows/answers.ts): the call parks in awaiting_answer, needs no approval, runs nothing.
+   */
+  answeredByPerson?: boolean;
 }
 
 /** A tool with every default filled in; what the worker registers. */

@@ -20,6 +20,8 @@ export {
 export type { SendMessageInput, SendMessageResult } from '../client/session';
 export { approve, approveAll, reject, recover } from '../client/decisions';
 export type { DecisionOutcome, DecisionTarget } from '../client/decisions';
+export { answer } from '../client/answers';
+export type { AnswerTarget } from '../client/answers';
 export { grant, revoke, listGrants, approveAlways } from '../client/grants';
 export { cancelTurn } from '../client/cancel';
 export type { CancelledTurn } from '../client/cancel';

@@ -10,6 +10,7 @@ import {
   parseApproval,
   parseRecovery,
   parseTypedDuringTurn,
+  questionLines,
   recoveryLines,
   sentDuringTurn,
   statusLine,
@@ -17,6 +18,7 @@ import {
   turnEnd,
 } from './chatView';
 import type { OpenWorkerClient } from '../client/connection';
+import { answer as sendAnswer } from '../client/answers';
 import { approve, checkBy, recover, reject } from '../client/decisions';
 import type { DecisionOutcome } from '../client/decisions';
 import { approveAlways, listGrants } from '../client/grants';
@@ -177,6 +179,28 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
     return true;
   };
 
+  // ask_user: the next line typed is the answer; a refused one (not a choice) is said and asked again.
+  const askQuestion = async (e: LedgerEntry): Promise<boolean> => {
+    print(...questionLines(e));
+    for (;;) {
+      const line = await ask('answer> ');
+      if (line === undefined) return false;
+      if (!line.trim()) continue;
+      const target = { sessionId, toolCallId: e.toolCallId, by, turn: turnOf(current!), answer: line.trim() };
+      const d = await sendAnswer(c, target).catch((err: Error) =>
+        err instanceof OpenWorkerError && err.code === 'ignored' ? err.message : Promise.reject(err),
+      );
+      const why = typeof d === 'string' ? d : d.outcome === 'ignored' ? d.why : undefined;
+      if (why && /not one of the choices/.test(why)) {
+        print(`  ${why}`);
+        continue;
+      }
+      if (typeof d === 'string') print(`  answer: NOT applied: ${d}`);
+      else decided('answer', d);
+      return true;
+    }
+  };
+
   const askRecovery = async (e: LedgerEntry): Promise<boolean> => {
     print(...recoveryLines(e));
     let d;
@@ -250,6 +274,12 @@ export async function runChat(c: OpenWorkerClient, o: ChatOptions): Promise<void
         if (!cancelling && waiting) {
           asked.add(`a:${waiting.toolCallId}`);
           if (!(await askApproval(waiting)) && closed) return false;
+          continue;
+        }
+        const question = t.ledger.find((e) => e.state === 'awaiting_answer' && !asked.has(`q:${e.toolCallId}`));
+        if (!cancelling && question) {
+          asked.add(`q:${question.toolCallId}`);
+          if (!(await askQuestion(question)) && closed) return false;
           continue;
         }
         if (!cancelling && parked) {

@@ -1,3 +1,4 @@
+import { questionOf } from '../workflows/answers';
 import type { LedgerEntry, TurnStatus } from '../workflows/types';
 import { needsNoApproval } from '../workflows/deciders';
 import type { RecoveryDecision } from '../workflows/protocol';
@@ -99,7 +100,12 @@ export function callChange(before: LedgerEntry | undefined, now: LedgerEntry): s
   if (before && before.state === now.state) return [];
   const lines: string[] = [];
   // A call seen for the first time past its approval still says who let it through.
-  const passed = !['awaiting_approval', 'invalid', 'rejected'].includes(now.state);
+  const passed = !['awaiting_approval', 'invalid', 'rejected', 'awaiting_answer'].includes(now.state);
+  // ask_user: answered, not approved (questionLines asks it).
+  if (now.tool === 'ask_user' && now.answeredBy !== undefined)
+    return [`✓ ${callLabel(now)} answered by ${now.answeredBy}: ${shortValue(now.result, 120)}`];
+  if (before?.state === 'awaiting_answer' || now.state === 'awaiting_answer')
+    return now.state === 'failed' ? [`✗ ${callLabel(now)}: ${shortValue(now.error ?? '', 160)}`] : [];
   if (passed && (!before || before.state === 'awaiting_approval')) lines.push(`→ ${callLabel(now)} ${approval(now)}`);
   switch (now.state) {
     case 'awaiting_approval':
@@ -124,6 +130,16 @@ export function callChange(before: LedgerEntry | undefined, now: LedgerEntry): s
       break;
   }
   return lines;
+}
+
+/** An ask_user call's question as the chat prints it: the next line typed is the answer. */
+export function questionLines(e: LedgerEntry): string[] {
+  const q = questionOf(e.arguments);
+  return [
+    `? the agent asks [${e.toolCallId}]: ${q.question}`,
+    ...(q.choices ?? []).map((c, i) => `    ${i + 1}. ${c}`),
+    ...(q.timeoutSeconds !== undefined ? [`    (it waits ${q.timeoutSeconds} s for an answer)`] : []),
+  ];
 }
 
 /** The status line shown while nothing needs the user. */

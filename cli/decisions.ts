@@ -4,6 +4,7 @@ import type { RecoveryDecision } from '../workflows/types';
 import { RECOVERY_DECISIONS } from '../workflows/protocol';
 import { globals, json, positiveInt, print, settingsOf, withClient } from './common';
 import type { ArgumentEdits } from '../client/decisions';
+import { answer } from '../client/answers';
 import { approve, approveAll, recover, reject } from '../client/decisions';
 import type { DecisionOutcome } from '../client/decisions';
 import { formatDecision, formatGrantChange, formatGrants } from './format';
@@ -21,6 +22,7 @@ export function decisionCommands(program: Command): void {
   grantCommands(program);
   rejectCommand(program);
   recoverCommand(program);
+  answerCommand(program);
 }
 
 const decisionOptions = (c: Command): Command =>
@@ -215,6 +217,23 @@ function recoverCommand(program: Command): void {
             key: keyOf(opts, cmd),
             ...(opts.now ? { skipFence: true } : {}),
           }),
+        ),
+      ),
+    );
+}
+
+function answerCommand(program: Command): void {
+  program
+    .command('answer <sessionId> <toolCallId> <answer...>')
+    .description('answer a question the agent asks (ask_user); with choices, one of them or its number')
+    .option('--by <name>', 'who answers (default: $OPENWORKER_USER or $USER)')
+    .option('--turn <n>', 'the turn (default: the running one)', positiveInt('--turn'))
+    .action(async (sessionId: string, toolCallId: string, words: string[], opts, cmd: Command) =>
+      decided(
+        cmd,
+        'answer',
+        await withClient(cmd, (c) =>
+          answer(c, { sessionId, toolCallId, answer: words.join(' '), by: opts.by, turn: opts.turn }),
         ),
       ),
     );

@@ -1,3 +1,4 @@
+import { questionOf } from '../workflows/answers';
 import type { DecisionOutcome } from '../client/decisions';
 import type { GrantOutcome, GrantView } from '../client/grants';
 import type { ImportResult } from '../client/import';
@@ -33,6 +34,12 @@ export function formatTurn(t: WaitedTurn): string {
       lines.push(
         `    approve: openworker-temporal approve ${t.sessionId} ${e.toolCallId}    reject: openworker-temporal reject ${t.sessionId} ${e.toolCallId} --reason "…"`,
       );
+    }
+    if (e.state === 'awaiting_answer') {
+      const q = questionOf(e.arguments);
+      lines.push(`    asks: ${q.question}`);
+      q.choices?.forEach((c, n) => lines.push(`      ${n + 1}. ${c}`));
+      lines.push(`    answer: openworker-temporal answer ${t.sessionId} ${e.toolCallId} <answer>`);
     }
     if (e.state === 'recovery_required') {
       const why = [...e.events].reverse().find((ev) => ev.type === 'recovery_required')?.reason;
@@ -124,7 +131,7 @@ const signedNote = (signed: { keyId: string } | undefined): string =>
   signed ? ` (signed, key ${signed.keyId})` : ' (unsigned)';
 
 export function formatInbox(items: InboxItem[]): string {
-  if (!items.length) return 'inbox is empty: nothing awaits approval or recovery';
+  if (!items.length) return 'inbox is empty: nothing awaits approval, recovery or an answer';
   const now = Date.now();
   return items
     .map((i) => {
@@ -132,7 +139,10 @@ export function formatInbox(items: InboxItem[]): string {
       const head = `${i.state.padEnd(18)} ${age}s ago  session ${i.sessionId} turn ${i.turn}  ${i.toolCallId}  ${i.tool}${i.target ? ` → ${i.target}` : ''}`;
       const last = i.notApplied?.at(-1);
       const refused = last ? `\n    ${notAppliedLine(last)}` : '';
-      return `${head}\n    args: ${short(i.arguments, 160)}${i.reason ? `\n    why: ${i.reason}` : ''}${i.fence ? `\n    ${fenceLine(i.fence)}` : ''}${i.retryNote ? `\n    ${i.retryNote}` : ''}${refused}`;
+      const asks = i.question
+        ? `\n    asks: ${i.question.question}${i.question.choices ? ` (${i.question.choices.map((c, n) => `${n + 1}. ${c}`).join(', ')})` : ''}\n    answer: openworker-temporal answer ${i.sessionId} ${i.toolCallId} <answer>`
+        : '';
+      return `${head}\n    args: ${short(i.arguments, 160)}${asks}${i.reason ? `\n    why: ${i.reason}` : ''}${i.fence ? `\n    ${fenceLine(i.fence)}` : ''}${i.retryNote ? `\n    ${i.retryNote}` : ''}${refused}`;
     })
     .join('\n');
 }

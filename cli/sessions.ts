@@ -115,7 +115,13 @@ function inboxCommand(program: Command): void {
     .description('every tool call awaiting approval or in recovery_required, across sessions, newest first')
     .option('--session <id>', 'only this session')
     .option('--tool <name>', 'only this tool')
-    .addOption(new Option('--state <state>', 'only this state').choices(['awaiting_approval', 'recovery_required']))
+    .addOption(
+      new Option('--state <state>', 'only this state').choices([
+        'awaiting_approval',
+        'recovery_required',
+        'awaiting_answer',
+      ]),
+    )
     .option('--watch', 'refresh every 2 seconds until interrupted')
     .action(async (opts, cmd: Command) =>
       withClient(cmd, async (c) => {

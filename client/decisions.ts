@@ -313,6 +313,7 @@ export function notDecidable(
     reconciling: `is already ${approved} and reconciling`,
     invalid: 'is invalid (the model gave arguments the tool does not take), so it never runs',
     recovery_required: 'is recovery_required: it takes a recovery decision (retry, succeeded or failed)',
+    awaiting_answer: `asks a question: answer it with 'openworker-temporal answer'`,
   };
   return `${call} in ${workflowId} ${what[entry.state]}: there is nothing to ${kind}`;
 }

@@ -1,3 +1,5 @@
+import type { Question } from '../workflows/answers';
+import { questionOf } from '../workflows/answers';
 import { notAppliedDecisions } from '../workflows/details';
 import type { ClientLike } from './own';
 import { asOpenWorker } from './own';
@@ -94,8 +96,10 @@ export interface InboxItem {
   executionId: string;
   tool: string;
   target?: string;
-  state: 'awaiting_approval' | 'recovery_required';
+  state: ParkedState;
   since: string;
+  /** ask_user: the question waiting for an answer (answer it with `answer`). */
+  question?: Question;
   argsDigest: string;
   arguments: unknown;
   attempts: number;
@@ -115,8 +119,13 @@ export interface InboxFilter {
   deadlineMs?: number;
   sessionId?: string;
   tool?: string;
-  state?: 'awaiting_approval' | 'recovery_required';
+  state?: ParkedState;
 }
+
+/** The states a call waits for a person in: the inbox lists them. */
+export const PARKED_STATES = ['awaiting_approval', 'recovery_required', 'awaiting_answer'] as const;
+export type ParkedState = (typeof PARKED_STATES)[number];
+const isParked = (s: string): s is ParkedState => (PARKED_STATES as readonly string[]).includes(s);
 
 /** One waiting call as the inbox lists it. */
 export function inboxItemOf(
@@ -144,6 +153,7 @@ export function inboxItemOf(
     arguments: e.arguments,
     attempts: e.attempts,
     ...(e.state === 'recovery_required' && typeof parked?.reason === 'string' ? { reason: parked.reason } : {}),
+    ...(e.state === 'awaiting_answer' ? { question: questionOf(e.arguments) } : {}),
     ...(fence ? { fence } : {}),
     ...(note ? { retryNote: note } : {}),
     ...(ignored.length ? { notApplied: ignored } : {}),
@@ -156,7 +166,8 @@ export function inboxItemOf(
 /** Every call waiting for approval or in recovery_required, across sessions, newest first. */
 export async function inbox(client: ClientLike, filter: InboxFilter = {}): Promise<InboxItem[]> {
   const c = asOpenWorker(client);
-  const clauses = ['ExecutionStatus = "Running"', `OpenWorkerState IN ("awaiting_approval", "recovery_required")`];
+  const parked = PARKED_STATES.map((st) => `"${st}"`).join(', ');
+  const clauses = ['ExecutionStatus = "Running"', `OpenWorkerState IN (${parked})`];
   if (filter.sessionId) clauses.push(`OpenWorkerSession = ${JSON.stringify(filter.sessionId)}`);
   const items: InboxItem[] = [];
   const unreadable: { workflowId: string; why: string }[] = [];
@@ -179,10 +190,11 @@ export async function inbox(client: ClientLike, filter: InboxFilter = {}): Promi
     if (!status) return;
     const s = status as Awaited<ReturnType<typeof turnStatus>>;
     for (const e of s.ledger) {
-      if (e.state !== 'awaiting_approval' && e.state !== 'recovery_required') continue;
+      const state = e.state;
+      if (!isParked(state)) continue;
       if (filter.tool && e.tool !== filter.tool) continue;
-      if (filter.state && e.state !== filter.state) continue;
-      items.push(inboxItemOf(s, wf.workflowId, { ...e, state: e.state }));
+      if (filter.state && state !== filter.state) continue;
+      items.push(inboxItemOf(s, wf.workflowId, { ...e, state }));
     }
   };
   for (let i = 0; i < waiting.length; i += INBOX_CONCURRENCY)

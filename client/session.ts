@@ -380,7 +380,7 @@ export async function activeTurn(
 
 const NO_WORKER_GRACE_MS = 5_000;
 
-const PARKED: readonly TurnState[] = ['awaiting_approval', 'recovery_required'];
+const PARKED: readonly TurnState[] = ['awaiting_approval', 'recovery_required', 'awaiting_answer'];
 
 export interface WaitedTurn extends TurnStatus {
   workflowId: string;

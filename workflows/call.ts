@@ -1,5 +1,6 @@
 import type { CancellationScope } from '@temporalio/workflow';
 import { condition, isCancellation, patched, proxySinks, sleep } from '@temporalio/workflow';
+import { answerDeadlineMs, NO_ANSWER_CANCELLED, noAnswer, questionOf } from './answers';
 import { askReconcile, dispatchMarkerOf, reconcileActivityId, runAttempt } from './callActivities';
 import type { FaultSinks } from './definitions';
 import { awaitApproval, withEditNote } from './edits';
@@ -33,6 +34,8 @@ import type { LedgerEntry, Message, PlannedCall, ReconcileAnswer, RecoverSignal,
  *                                  │                                                 ▼
  *                                  └──── retry, after the fence ◀── recovery_required ─▶ succeeded | failed
  *                                        then reconcile(), if any     (a person decides)
+ *
+ * ask_user calls take their own path: awaiting_answer ─answer─▶ succeeded, or ─deadline/cancel─▶ failed (awaitAnswer).
  *
  * The seed's "approved" is the state `running` here (it is also what an auto-approved read is in),
  * and "unknown" is an event (`outcome_unknown`) that the recovery policy turns into a state.
@@ -263,8 +266,32 @@ export function callLifecycle(ctx: CallContext) {
       });
   };
 
+  // awaiting_answer (ask_user, workflows/answers.ts): no activity; the intake records the answer as the
+  // result. A deadline is a durable timer; without one the call waits until answered or cancelled.
+  const awaitAnswer = async (call: PlannedCall): Promise<Message> => {
+    const id = call.toolCallId;
+    const q = questionOf(current(id).arguments);
+    const asking = () => current(id).state === 'awaiting_answer';
+    try {
+      const ms = answerDeadlineMs(q);
+      const summary = `ask_user ${current(id).executionId} waits for an answer`;
+      if (ms === undefined) await condition(() => !asking());
+      else await condition(() => !asking(), ms, { summary });
+    } catch (err) {
+      if (isCancellation(err) && asking()) record(id, { type: 'unanswered', reason: NO_ANSWER_CANCELLED });
+      throw err;
+    }
+    if (asking()) record(id, { type: 'unanswered', reason: noAnswer(q) });
+    const e = current(id);
+    return toolResultMessage(
+      { id, name: call.name },
+      e.state === 'succeeded' ? { result: e.result } : { error: e.error ?? 'no answer' },
+    );
+  };
+
   const lifecycle = async (call: PlannedCall, start?: NextStep): Promise<Message> => {
     const id = call.toolCallId;
+    if (current(id).state === 'awaiting_answer') return awaitAnswer(call);
     await awaitApproval(call, current, intake, `${NOT_APPLIED_CANCELLED} before the edited arguments were checked`);
     if (current(id).state === 'invalid' || current(id).state === 'rejected') {
       return toolResultMessage({ id, name: call.name }, { error: current(id).error ?? 'not executed' });

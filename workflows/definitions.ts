@@ -18,7 +18,7 @@ import type {
   SessionStatus,
   TurnStatus,
 } from './types';
-import type { GrantsSignal, NotifyAnswer, SteerSignal } from './protocol';
+import type { AnswerSignal, GrantsSignal, NotifyAnswer, SteerSignal } from './protocol';
 
 // The payloads are zod schemas in ./protocol (their types, parsers and Web UI descriptions derive from them).
 // Names are part of the public protocol (docs/cli-and-protocol.md): users may send them with `temporal workflow signal`.
@@ -44,6 +44,8 @@ export const revokeSignal = defineSignal<[RevokeSignal]>('revoke');
 export const grantsSignal = defineSignal<[GrantsSignal]>('grants');
 /** Internal: the session gives the running turn a message sent meanwhile (workflows/steering.ts). */
 export const steerSignal = defineSignal<[SteerSignal]>('steer');
+/** A person's answer to an ask_user call (workflows/answers.ts). */
+export const answerSignal = defineSignal<[AnswerSignal]>('answer');
 export const sessionStatusQuery = defineQuery<SessionStatus>('session');
 /**
  * What became of one message: its turn, its refusal, or that it waits in the queue. Its answer stays

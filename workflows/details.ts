@@ -1,3 +1,4 @@
+import { questionOf } from './answers';
 import { MAX_NOT_APPLIED_KEPT, omittedDecisions } from './audit';
 import { invariantViolations, pendingFence, retryNote } from './ledger';
 import { isProtected } from './policy';
@@ -22,7 +23,9 @@ export const LEDGER_SHOWN = 50;
 const PENDING_NAMED = 5;
 
 const isWaiting = (e: TurnStatus['ledger'][number]): boolean =>
-  e.state === 'awaiting_approval' || (e.state === 'recovery_required' && !pendingFence(e));
+  e.state === 'awaiting_approval' ||
+  e.state === 'awaiting_answer' ||
+  (e.state === 'recovery_required' && !pendingFence(e));
 
 /**
  * The first lines of the details: a turn that waits for a person says so before anything else (the
@@ -33,7 +36,11 @@ function waitingHeadline(status: TurnStatus): string[] {
   if (!pending.length) return [];
   const named = pending.slice(0, PENDING_NAMED).map((e) => {
     const what =
-      e.state === 'awaiting_approval' ? 'approve or reject' : 'recovery_required: retry, succeeded or failed';
+      e.state === 'awaiting_approval'
+        ? 'approve or reject'
+        : e.state === 'awaiting_answer'
+          ? `answer: ${cell(questionOf(e.arguments).question)}`
+          : 'recovery_required: retry, succeeded or failed';
     return `\`${cell(e.toolCallId)}\` ${cell(e.tool)}${e.target ? ` → ${cell(e.target)}` : ''} (${what})`;
   });
   const more = pending.length > PENDING_NAMED ? `; and ${pending.length - PENDING_NAMED} more` : '';

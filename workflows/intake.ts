@@ -1,3 +1,4 @@
+import { judgeAnswer, parseAnswer } from './answers';
 import { createDecisionAudit } from './audit';
 import type { Decision } from './decisions';
 import { judgeDecision, parseDecision, splitDecisions } from './decisions';
@@ -5,7 +6,7 @@ import type { EditCheck, PendingEdit } from './edits';
 import { editOf, editProblem } from './edits';
 import type { LedgerInput } from './ledger';
 import { authorizeDecision } from './signatures';
-import type { CallState, DecisionKind, DecisionRecord, LedgerEntry, RecoverSignal } from './types';
+import type { AnswerSignal, CallState, DecisionKind, DecisionRecord, LedgerEntry, RecoverSignal } from './types';
 
 /** Call states with an activity outstanding: their next state comes from an activity result. */
 const IN_FLIGHT: readonly CallState[] = ['running', 'dispatched', 'reconciling'];
@@ -45,6 +46,8 @@ export function createDecisionIntake(deps: IntakeDeps) {
   // its signals there) wait for the calls of the first model response.
   let modelPending = true;
   const waitingForCall: { d: Decision; at: string }[] = [];
+  // Answers naming a call a pending model response may create (as decisions above).
+  const answersForCall: { a: AnswerSignal; at: string }[] = [];
   const waitingForSettle = new Map<string, { d: Decision; at: string }[]>();
 
   // Signatures accepted in this turn: each authorises one decision.
@@ -165,6 +168,46 @@ export function createDecisionIntake(deps: IntakeDeps) {
     for (const w of waiting) judge(w.d, w.at);
   };
 
+  // ask_user (workflows/answers.ts): an applied answer is the call's result; any other is audited with why.
+  const applyAnswer = (a: AnswerSignal, at: string): void => {
+    const entry = ledger.get(a.toolCallId);
+    const verdict =
+      deps.cancelled?.() && entry ? { ok: false as const, why: NOT_APPLIED_CANCELLED } : judgeAnswer(entry, a);
+    const { toolCallId, by, decisionId } = a;
+    audit.add({
+      at,
+      kind: 'answer',
+      toolCallId,
+      by,
+      ...(decisionId ? { decisionId } : {}),
+      ...(verdict.ok ? { outcome: 'applied' } : { outcome: 'ignored', why: verdict.why }),
+    });
+    if (verdict.ok)
+      record(toolCallId, { type: 'answered', by, answer: verdict.answer, ...(decisionId ? { decisionId } : {}) });
+    else publish();
+  };
+
+  /** The `answer` signal's handler: never throws, whatever the payload. */
+  const answer = (raw: unknown): void => {
+    const at = now();
+    const parsed = parseAnswer(raw);
+    if (!parsed.ok) {
+      const { why, toolCallId, by } = parsed;
+      audit.add({
+        at,
+        kind: 'answer',
+        ...(toolCallId ? { toolCallId } : {}),
+        ...(by ? { by } : {}),
+        outcome: 'ignored',
+        why,
+      });
+      publish();
+      return;
+    }
+    if (!ledger.get(parsed.answer.toolCallId) && modelPending) answersForCall.push({ a: parsed.answer, at });
+    else applyAnswer(parsed.answer, at);
+  };
+
   /** The signal handler: never throws, whatever the payload. */
   const decide = (kind: DecisionKind, raw: unknown): void => {
     const at = now();
@@ -200,6 +243,7 @@ export function createDecisionIntake(deps: IntakeDeps) {
 
   return {
     decide,
+    answer,
     /** The `decisions` signal: each item as if it came alone, in order; a malformed batch is recorded once. */
     decideMany(raw: unknown): void {
       const batch = splitDecisions(raw);
@@ -216,6 +260,7 @@ export function createDecisionIntake(deps: IntakeDeps) {
     /** After the calls of a model response are in the ledger. */
     callsCreated(): void {
       for (const w of waitingForCall.splice(0)) judge(w.d, w.at);
+      for (const w of answersForCall.splice(0)) applyAnswer(w.a, w.at);
     },
     /** After a call reaches recovery_required or a terminal state: judge the decisions that waited for it. */
     judgeWaiting,
@@ -236,6 +281,7 @@ export function createDecisionIntake(deps: IntakeDeps) {
       for (const id of [...edits.keys()])
         editChecked(id, { refused: 'not applied: the turn ended before the edited arguments were checked' });
       for (const w of waitingForCall.splice(0)) judge(w.d, w.at);
+      for (const w of answersForCall.splice(0)) applyAnswer(w.a, w.at);
       for (const id of [...waitingForSettle.keys()]) judgeWaiting(id);
     },
   };

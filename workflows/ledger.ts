@@ -43,7 +43,11 @@ export type LedgerInput =
   /** A notifier took the notification of this park (workflows/notifications.ts); it holds it until `until`. */
   | { type: 'notification_claimed'; park: string; by: string; until: string }
   /** The notifier that claimed this park reports it sent. */
-  | { type: 'notified'; park: string; by: string; delivered: number; failed: number };
+  | { type: 'notified'; park: string; by: string; delivered: number; failed: number }
+  /** ask_user: a person answered; the answer is the call's result (workflows/answers.ts). */
+  | { type: 'answered'; by: string; answer: string; decisionId?: string }
+  /** ask_user: no answer came by the deadline, or the turn was cancelled first. */
+  | { type: 'unanswered'; reason: string };
 
 type SignedBy = { keyId: string; signedAt: string };
 
@@ -76,9 +80,11 @@ export const TRANSITIONS: Record<LedgerInput['type'], { from: From; to: CallStat
     from: CALL_STATES,
     to: 'same',
   },
-  notification_claimed: { from: ['awaiting_approval', 'recovery_required'], to: 'same' },
+  notification_claimed: { from: ['awaiting_approval', 'recovery_required', 'awaiting_answer'], to: 'same' },
   // The report may come after a decision moved the call on.
   notified: { from: CALL_STATES, to: 'same' },
+  answered: { from: ['awaiting_answer'], to: 'succeeded' },
+  unanswered: { from: ['awaiting_answer'], to: 'failed' },
 };
 
 export class LedgerTransitionError extends Error {
@@ -96,7 +102,13 @@ export function newEntry(
   invalid?: string,
 ): LedgerEntry {
   const why = invalid ?? call.invalid;
-  const state: CallState = why ? 'invalid' : call.spec?.requiresApproval ? 'awaiting_approval' : 'running';
+  const state: CallState = why
+    ? 'invalid'
+    : call.spec?.asks
+      ? 'awaiting_answer'
+      : call.spec?.requiresApproval
+        ? 'awaiting_approval'
+        : 'running';
   return {
     toolCallId: call.toolCallId,
     executionId,
@@ -119,7 +131,7 @@ export function newEntry(
     events: [
       {
         at,
-        type: why ? 'invalid' : state === 'running' ? 'auto_approved' : 'awaiting_approval',
+        type: why ? 'invalid' : state === 'running' ? 'auto_approved' : state,
         ...(why ? { why } : {}),
       },
     ],
@@ -179,6 +191,13 @@ export function applyLedger(entry: LedgerEntry, input: LedgerInput, at: string):
       break;
     case 'failed':
       next.error = input.error;
+      break;
+    case 'answered':
+      next.result = input.answer;
+      next.answeredBy = input.by;
+      break;
+    case 'unanswered':
+      next.error = input.reason;
       break;
     case 'outcome_unknown':
       if (input.attempt) next.attempts = Math.max(entry.attempts, input.attempt);
@@ -262,6 +281,7 @@ export const isTerminal = (state: CallState): boolean => TERMINAL_CALL_STATES.in
 export function liveTurnState(entries: readonly LedgerEntry[]): TurnState {
   if (entries.some((e) => e.state === 'recovery_required')) return 'recovery_required';
   if (entries.some((e) => e.state === 'awaiting_approval')) return 'awaiting_approval';
+  if (entries.some((e) => e.state === 'awaiting_answer')) return 'awaiting_answer';
   return 'running';
 }
 

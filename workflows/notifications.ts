@@ -13,9 +13,10 @@ import type { LedgerEntry, NotifiedReport, NotifyClaim } from './types';
 export const MAX_CLAIMS_PER_PARK = 5;
 export const MAX_LEASE_MS = 10 * 60_000;
 
-/** Which park a notification is about: `approval`, or `recovery-<n>` for the n-th time in recovery_required. */
+/** Which park a notification is about: `approval`, `question` (ask_user), or `recovery-<n>` for the n-th time in recovery_required. */
 export function parkKeyOf(e: LedgerEntry): string | undefined {
   if (e.state === 'awaiting_approval') return 'approval';
+  if (e.state === 'awaiting_answer') return 'question';
   if (e.state !== 'recovery_required') return undefined;
   return `recovery-${e.events.filter((ev) => ev.type === 'recovery_required').length}`;
 }

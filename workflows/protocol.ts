@@ -248,6 +248,20 @@ const NotifiedReportSchema = z.object({
 });
 export type NotifiedReport = z.infer<typeof NotifiedReportSchema>;
 
+// ---- ask_user: a person's answer to a question a call asks (workflows/answers.ts) ----
+
+export const MAX_ANSWER = 8000;
+const AnswerSchema = z.object(
+  {
+    toolCallId: DECISION_IDS.toolCallId,
+    by: DECISION_IDS.by,
+    answer: text(MAX_ANSWER, `answer must be a non-empty string of at most ${MAX_ANSWER} characters`),
+    decisionId: z.optional(DECISION_IDS.decisionId),
+  },
+  { error: OBJECT },
+);
+export type AnswerSignal = z.infer<typeof AnswerSchema>;
+
 /**
  * Every schema, shared by all turns: worker/bundle.ts preloads this module once per worker (else each
  * cached turn would build its own, ~0.17 MiB), and the sandbox then freezes what a preloaded module
@@ -276,6 +290,7 @@ const SCHEMAS = {
   notify: NotifyClaimSchema,
   notifyAnswer: NotifyAnswerSchema,
   notified: NotifiedReportSchema,
+  answer: AnswerSchema,
 };
 export const schemas = (): typeof SCHEMAS => SCHEMAS;
 
@@ -340,5 +355,6 @@ export const DESCRIPTIONS = {
   steer: `Internal: a user message for this turn's next model call, ${describe(SteerSignalSchema)}`,
   dispatch: `Internal: the execute activity records "dispatched" before calling the tool, ${describe(DispatchRequestSchema)}`,
   notify: `Internal: a notifier claims the notification of a parked call, ${describe(NotifyClaimSchema)}`,
+  answer: `Answer a question the ask_user tool asks: ${describe(AnswerSchema)}. With choices, the answer must be one of them (or its number); one that is not applied shows in the current details.`,
   notified: `Internal: a notifier reports a claimed notification sent, ${describe(NotifiedReportSchema)}`,
 } as const;

@@ -14,6 +14,7 @@ import { callLifecycle } from './call';
 import type { FaultSinks } from './definitions';
 import {
   FAILURE,
+  answerSignal,
   approveSignal,
   decisionsSignal,
   recoverSignal,
@@ -125,6 +126,8 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   setHandler(recoverSignal, (p) => intake.decide('recover', p), {
     description: DESCRIPTIONS.recover,
   });
+  // ask_user's answers (workflows/answers.ts): judged like decisions, never a task failure.
+  setHandler(answerSignal, (p) => intake.answer(p), { description: DESCRIPTIONS.answer });
   const grants = handleGrants({
     input,
     ledger,

@@ -10,6 +10,7 @@ import { listGrants, revoke } from '../../client/grants';
 import { OpenWorkerError } from '../../client/session';
 import { turnText } from '../../client/stream';
 import { callView, decide, resolveCall, signRequest, waitingCalls, type CallRef, type DecisionRequest } from './calls';
+import { answerCall, type AnswerRequest } from './calls';
 import { PAGE_CSS, PAGE_HTML, PAGE_JS } from './page';
 import { operatorOf } from './tokens';
 import { reservedName } from '../../workflows/deciders';
@@ -120,6 +121,12 @@ export function approvalsApp(o: ApprovalsOptions): Hono<Env> {
   );
   app.post('/api/decisions', async (c) => {
     const outcome = await decide(o.client, c.get('operator'), await decisionOf(c));
+    return c.json(outcome, outcome.outcome === 'ignored' ? 409 : 200);
+  });
+  // ask_user: the operator's answer to a question (docs/approvals.md).
+  app.post('/api/answers', async (c) => {
+    const body = await c.req.json<AnswerRequest>().catch(() => undefined);
+    const outcome = await answerCall(o.client, c.get('operator'), body!);
     return c.json(outcome, outcome.outcome === 'ignored' ? 409 : 200);
   });
   // What the operator's browser key signs for a decision; the signature then goes with /api/decisions.

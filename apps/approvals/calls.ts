@@ -6,6 +6,7 @@ import type { DecisionSignature, LedgerEntry, Message, RecoveryDecision } from '
 import type { OpenWorkerClient } from '../../client/connection';
 import { approve, recover, reject, type DecisionOutcome } from '../../client/decisions';
 import { approveAlways } from '../../client/grants';
+import { answer } from '../../client/answers';
 import { inbox, notApplied, type InboxItem, type NotApplied } from '../../client/inspect';
 import { checkSessionId, checkTurn, OpenWorkerError, turnMessages, turnStatus } from '../../client/session';
 
@@ -250,4 +251,19 @@ export async function decide(c: OpenWorkerClient, by: string, d: DecisionRequest
         ...(d.reason ? { reason: d.reason } : {}),
       });
   }
+}
+
+/** The answers API's body: the question's call, and the answer (ask_user, docs/approvals.md). */
+export interface AnswerRequest {
+  executionId: string;
+  ref?: Partial<CallRef>;
+  answer: string;
+}
+
+/** Answers an ask_user call as the operator; an answer not among its choices is refused with why. */
+export async function answerCall(c: OpenWorkerClient, by: string, a: AnswerRequest): Promise<DecisionOutcome> {
+  if (!a || typeof a.executionId !== 'string' || typeof a.answer !== 'string')
+    throw new OpenWorkerError('send { executionId, answer, ref? }', 'bad_input');
+  const ref = await resolveCall(c, a.executionId, a.ref);
+  return answer(c, { sessionId: ref.sessionId, turn: ref.turn, toolCallId: ref.toolCallId, by, answer: a.answer });
 }

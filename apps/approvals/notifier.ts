@@ -31,7 +31,9 @@ export function messageFor(c: InboxItem, link: string): Record<string, unknown> 
   const text =
     c.state === 'awaiting_approval'
       ? `${what} is waiting for approval in session ${c.sessionId} (turn ${c.turn}, call ${c.toolCallId}): ${link}`
-      : `${what} needs a recovery decision in session ${c.sessionId} (turn ${c.turn}, call ${c.toolCallId})${c.reason ? `: ${c.reason}` : ''}. ${link}`;
+      : c.state === 'awaiting_answer'
+        ? `The agent asks in session ${c.sessionId} (turn ${c.turn}, call ${c.toolCallId}): ${c.question?.question ?? ''} ${link}`
+        : `${what} needs a recovery decision in session ${c.sessionId} (turn ${c.turn}, call ${c.toolCallId})${c.reason ? `: ${c.reason}` : ''}. ${link}`;
   return {
     text,
     openworker: {

@@ -27,7 +27,7 @@ th, td { text-align: left; padding: 8px 10px; border-bottom: 1px solid #e3e6eb; 
 tr.call { cursor: pointer; } tr.call:hover, tr.call:focus-within { background: #eef3ff; }
 a.open { color: inherit; } a.open:focus { outline: 2px solid #3a6df0; outline-offset: 2px; }
 .state { font-size: 12px; padding: 2px 8px; border-radius: 10px; background: #e8edf7; white-space: nowrap; }
-.state.recovery_required { background: #ffe1d6; } .state.awaiting_approval { background: #fff3c4; }
+.state.recovery_required { background: #ffe1d6; } .state.awaiting_approval, .state.awaiting_answer { background: #fff3c4; }
 pre { background: #fff; border: 1px solid #e3e6eb; padding: 10px; white-space: pre-wrap; word-break: break-word; }
 .actions button { margin: 0 8px 8px 0; padding: 7px 14px; border: 1px solid #1d2433; background: #fff; border-radius: 4px; cursor: pointer; }
 .actions button.primary { background: #1d2433; color: #fff; }
@@ -86,7 +86,7 @@ function renderInbox(calls) {
         el('div', { className: 'muted' }, 'execution ', el('code', {}, c.executionId), ' · digest ', el('code', {}, c.argsDigest.slice(0, 19) + '…'))),
       el('td', {}, c.sessionId, el('div', { className: 'muted' }, 'turn ' + c.turn + ' · ' + c.toolCallId)),
       el('td', {}, ago(c.waitedMs)),
-      el('td', { className: 'muted' }, c.reason || '', c.notApplied ? el('div', { className: 'error' }, 'not applied: ' + c.notApplied[c.notApplied.length - 1].why) : ''));
+      el('td', { className: 'muted' }, c.reason || (c.question ? 'asks: ' + c.question.question : ''), c.notApplied ? el('div', { className: 'error' }, 'not applied: ' + c.notApplied[c.notApplied.length - 1].why) : ''));
     // The link opens it from the keyboard (Tab, Enter) and in a new tab; the whole row for the mouse.
     tr.onclick = (e) => { if (!e.target.closest('details, a')) location.hash = callHash(c); };
     return tr;
@@ -169,6 +169,7 @@ async function showCall(executionId, query) {
     offered.length ? el('section', { className: 'actions' }, el('h3', {}, 'Decide as ' + me),
       e.state === 'awaiting_approval' ? el('label', { className: 'muted' }, 'Arguments (edit them to approve once with changes)', edits) : '',
       reason, e.state === 'recovery_required' ? result : '', ...buttons, outcome) : outcome,
+    e.state === 'awaiting_answer' ? questionPanel(e, executionId, v, query) : '',
     v.notApplied.length ? el('section', { id: 'not-applied' }, el('h3', {}, 'Decisions not applied'),
       ...v.notApplied.map((d) => el('p', { className: 'error' }, d.at + ' ' + d.kind + (d.by ? ' by ' + d.by : '') + ': ' + d.why))) : '',
     el('section', {}, el('h3', {}, 'Ledger'), el('table', { id: 'ledger' }, ...events)),
@@ -189,6 +190,28 @@ async function modelText(ref, here) {
     if (!t || t.closed) return;
     await new Promise((r) => setTimeout(r, 500));
   }
+}
+// ask_user: the question, with a button per choice or a box for free text; the answer is the call's result.
+function questionPanel(e, executionId, v, query) {
+  const q = e.arguments || {};
+  const said = el('p', { id: 'answer-outcome' });
+  const send = async (text) => {
+    said.className = ''; said.textContent = 'Sending…';
+    try {
+      const r = await api('/api/answers', { executionId, ref: v.ref, answer: text });
+      said.className = r.outcome === 'ignored' ? 'error' : 'ok';
+      said.textContent = 'answer: ' + r.outcome + (r.why ? ' (' + r.why + ')' : '');
+      const here = location.hash;
+      setTimeout(() => location.hash === here && showCall(executionId, query).catch(fail), 800);
+    } catch (err) { said.className = 'error'; said.textContent = err.message; }
+  };
+  const box = el('textarea', { id: 'answer-text', rows: 3 });
+  const controls = Array.isArray(q.choices)
+    ? q.choices.map((c, i) => Object.assign(el('button', { type: 'button', id: 'choice-' + (i + 1) }, c), { onclick: () => send(c) }))
+    : [box, Object.assign(el('button', { type: 'button', className: 'primary', id: 'send-answer' }, 'Answer'), { onclick: () => send(box.value) })];
+  return el('section', { className: 'actions', id: 'question' }, el('h3', {}, 'The agent asks ' + me),
+    el('p', { id: 'question-text' }, String(q.question || '')),
+    q.timeoutSeconds ? el('p', { className: 'muted' }, 'It waits ' + q.timeoutSeconds + ' s from ' + e.events[0].at + '.') : '', ...controls, said);
 }
 const parkedWhy = (e) => e.state === 'recovery_required' ? ([...e.events].reverse().find((ev) => ev.type === 'recovery_required') || {}).reason : undefined;
 let me = '';

@@ -37,6 +37,8 @@ const INPUTS: { [K in LedgerInput['type']]: Extract<LedgerInput, { type: K }> } 
   decision_refused: { type: 'decision_refused', kind: 'approve', by: 'mallory', why: 'unsigned' },
   notification_claimed: { type: 'notification_claimed', park: 'approval', by: 'replica-a', until: LATER },
   notified: { type: 'notified', park: 'approval', by: 'replica-a', delivered: 1, failed: 0 },
+  answered: { type: 'answered', by: 'ann', answer: 'yes', decisionId: 'd-1' },
+  unanswered: { type: 'unanswered', reason: 'no answer came within 5 seconds' },
 };
 
 describe('ledger: TRANSITIONS table (every input × every state)', () => {

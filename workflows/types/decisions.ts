@@ -2,6 +2,7 @@
 
 // The payloads themselves are zod schemas in workflows/protocol.ts; their types are re-exported here.
 export type {
+  AnswerSignal,
   ApproveSignal,
   BatchedDecision,
   DecisionKind,
@@ -18,8 +19,8 @@ import type { DecisionKind } from '../protocol';
 /** Every decision a turn received, applied or not. */
 export interface DecisionRecord {
   at: string;
-  /** `decisions`: a batch signal that was malformed as a whole. */
-  kind: DecisionKind | 'decisions';
+  /** `decisions`: a batch signal that was malformed as a whole; `answer`: an answer to an ask_user call. */
+  kind: DecisionKind | 'decisions' | 'answer';
   toolCallId?: string;
   by?: string;
   decisionId?: string;

@@ -21,6 +21,8 @@ export const CALL_STATES = [
   'succeeded',
   'failed',
   'recovery_required',
+  /** The ask_user built-in: the call waits for a person's `answer` (workflows/answers.ts); no activity runs. */
+  'awaiting_answer',
 ] as const;
 export type CallState = (typeof CALL_STATES)[number];
 
@@ -71,12 +73,15 @@ export interface LedgerEntry {
   rejectedBy?: string;
   recoveryDecision?: RecoveryDecision;
   recoveredBy?: string;
+  /** ask_user: who answered the question (the answer is the result). */
+  answeredBy?: string;
   result?: unknown;
   error?: string;
   events: LedgerEvent[];
 }
 
-export type TurnState = 'running' | 'awaiting_approval' | 'recovery_required' | 'completed' | 'failed' | 'cancelled';
+export type TurnState =
+  'running' | 'awaiting_approval' | 'recovery_required' | 'awaiting_answer' | 'completed' | 'failed' | 'cancelled';
 
 /**
  * Who approved a call: a person (a signal), or automatically, with why: the tool's policy needs no

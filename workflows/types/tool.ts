@@ -35,6 +35,8 @@ export interface ToolSpec {
   heartbeatMs: number;
   /** A read run as a local activity (absent in calls planned before local reads). */
   local?: boolean;
+  /** Answered by a person with the `answer` signal (ask_user): no activity runs (workflows/answers.ts). */
+  asks?: true;
 }
 
 /** A tool call after the worker looked it up and validated its arguments. */
