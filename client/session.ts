@@ -27,6 +27,7 @@ import type {
   TurnStatus,
 } from '../workflows/types';
 import { messageProblem } from '../workflows/limits';
+import { messageTurnIn } from '../workflows/steering';
 import { turnOptionsProblem } from '../workflows/turnOptions';
 import type { ContextStore } from '../runtime/contextStore';
 import { contextStoreFor } from '../runtime/contextStore';
@@ -272,16 +273,7 @@ export async function messageTurn(client: ClientLike, sessionId: string, message
     return await queryWithDeadline(c, `session '${sessionId}'`, () => handle.query(messageTurnQuery, messageId));
   } catch (err) {
     if (!(err instanceof QueryNotRegisteredError)) throw err;
-    const s = await sessionStatus(c, sessionId);
-    const turn = s.turns.find((t) => t.messageId === messageId || t.steered?.includes(messageId));
-    const refused = turn ? undefined : s.refused?.find((r) => r.messageId === messageId);
-    const waiting = s.pending.find((m) => m.messageId === messageId);
-    return {
-      ...(turn ? { turn } : {}),
-      ...(refused ? { refused } : {}),
-      queued: waiting !== undefined,
-      ...(waiting?.steering !== undefined ? { steering: waiting.steering } : {}),
-    };
+    return messageTurnIn(await sessionStatus(c, sessionId), messageId);
   }
 }
 

@@ -15,11 +15,6 @@ export function toolCallIdsIn(messages: readonly Message[]): Set<string> {
   return new Set(messages.flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []).map((c) => c.id) : [])));
 }
 
-/** The session's messages a stored context does not hold yet (all of them without one). */
-export function notStoredYet(transcript: readonly Message[], context: ContextRef | undefined): Message[] {
-  return transcript.slice(context?.messages ?? 0);
-}
-
 /**
  * The context a session keeps after a turn's messages joined its transcript: the turn's, when its
  * count fits the transcript; else the one it had (the messages it lacks go inline to the next turn).

@@ -34,7 +34,7 @@ import { closeUnpaired, unpairedToolCalls } from './transcript';
 import { activeGrants, addGrant, revokeGrant } from './grants';
 import { MESSAGE_LIMIT_PATCH, sessionMessageProblem } from './limits';
 import { turnOptionsArg, turnOptionsProblem } from './turnOptions';
-import { afterTurn, toSteer } from './steering';
+import { afterTurn, messageTurnIn, toSteer } from './steering';
 import type {
   ContextRef,
   Grant,
@@ -187,23 +187,9 @@ export async function session(input: SessionInput): Promise<void> {
     }),
     { description: 'Transcript, turns and queued messages' },
   );
-  setHandler(
-    messageTurnQuery,
-    (messageId): MessageTurn => {
-      const turn = [...turns].reverse().find((t) => t.messageId === messageId || t.steered?.includes(messageId));
-      const refusal = turn ? undefined : [...refused].reverse().find((r) => r.messageId === messageId);
-      const waiting = pending.find((m) => m.messageId === messageId);
-      return {
-        ...(turn ? { turn } : {}),
-        ...(refusal ? { refused: refusal } : {}),
-        queued: waiting !== undefined,
-        ...(waiting?.steering !== undefined ? { steering: waiting.steering } : {}),
-      };
-    },
-    {
-      description: "One message's turn, its refusal, or that it waits in the queue (a small answer, unlike `session`)",
-    },
-  );
+  setHandler(messageTurnQuery, (messageId): MessageTurn => messageTurnIn({ turns, pending, refused }, messageId), {
+    description: "One message's turn, its refusal, or that it waits in the queue (a small answer, unlike `session`)",
+  });
 
   const runTurn = async (next: { msg: QueuedMessage } | { resume: ImportedCall[] }): Promise<void> => {
     const n = (turns[turns.length - 1]?.n ?? 0) + 1;

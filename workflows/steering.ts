@@ -1,6 +1,6 @@
 import { messageProblem } from './limits';
 import { checkPayload, schemas } from './protocol';
-import type { Message, QueuedMessage } from './types';
+import type { Message, MessageTurn, QueuedMessage, RefusedMessage, TurnSummary } from './types';
 
 // Steering: a message sent while a turn runs is given to that turn's next model call.
 //
@@ -73,5 +73,21 @@ export function createSteeringInbox(deps: { historyLength: () => number; applies
     steered(): { steered?: string[] } {
       return taken.length ? { steered: [...taken] } : {};
     },
+  };
+}
+
+/** What became of one message (the `messageTurn` query): the turn it started or steered, its refusal, or its place in the queue. */
+export function messageTurnIn(
+  s: { turns: readonly TurnSummary[]; pending: readonly QueuedMessage[]; refused?: readonly RefusedMessage[] },
+  messageId: string,
+): MessageTurn {
+  const turn = [...s.turns].reverse().find((t) => t.messageId === messageId || t.steered?.includes(messageId));
+  const refused = turn ? undefined : [...(s.refused ?? [])].reverse().find((r) => r.messageId === messageId);
+  const waiting = s.pending.find((m) => m.messageId === messageId);
+  return {
+    ...(turn ? { turn } : {}),
+    ...(refused ? { refused } : {}),
+    queued: waiting !== undefined,
+    ...(waiting?.steering !== undefined ? { steering: waiting.steering } : {}),
   };
 }

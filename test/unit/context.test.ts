@@ -15,7 +15,6 @@ import {
   contextKey,
   estimateTokens,
   modelView,
-  notStoredYet,
   storedAtStart,
   summaryMessage,
   toolCallIdsIn,
@@ -64,8 +63,6 @@ describe('transcripts by reference: the rules (workflows/context.ts)', () => {
     assert.deepEqual(contextInput(storedAtStart(undefined), [], [u('x')]), { append: [u('x')] });
     assert.equal(turnContextRef(storedAtStart(ref(3))), undefined, 'nothing stored by this turn yet');
     assert.deepEqual(turnContextRef({ ref: ref(6), history: true, upTo: 2 }), ref(6));
-    assert.deepEqual(notStoredYet([u('1'), u('2'), u('3')], ref(2)), [u('3')]);
-    assert.equal(notStoredYet([u('1')], undefined).length, 1);
     assert.equal(contextKey({ driver: 'd', claim: { b: '2', a: '1' }, messages: 1 }), 'd:a=1&b=2');
   });
 });

@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { afterTurn, createSteeringInbox, takeSteers, toSteer } from '../../workflows/steering';
+import { afterTurn, createSteeringInbox, messageTurnIn, takeSteers, toSteer } from '../../workflows/steering';
 import type { Steer } from '../../workflows/steering';
 import { MAX_MESSAGE_BYTES } from '../../workflows/limits';
 import { unpairedToolCalls } from '../../workflows/transcript';
@@ -126,4 +126,26 @@ describe('steering: the turn inbox', () => {
     assert.deepEqual(box.take(), []);
     assert.deepEqual(box.steered(), {});
   });
+});
+
+describe('messageTurnIn: what became of one message', () => {
+  const turns = [
+    { n: 1, workflowId: 'w1', messageId: 'm1', state: 'completed' as const, steered: ['m2'] },
+    { n: 2, workflowId: 'w2', messageId: 'm3', state: 'running' as const },
+  ];
+  const pending = [
+    { text: 'x', messageId: 'm4', steering: 2 },
+    { text: 'y', messageId: 'm5' },
+  ];
+  const refused = [{ at: 't', messageId: 'm6', reason: 'empty' }];
+  const cases: [string, string, object][] = [
+    ['the turn it started', 'm3', { turn: turns[1], queued: false }],
+    ['the turn that took it as steering', 'm2', { turn: turns[0], queued: false }],
+    ['given to the running turn', 'm4', { queued: true, steering: 2 }],
+    ['waiting', 'm5', { queued: true }],
+    ['refused', 'm6', { refused: refused[0], queued: false }],
+    ['unknown', 'm7', { queued: false }],
+  ];
+  for (const [name, id, want] of cases)
+    it(name, () => assert.deepEqual(messageTurnIn({ turns, pending, refused }, id), want));
 });
