@@ -3,6 +3,7 @@ import type { ContextScope, ContextStore } from '../runtime/contextStore';
 import { faultPoint } from './faults';
 import {
   COMPACT_AT,
+  DEFAULT_CONTEXT_TOKENS,
   KEEP_SHARE,
   assistantMessage,
   compactionCut,
@@ -21,9 +22,6 @@ import type { ModelProvider } from './model';
 // messages), store the step's messages once, and compact when the view nears the budget.
 
 type ContextInput = NonNullable<ModelActivityInput['context']>;
-
-/** The default context budget, in (estimated) tokens, when neither the setting nor the provider gives one. */
-export const DEFAULT_CONTEXT_TOKENS = 100_000;
 
 export interface ContextDeps {
   store: ContextStore | undefined;

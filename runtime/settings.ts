@@ -10,6 +10,7 @@ import { paymentsConfigFromEnv } from './paymentsConfig';
 import { payloadStoreConfig } from './payloadStorage';
 import type { SmtpConfig } from './smtpConfig';
 import { smtpConfigFromEnv } from './smtpConfig';
+import { DEFAULT_CONTEXT_TOKENS } from '../workflows/context';
 import { stateDirFor } from './stateDir';
 
 /**
@@ -171,7 +172,11 @@ export function settingsFrom(env: Env): Settings {
   const faults = readString('OPENWORKER_FAULTS', env);
   const payments = parse(() => paymentsConfigFromEnv(env), undefined);
   const contextTokens = parse(
-    () => readInt('OPENWORKER_CONTEXT_TOKENS', { min: 1_000, fallback: 0 }, env) || undefined,
+    // Unset: the model's own window, else the default (activities/context.ts).
+    () =>
+      readString('OPENWORKER_CONTEXT_TOKENS', env) === undefined
+        ? undefined
+        : readInt('OPENWORKER_CONTEXT_TOKENS', { min: 1_000, fallback: DEFAULT_CONTEXT_TOKENS }, env),
     undefined,
   );
   const settings: Settings = {

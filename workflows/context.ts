@@ -75,6 +75,8 @@ export const turnContextRef = (stored: StoredContext): ContextRef | undefined =>
 // Compaction: what the model sees of a long transcript. Tokens are estimated (UTF-8 bytes ÷ 4, plus
 // 4 per message) unless the provider counts them; the estimate is documented in docs/concepts.md.
 
+/** The context budget, in (estimated) tokens, when neither the setting nor the provider gives one. */
+export const DEFAULT_CONTEXT_TOKENS = 100_000;
 /** A context over this share of the budget asks for compaction before the next model call. */
 export const COMPACT_AT = 0.8;
 /** Compaction keeps the newest messages up to this share of the budget, word for word. */
