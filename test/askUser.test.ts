@@ -75,7 +75,11 @@ describe('ask_user end to end', function () {
     const viaApi = await app.request('/api/answers', {
       method: 'POST',
       headers: { authorization: `Bearer ${createToken('bob', tokensFile)}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ executionId: e.executionId, answer: 'Tuesday' }),
+      body: JSON.stringify({
+        executionId: e.executionId,
+        answer: 'Tuesday',
+        ref: { sessionId, turn: 1, toolCallId: 'q1' },
+      }),
     });
     rmSync(dir, { recursive: true, force: true });
     assert.equal(viaApi.status, 409);

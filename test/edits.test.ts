@@ -42,7 +42,14 @@ describe('approve with edits end to end', function () {
       const res = await app.request('/api/decisions', {
         method: 'POST',
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ executionId: before.executionId, argsDigest: before.argsDigest, ...body }),
+        // The link's reference, as the page sends it: finding the call by ID alone would ask every
+        // parked turn on this shared server (#31).
+        body: JSON.stringify({
+          executionId: before.executionId,
+          argsDigest: before.argsDigest,
+          ref: { sessionId, turn: 1, toolCallId: 'c1' },
+          ...body,
+        }),
       });
       return { status: res.status, body: (await res.json()) as { outcome?: string; why?: string; error?: string } };
     };
