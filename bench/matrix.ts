@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRegistry } from '../activities/registry';
 import type { OpenWorkerClient } from '../client/connection';
-import { approveSignal, decisionsSignal } from '../workflows/definitions';
+import { OpenWorkerSession, OpenWorkerState, approveSignal, decisionsSignal } from '../workflows/definitions';
 import { approveSignal as b1ApproveSignal } from './idiomaticWorkflow';
 import { runTurnInProcess } from './loop';
 import type { System, Workload } from './config';
@@ -84,6 +84,11 @@ export async function runMatrix(c: OpenWorkerClient, serverPid: number, workers:
           taskQueue: 'bench-b3',
           workflowId: id,
           args: [{ sessionId: id, turn: 1, history: [], message }],
+          // As a session (startAgentTurn) starts its turns: the state is set at the start, not upserted.
+          typedSearchAttributes: [
+            { key: OpenWorkerSession, value: id },
+            { key: OpenWorkerState, value: 'running' },
+          ],
         });
     const approve = async (ids: string[]): Promise<void> => {
       if (b1) await handle.signal(b1ApproveSignal, { toolCallIds: ids, approved: true });

@@ -68,6 +68,8 @@ export interface DevServerOptions {
   /** Server stdout/stderr (appended); default `temporal-server.log` next to the db file. */
   logFile?: string;
   readyTimeoutMs?: number;
+  /** Serves the server's Prometheus metrics on this loopback port (`npm run bench:breakdown` reads them). */
+  metricsPort?: number;
   /** More dynamic config (`KEY: value`), e.g. for benchmark variants. */
   dynamicConfig?: Record<string, unknown>;
   /** Default: OPENWORKER_SERVER_SYNC, else `normal` (see sqlitePragmas); `sqlite-defaults` is for measurements. */
@@ -212,6 +214,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   for (const [key, value] of Object.entries({ ...DYNAMIC_CONFIG, ...options.dynamicConfig })) {
     args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   }
+  if (options.metricsPort !== undefined) args.push('--metrics-port', String(options.metricsPort));
   args.push('--log-level', 'warn');
 
   // The child writes to the log fd directly, so logging does not depend on this process staying alive.

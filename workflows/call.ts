@@ -1,5 +1,5 @@
 import type { CancellationScope } from '@temporalio/workflow';
-import { condition, isCancellation, patched, proxySinks, sleep } from '@temporalio/workflow';
+import { condition, isCancellation, proxySinks, sleep } from '@temporalio/workflow';
 import { answerDeadlineMs, NO_ANSWER_CANCELLED, noAnswer, questionOf } from './answers';
 import { askReconcile, dispatchMarkerOf, reconcileActivityId, runAttempt } from './callActivities';
 import type { FaultSinks } from './definitions';
@@ -8,7 +8,7 @@ import type { createDecisionIntake } from './intake';
 import { NOT_APPLIED_CANCELLED } from './intake';
 import type { LedgerInput } from './ledger';
 import { activityIdFor, attemptFence, earlierRunMayHaveApplied, isTerminal } from './ledger';
-import { PATCHES } from './patches';
+import { PATCHES, type PatchGate } from './patches';
 import type { CallFacts, NextStep } from './policy';
 import {
   afterExecution,
@@ -63,10 +63,11 @@ export interface CallContext {
   root: CancellationScope;
   /** The turn is a reset or a workflow-level retry of an earlier run: its dispatch markers are gone. */
   rerun?: 'reset' | 'retried';
+  patched: PatchGate;
 }
 
 export function callLifecycle(ctx: CallContext) {
-  const { input, ledger, recoveries, record, step, intake, shields, root } = ctx;
+  const { input, ledger, recoveries, record, step, intake, shields, root, patched } = ctx;
   const current = (id: string): LedgerEntry => ledger.get(id)!;
   const facts = (call: PlannedCall): CallFacts => {
     const e = current(call.toolCallId);
@@ -95,9 +96,9 @@ export function callLifecycle(ctx: CallContext) {
   const execute = async (call: PlannedCall): Promise<NextStep> => {
     const activityId = activityIdFor(current(call.toolCallId).executionId, current(call.toolCallId).runs + 1);
     const entry = step(call.toolCallId, { type: 'scheduled', activityId });
-    const marker = dispatchMarkerOf(call.spec!);
+    const marker = dispatchMarkerOf(call.spec!, patched);
     openworkerFaults.reached('turn.before_schedule', entry.tool, entry.executionId);
-    const outcome = await runAttempt({ turn: input, entry, call, activityId, marker, shields });
+    const outcome = await runAttempt({ turn: input, entry, call, activityId, marker, shields, patched });
     openworkerFaults.reached('turn.after_result', entry.tool, entry.executionId);
     // The heartbeat marker is learned from the outcome; the legacy update recorded it as it happened.
     if (marker === 'heartbeat' && !current(call.toolCallId).dispatched && dispatchLearned(outcome))

@@ -4,13 +4,12 @@ import {
   ActivityFailure,
   CancelledFailure,
   isCancellation,
-  patched,
   proxyActivities,
   proxyLocalActivities,
 } from '@temporalio/workflow';
 import { FAILURE } from './definitions';
 import { NOT_APPLIED_TYPES, classifyToolFailure, messageOf } from './failures';
-import { PATCHES } from './patches';
+import { PATCHES, type PatchGate } from './patches';
 import type { ExecutionOutcome } from './policy';
 import { attemptsPerRun, isProtected } from './policy';
 import type { createShields } from './shields';
@@ -48,7 +47,7 @@ const { reconcileTool } = proxyActivities<TurnActivities>({
  */
 export type DispatchMarker = 'heartbeat' | 'update' | 'none';
 
-export function dispatchMarkerOf(spec: ToolSpec): DispatchMarker {
+export function dispatchMarkerOf(spec: ToolSpec, patched: PatchGate): DispatchMarker {
   if (!isProtected(spec.effect, spec.recovery)) return 'none';
   return patched(PATCHES.heartbeatMarker) ? 'heartbeat' : 'update';
 }
@@ -81,6 +80,7 @@ export async function runAttempt(a: {
   activityId: string;
   marker: DispatchMarker;
   shields: ReturnType<typeof createShields>;
+  patched: PatchGate;
 }): Promise<ExecutionOutcome> {
   const { entry, call, activityId, marker, shields } = a;
   const spec = call.spec!;
@@ -92,7 +92,7 @@ export async function runAttempt(a: {
       ...(byHeartbeat ? { marker: 'heartbeat' as const } : {}),
     };
     const schedule = () =>
-      spec.local && patched(PATCHES.localReads)
+      spec.local && a.patched(PATCHES.localReads)
         ? executeLocally.executeWithOptions(
             { summary: summary(entry, 'execute'), startToCloseTimeout: spec.startToCloseMs, retry },
             [input],

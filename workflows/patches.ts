@@ -26,4 +26,13 @@ export const PATCHES = {
   sessionOptionsCheck: 'session-options-check-v1',
   steering: 'steering-v1',
   approveWithEdits: 'approve-with-edits-v1',
+  leanTurn: 'lean-turn-v1',
 } as const;
+
+/**
+ * Whether a patch applies to this run. A turn recorded with `leanTurn` takes every patch as applied
+ * without asking: patched() records a marker and a search attribute upsert per patch, and a new run
+ * would ask three of them in its first tasks (docs/performance.md, "Per cause"). Older histories
+ * lack the marker and ask each patch where they always did.
+ */
+export type PatchGate = (name: string) => boolean;

@@ -4,7 +4,7 @@ import {
   condition,
   isCancellation,
   log,
-  patched,
+  patched as askPatch,
   proxyActivities,
   proxySinks,
   setHandler,
@@ -81,6 +81,9 @@ const { openworkerFaults } = proxySinks<FaultSinks>();
  * the people's decisions, the session's grants and the execute activity's dispatch marker.
  */
 export async function agentTurn(input: TurnInput): Promise<TurnResult> {
+  // First: a lean turn's one marker stands for every patch below (patches.ts, PatchGate).
+  const lean = askPatch(PATCHES.leanTurn);
+  const patched = (name: string): boolean => lean || askPatch(name);
   const cap = iterationCap(input.options, () => patched(PATCHES.iterationDefault));
   let iteration = 0;
   const book = createTurnLedger(input, () => iteration);
@@ -165,14 +168,21 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     intake,
     shields,
     root,
+    patched,
     ...(rerun ? { rerun } : {}),
   });
 
   /** New ledger entries are in: grants approve what they cover, waiting decisions are judged, the calls run. */
   const runCalls = (planned: PlannedCall[], starts?: Map<string, NextStep>): Promise<Message[]> => {
-    grants.applyGrants(planned.map((c) => c.toolCallId));
-    book.publish();
-    intake.callsCreated();
+    const decide = (): void => {
+      grants.applyGrants(planned.map((c) => c.toolCallId));
+      if (!lean) book.publish();
+      intake.callsCreated();
+    };
+    // A lean turn publishes its state once, after grants and waiting decisions: calls approved before
+    // they existed never show (or upsert) awaiting_approval.
+    if (lean) book.batch(decide);
+    else decide();
     inFlight = planned.map((c) => calls.run(c, starts?.get(c.toolCallId)));
     return Promise.all(inFlight);
   };
@@ -215,7 +225,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     return { ...book.status(), messages, ...(context ? { context } : {}), ...steering.steered() };
   };
 
-  book.started();
+  book.started(lean);
   try {
     // Only a raw client can start a turn with an oversized message (the session refuses them): no
     // model call, and the message stays out of the transcript.

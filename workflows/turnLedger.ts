@@ -1,4 +1,4 @@
-import { log, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+import { log, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { InvariantParked } from './call';
 import { OpenWorkerState } from './definitions';
 import { renderDetails } from './details';
@@ -22,6 +22,7 @@ export function createTurnLedger(input: Pick<TurnInput, 'sessionId' | 'turn'>, i
   const recoveries = new Map<string, RecoverSignal>();
   let ended: TurnEnd | undefined;
   let published: TurnState | undefined;
+  let batching = false;
 
   const now = (): string => new Date().toISOString();
   const entries = (): LedgerEntry[] => [...ledger.values()];
@@ -38,6 +39,7 @@ export function createTurnLedger(input: Pick<TurnInput, 'sessionId' | 'turn'>, i
   });
 
   const publish = (): void => {
+    if (batching) return;
     const s = state();
     if (s !== published) {
       upsertSearchAttributes([{ key: OpenWorkerState, value: s }]);
@@ -70,9 +72,13 @@ export function createTurnLedger(input: Pick<TurnInput, 'sessionId' | 'turn'>, i
     entries,
     status,
     publish,
-    /** The turn starts `running` (the search attribute is set before anything else happens). */
-    started(): void {
-      upsertSearchAttributes([{ key: OpenWorkerState, value: 'running' }]);
+    /**
+     * The turn starts `running` (the search attribute is set before anything else happens). A lean
+     * turn started with it set (startAgentTurn, a session's turn) upserts nothing.
+     */
+    started(lean = false): void {
+      const given = workflowInfo().typedSearchAttributes.get(OpenWorkerState);
+      if (!lean || given !== 'running') upsertSearchAttributes([{ key: OpenWorkerState, value: 'running' }]);
       published = 'running';
     },
     /** A handler's write: never throws. */
@@ -82,6 +88,16 @@ export function createTurnLedger(input: Pick<TurnInput, 'sessionId' | 'turn'>, i
       const { entry, violation } = write(toolCallId, change);
       if (violation) throw new InvariantParked(violation);
       return entry;
+    },
+    /** Runs `writes`, then publishes once: the search attribute gets the state they end in. */
+    batch(writes: () => void): void {
+      batching = true;
+      try {
+        writes();
+      } finally {
+        batching = false;
+      }
+      publish();
     },
     end(e: TurnEnd): void {
       ended = e;
