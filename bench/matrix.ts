@@ -10,6 +10,7 @@ import { B0, B2, CONFIG, isRead, shapeFor, systemsFor } from './config';
 import { scrapeHistograms } from './procs';
 import type { RunResult } from './report';
 import { benchMessage, benchModel, benchTools, protectedCalls } from './workload';
+import type { TurnShape } from './workload';
 
 // The closed-loop matrix: every workload × N × system, interleaved round by round, on one server.
 
@@ -26,7 +27,7 @@ export type Histograms = Record<string, Record<string, { sum: number; count: num
 export type Workers = Record<'b1' | 'b2' | 'b3', { pid: number; metricsPort: number }>;
 
 const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim() || 100);
-function cpuMs(pid: number): number {
+export function cpuMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) * TICK_MS; // utime, stime
@@ -61,6 +62,52 @@ export interface MatrixResult {
   workerTasks: Histograms;
 }
 
+/**
+ * One B1 or B3 turn of `shape`, started and approved as the automatic approver does: one signal per
+ * model response with protected calls, naming them all (B3: `approve`, or `decisions` for several;
+ * B1: its `approve`), sent while the model produces that response: at once for the first, and for a
+ * later one when its model call is scheduled (B3 holds a decision for a call the pending response
+ * may create, not one further ahead). Resolves when the turn has ended.
+ */
+export async function temporalTurn(
+  c: OpenWorkerClient,
+  family: 'b1' | 'b3',
+  id: string,
+  shape: TurnShape,
+  approving = true,
+): Promise<void> {
+  const message = benchMessage(shape);
+  const approvals = approving ? protectedCalls(shape) : [];
+  const b1 = family === 'b1';
+  const handle = b1
+    ? await c.client.workflow.start('idiomaticTurn', { taskQueue: 'bench-b1', workflowId: id, args: [message] })
+    : await c.client.workflow.start('agentTurn', {
+        taskQueue: 'bench-b3',
+        workflowId: id,
+        args: [{ sessionId: id, turn: 1, history: [], message }],
+        // As a session (startAgentTurn) starts its turns: the state is set at the start, not upserted.
+        typedSearchAttributes: [
+          { key: OpenWorkerSession, value: id },
+          { key: OpenWorkerState, value: 'running' },
+        ],
+      });
+  const approve = async (ids: string[]): Promise<void> => {
+    if (b1) await handle.signal(b1ApproveSignal, { toolCallIds: ids, approved: true });
+    else if (ids.length === 1) await handle.signal(approveSignal, { toolCallId: ids[0]!, by: 'bench' });
+    else
+      await handle.signal(decisionsSignal, {
+        decisions: ids.map((toolCallId) => ({ kind: 'approve' as const, toolCallId, by: 'bench' })),
+      });
+  };
+  await Promise.all([
+    handle.result(),
+    ...approvals.map(async ({ response, ids }) => {
+      if (response > 0) await modelCallScheduled(c, id, response + 1);
+      await approve(ids);
+    }),
+  ]);
+}
+
 export async function runMatrix(c: OpenWorkerClient, serverPid: number, workers: Workers): Promise<MatrixResult> {
   const model = benchModel();
   const registry = createRegistry(benchTools);
@@ -76,39 +123,7 @@ export async function runMatrix(c: OpenWorkerClient, serverPid: number, workers:
         workflowId: id,
         args: [message],
       }));
-    const approvals = isRead(system) ? [] : protectedCalls(shape);
-    const b1 = familyOf(system) === 'b1';
-    const handle = b1
-      ? await c.client.workflow.start('idiomaticTurn', { taskQueue: 'bench-b1', workflowId: id, args: [message] })
-      : await c.client.workflow.start('agentTurn', {
-          taskQueue: 'bench-b3',
-          workflowId: id,
-          args: [{ sessionId: id, turn: 1, history: [], message }],
-          // As a session (startAgentTurn) starts its turns: the state is set at the start, not upserted.
-          typedSearchAttributes: [
-            { key: OpenWorkerSession, value: id },
-            { key: OpenWorkerState, value: 'running' },
-          ],
-        });
-    const approve = async (ids: string[]): Promise<void> => {
-      if (b1) await handle.signal(b1ApproveSignal, { toolCallIds: ids, approved: true });
-      else if (ids.length === 1) await handle.signal(approveSignal, { toolCallId: ids[0]!, by: 'bench' });
-      else
-        await handle.signal(decisionsSignal, {
-          decisions: ids.map((toolCallId) => ({ kind: 'approve' as const, toolCallId, by: 'bench' })),
-        });
-    };
-    // The automatic approver: one signal per model response with protected calls, naming them all
-    // (B3: `approve`, or `decisions` for several; B1: its `approve`), sent while the model produces
-    // that response: at once for the first, and for a later one when its model call is scheduled
-    // (B3 holds a decision for a call the pending response may create, not one further ahead).
-    await Promise.all([
-      handle.result(),
-      ...approvals.map(async ({ response, ids }) => {
-        if (response > 0) await modelCallScheduled(c, id, response + 1);
-        await approve(ids);
-      }),
-    ]);
+    await temporalTurn(c, familyOf(system) === 'b1' ? 'b1' : 'b3', id, shape, !isRead(system));
     return id;
   };
 

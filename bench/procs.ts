@@ -20,7 +20,7 @@ export interface BenchWorker {
 }
 
 export interface WorkerSpec {
-  system: 'b1' | 'b2' | 'b3';
+  system: 'b1' | 'b2' | 'b3' | 'prim';
   taskQueue: string;
   maxCachedWorkflows?: number;
   env?: Record<string, string>;

@@ -5,11 +5,13 @@ import { createRegistry } from '../activities/registry';
 import type { ToolRegistry } from '../activities/registry';
 import { defaultDataConverter } from '../runtime/dataConverter';
 import { createWorker } from '../worker/worker';
+import type { PrimitiveActivities } from './breakdownWorkflow';
 import type { IdiomaticActivities } from './idiomaticWorkflow';
 import { runTurnInProcess } from './loop';
 import { benchModel, benchTools } from './workload';
 
-// A benchmark worker process: `node dist/bench/worker.js <b1|b2|b3> <taskQueue> [maxCachedWorkflows]`.
+// A benchmark worker process: `node dist/bench/worker.js <b1|b2|b3|prim> <taskQueue> [maxCachedWorkflows]`
+// (prim: the primitives bench:breakdown prices, bench/breakdownWorkflow.ts).
 // Prints BENCH_WORKER_READY once it polls. BENCH_METRICS_PORT exposes the SDK's Prometheus metrics
 // (workflow task execution time inside the worker); BENCH_ARM_ON_USR2 arms fault points on SIGUSR2,
 // so a driver can crash a worker mid-run at a point the worker itself reports.
@@ -29,8 +31,8 @@ if (arm) process.on('SIGUSR2', () => (process.env.OPENWORKER_FAULTS = arm));
 
 async function main(): Promise<void> {
   const [system, taskQueue, cache] = process.argv.slice(2);
-  if ((system !== 'b1' && system !== 'b2' && system !== 'b3') || !taskQueue)
-    throw new Error('usage: worker.js <b1|b2|b3> <taskQueue> [maxCachedWorkflows]');
+  if (!['b1', 'b2', 'b3', 'prim'].includes(system!) || !taskQueue)
+    throw new Error('usage: worker.js <b1|b2|b3|prim> <taskQueue> [maxCachedWorkflows]');
   const maxCachedWorkflows = cache ? Number(cache) : undefined;
   const identity = `bench-${system}-${process.pid}`;
   const sticky = process.env.BENCH_STICKY_TIMEOUT;
@@ -52,12 +54,14 @@ async function main(): Promise<void> {
     worker = await Worker.create({
       connection: await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS ?? 'localhost:7233' }),
       taskQueue,
-      ...(system === 'b1'
-        ? { workflowsPath: require.resolve('./idiomaticWorkflow'), activities: idiomaticActivities(model, registry) }
-        : {
-            workflowsPath: require.resolve('./naiveWorkflow'),
-            activities: { runTurnLoop: (message: string) => runTurnInProcess(model, registry, message) },
-          }),
+      ...(system === 'prim'
+        ? { workflowsPath: require.resolve('./breakdownWorkflow'), activities: primitiveActivities() }
+        : system === 'b1'
+          ? { workflowsPath: require.resolve('./idiomaticWorkflow'), activities: idiomaticActivities(model, registry) }
+          : {
+              workflowsPath: require.resolve('./naiveWorkflow'),
+              activities: { runTurnLoop: (message: string) => runTurnInProcess(model, registry, message) },
+            }),
       identity,
       // The same payload codecs as ours (encryption when keys are set), so a variant compares like with like.
       dataConverter: defaultDataConverter(),
@@ -68,6 +72,18 @@ async function main(): Promise<void> {
   console.log('BENCH_WORKER_READY');
   process.once('SIGTERM', () => worker.shutdown());
   await running;
+}
+
+/** The primitives' activities: nothing, or `n` heartbeats each awaited at the server (as the dispatch marker is). */
+function primitiveActivities(): PrimitiveActivities {
+  return {
+    noop: async () => 0,
+    async heartbeats(n) {
+      const ctx = Context.current();
+      for (let i = 0; i < n; i++) await ctx.client.activity.heartbeat(ctx.info.taskToken, { i });
+      return n;
+    },
+  };
 }
 
 /** B1's activities: the model, and one tool call (plain activities: no dispatch marker, Temporal's default retries). */

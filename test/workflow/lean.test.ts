@@ -47,7 +47,7 @@ describe('workflow tier: a lean turn', function () {
   this.timeout(60_000);
   const tier = useWorkflowTier();
   let seq = 0;
-  const startWithState = (steps: unknown[]): Promise<WorkflowHandle> => {
+  const startWithState = (): Promise<WorkflowHandle> => {
     const id = `lean-${process.pid}-${++seq}`;
     return tier.client.workflow.start('agentTurn', {
       taskQueue: `workflow-tier-${process.pid}`,
@@ -62,7 +62,7 @@ describe('workflow tier: a lean turn', function () {
 
   it('started with its state, three calls approved before they exist: one marker, one state upsert (completed)', async () => {
     const steps = [{ toolCalls: [call('c1'), call('c2'), call('c3')] }, { text: 'done' }];
-    const h = await startWithState(steps);
+    const h = await startWithState();
     await h.signal(decisionsSignal, {
       decisions: ['c1', 'c2', 'c3'].map((toolCallId) => ({ kind: 'approve' as const, toolCallId, by: 'ann' })),
     });
