@@ -10,7 +10,10 @@ import type { HistoryEvent } from './events';
 import { cpuMs, temporalTurn } from './matrix';
 import { freePort, killHard, startBenchWorker } from './procs';
 import type { BenchWorker } from './procs';
-import { calls } from './workload';
+import { benchMessage, callIdsFor, calls } from './workload';
+import type { TurnShape } from './workload';
+import { sendMessage } from '../client/session';
+import { approveSignal, decisionsSignal, sessionWorkflowId, turnWorkflowId } from '../workflows/definitions';
 import { tick } from './breakdownWorkflow';
 
 // npm run bench:breakdown [-- --turns 40]: where the server's time goes per protected call, for B1
@@ -35,6 +38,7 @@ type Cause =
   | 'state upserts'
   | 'patch markers and their upserts'
   | 'local activity markers'
+  | 'child workflow'
   | 'other';
 
 /** What caused an event (a patch marker's TemporalChangeVersion upsert goes with its marker). */
@@ -42,6 +46,7 @@ function causeOf(e: HistoryEvent): Cause {
   const name = eventName(e);
   if (name.startsWith('WORKFLOW_EXECUTION_') && name !== 'WORKFLOW_EXECUTION_SIGNALED') return 'start and end';
   if (name.startsWith('WORKFLOW_TASK_')) return 'workflow tasks';
+  if (name.startsWith('START_CHILD_') || name.startsWith('CHILD_WORKFLOW_')) return 'child workflow';
   if (name === 'WORKFLOW_EXECUTION_SIGNALED') return 'signals';
   if (name.startsWith('ACTIVITY_TASK_')) return 'model activities'; // refined by activity type below
   const upsert = e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields;
@@ -86,7 +91,9 @@ async function serverCounters(port: number): Promise<Map<string, number>> {
     );
     if (!m) continue;
     const op = /operation="([^"]+)"/.exec(m[2]!)?.[1] ?? '?';
-    const key = `${m[1]} ${op}`;
+    // A request counts once in each service it passes (frontend, history, matching).
+    const service = m[1] === 'service_requests' ? ` ${/service_name="([^"]+)"/.exec(m[2]!)?.[1] ?? '?'}` : '';
+    const key = `${m[1]}${service} ${op}`;
     out.set(key, (out.get(key) ?? 0) + Number(m[3]));
   }
   return out;
@@ -108,19 +115,43 @@ interface Primitive {
 }
 
 const PRIMITIVES: Primitive[] = [
-  { name: 'state upsert', workflow: 'primUpserts' },
-  { name: 'patch (marker + its upsert)', workflow: 'primPatches' },
-  { name: 'activity + the task its result wakes', workflow: 'primActivities' },
-  { name: 'awaited heartbeat', workflow: 'primHeartbeats' },
-  { name: 'signal + its workflow task', workflow: 'primSignals', signals: true },
-  { name: 'child workflow (start, its run, its result)', workflow: 'primChildren' },
+  { name: 'upserts', workflow: 'primUpserts' },
+  { name: 'patches', workflow: 'primPatches' },
+  { name: 'activities', workflow: 'primActivities' },
+  { name: 'parallel', workflow: 'primParallel' },
+  { name: 'heartbeats', workflow: 'primHeartbeats' },
+  { name: 'signals', workflow: 'primSignals', signals: true },
+  { name: 'children', workflow: 'primChildren' },
 ];
 
-/** Server CPU ms per run of `workflow(n)`, over `runs` runs one after the other. */
-async function primitiveCost(c: OpenWorkerClient, serverPid: number, p: Primitive, n: number, runs: number) {
+/** What one of each costs the server, ms of CPU (from the primitives, see `price`). */
+export interface Prices {
+  'workflow start, one task, completion': number;
+  'workflow task': number;
+  activity: number;
+  signal: number;
+  'state upsert': number;
+  'patch (a marker and its upsert)': number;
+  'awaited heartbeat': number;
+  'child workflow start and result (beside its run and the tasks they wake)': number;
+}
+
+const completedTasks = (events: HistoryEvent[]): number =>
+  events.filter((e) => e.workflowTaskCompletedEventAttributes).length;
+
+/** Server CPU ms per run of `workflow(n)`, over `runs` runs one after the other, and the workflow tasks of one run. */
+async function primitiveCost(
+  c: OpenWorkerClient,
+  serverPid: number,
+  p: Primitive,
+  n: number,
+  runs: number,
+): Promise<{ ms: number; tasks: number }> {
   let seq = 0;
+  let last = '';
   const once = async () => {
     const id = `prim-${p.workflow}-${n}-${Date.now()}-${++seq}`;
+    last = id;
     const h = await c.client.workflow.start(p.workflow, { taskQueue: 'bench-prim', workflowId: id, args: [n] });
     if (p.signals)
       for (let i = 0; i < n; i++) {
@@ -132,7 +163,63 @@ async function primitiveCost(c: OpenWorkerClient, serverPid: number, p: Primitiv
   for (let i = 0; i < 3; i++) await once(); // warm
   const cpu0 = cpuMs(serverPid);
   for (let i = 0; i < runs; i++) await once();
-  return (cpuMs(serverPid) - cpu0) / runs;
+  const ms = (cpuMs(serverPid) - cpu0) / runs;
+  const tasks = completedTasks((await c.client.workflow.getHandle(last).fetchHistory()).events ?? []);
+  return { ms, tasks };
+}
+
+/**
+ * The prices, from each primitive's slope (n = PRIM_N against n = 0). A workflow task and an activity
+ * come apart through activities run one after the other (n tasks) and all at once (fewer: their
+ * results share tasks); a signal's and a child's price leave out the tasks they wake.
+ */
+async function price(c: OpenWorkerClient, serverPid: number): Promise<Prices> {
+  const slope: Record<string, { ms: number; tasks: number }> = {};
+  const bare = await primitiveCost(c, serverPid, { name: 'bare', workflow: 'primBare' }, 0, TURNS);
+  for (const p of PRIMITIVES) {
+    const zero = await primitiveCost(c, serverPid, p, 0, TURNS);
+    const many = await primitiveCost(c, serverPid, p, PRIM_N, TURNS);
+    slope[p.name] = { ms: (many.ms - zero.ms) / PRIM_N, tasks: (many.tasks - zero.tasks) / PRIM_N };
+    console.log(`breakdown: ${p.workflow}: ${slope[p.name]!.ms.toFixed(2)} ms, ${slope[p.name]!.tasks} tasks each`);
+  }
+  const [seq, par] = [slope.activities!, slope.parallel!];
+  const task = (seq.ms - par.ms) / (seq.tasks - par.tasks);
+  const beside = (x: { ms: number; tasks: number }) => x.ms - x.tasks * task;
+  return {
+    'workflow start, one task, completion': bare.ms,
+    'workflow task': task,
+    activity: beside(seq),
+    signal: beside(slope.signals!),
+    'state upsert': slope.upserts!.ms,
+    'patch (a marker and its upsert)': slope.patches!.ms,
+    'awaited heartbeat': slope.heartbeats!.ms,
+    'child workflow start and result (beside its run and the tasks they wake)': beside(slope.children!) - bare.ms,
+  };
+}
+
+/**
+ * Turn `turn` of a session, as a user runs it: the message to the session, which starts the turn as
+ * its child; the approval goes to the turn as soon as it exists (a refused signal costs the server a
+ * lookup, no more); done when the turn has returned.
+ */
+async function sessionTurn(c: OpenWorkerClient, sessionId: string, turn: number, shape: TurnShape): Promise<void> {
+  await sendMessage(c, { sessionId, text: benchMessage(shape) });
+  const handle = c.client.workflow.getHandle(turnWorkflowId(sessionId, turn));
+  // The bench model numbers a response's calls by the assistant messages before it: two a turn.
+  const ids = callIdsFor(2 * (turn - 1), shape.steps[0]?.k ?? 0);
+  for (;;) {
+    try {
+      if (ids.length === 1) await handle.signal(approveSignal, { toolCallId: ids[0]!, by: 'bench' });
+      else
+        await handle.signal(decisionsSignal, {
+          decisions: ids.map((toolCallId) => ({ kind: 'approve' as const, toolCallId, by: 'bench' })),
+        });
+      break;
+    } catch {
+      await sleep(5); // not started yet
+    }
+  }
+  await handle.result();
 }
 
 interface TurnRow {
@@ -141,6 +228,8 @@ interface TurnRow {
   serverCpuMs: number;
   workerCpuMs: number;
   events: number;
+  /** Workflow tasks completed per turn (the session's too, for a turn through it). */
+  tasks: number;
   byCause: Record<string, number>;
   counters: Record<string, number>;
 }
@@ -165,55 +254,73 @@ async function main(): Promise<void> {
     const pidOf = (s: string) => procs.find((p) => p.identity.startsWith(`bench-${s}-`))!.pid;
 
     // 1. Prices.
-    const prices: Record<string, number> = {};
-    const bare = await primitiveCost(c, server.pid, { name: 'bare', workflow: 'primBare' }, 0, TURNS);
-    prices['workflow start, one task, completion'] = bare;
-    for (const p of process.env.BREAKDOWN_SKIP_PRICES ? [] : PRIMITIVES) {
-      const zero = await primitiveCost(c, server.pid, p, 0, TURNS);
-      const many = await primitiveCost(c, server.pid, p, PRIM_N, TURNS);
-      prices[p.name] = (many - zero) / PRIM_N;
-      console.log(`breakdown: ${p.name}: ${prices[p.name]!.toFixed(2)} ms`);
-    }
+    const prices = await price(c, server.pid);
 
-    // 2. Turns, one at a time: B1 and B3, one and three protected calls in one response.
+    /** TURNS turns one at a time after 3 to warm up: server and worker CPU, server requests, history by cause. */
+    const cell = async (
+      system: string,
+      k: number,
+      worker: 'b1' | 'b3',
+      run: (i: number) => Promise<string>,
+      session?: string,
+    ): Promise<TurnRow> => {
+      for (let i = 0; i < 3; i++) await run(i);
+      await sleep(500); // a session has recorded the last warm turn
+      const before = await serverCounters(metricsPort);
+      const cpu0 = { server: cpuMs(server.pid), worker: cpuMs(pidOf(worker)) };
+      const ids: string[] = [];
+      for (let i = 3; i < TURNS + 3; i++) ids.push(await run(i));
+      await sleep(500);
+      const serverCpuMs = (cpuMs(server.pid) - cpu0.server) / TURNS;
+      const workerCpuMs = (cpuMs(pidOf(worker)) - cpu0.worker) / TURNS;
+      const counters = diff(before, await serverCounters(metricsPort), TURNS);
+      const row: TurnRow = { system, k, serverCpuMs, workerCpuMs, events: 0, tasks: 0, byCause: {}, counters };
+      const add = (events: HistoryEvent[], share: number, as?: string) => {
+        row.events += events.length * share;
+        row.tasks += completedTasks(events) * share;
+        for (const [cause, n] of Object.entries(eventsByCause(events))) {
+          const key = as ? `${as}: ${cause}` : cause;
+          row.byCause[key] = (row.byCause[key] ?? 0) + n * share;
+        }
+      };
+      for (const id of ids) add((await c.client.workflow.getHandle(id).fetchHistory()).events ?? [], 1 / TURNS);
+      // The session's events per turn: its one run (no continue-as-new within these turns).
+      if (session)
+        add((await c.client.workflow.getHandle(session).fetchHistory()).events ?? [], 1 / (TURNS + 3), 'session');
+      console.log(
+        `breakdown: ${system} k=${k}: server ${serverCpuMs.toFixed(1)} ms/turn, ${row.events.toFixed(1)} events`,
+      );
+      return row;
+    };
+
+    // 2. Turns, one at a time: B1 and B3, one and three protected calls in one response; then B3's
+    // through a session (one session a cell, turn after turn), for what the session↔turn hand-off adds.
     const rows: TurnRow[] = [];
-    let seq = 0;
-    for (const k of [1, 3])
-      for (const family of ['b1', 'b3'] as const) {
-        const shape = { steps: calls(k, 'noop'), latencyMs: 0 };
-        const ids: string[] = [];
-        for (let i = 0; i < 3; i++) await temporalTurn(c, family, `warm-${family}-${k}-${++seq}`, shape);
-        const before = await serverCounters(metricsPort);
-        const cpu0 = { server: cpuMs(server.pid), worker: cpuMs(pidOf(family)) };
-        for (let i = 0; i < TURNS; i++) {
-          const id = `turn-${family}-${k}-${++seq}`;
-          await temporalTurn(c, family, id, shape);
-          ids.push(id);
-        }
-        const serverCpuMs = (cpuMs(server.pid) - cpu0.server) / TURNS;
-        const workerCpuMs = (cpuMs(pidOf(family)) - cpu0.worker) / TURNS;
-        const counters = diff(before, await serverCounters(metricsPort), TURNS);
-        const byCause: Record<string, number> = {};
-        let events = 0;
-        for (const id of ids) {
-          const h = await c.client.workflow.getHandle(id).fetchHistory();
-          events += h.events?.length ?? 0;
-          for (const [cause, n] of Object.entries(eventsByCause(h.events ?? [])))
-            byCause[cause] = (byCause[cause] ?? 0) + n / TURNS;
-        }
-        rows.push({
-          system: family.toUpperCase(),
-          k,
-          serverCpuMs,
-          workerCpuMs,
-          events: events / TURNS,
-          byCause,
-          counters,
-        });
-        console.log(
-          `breakdown: ${family} k=${k}: server ${serverCpuMs.toFixed(1)} ms/turn, ${(events / TURNS).toFixed(1)} events`,
+    const stamp = Date.now();
+    for (const k of [1, 3]) {
+      const shape = { steps: calls(k, 'noop'), latencyMs: 0 };
+      for (const family of ['b1', 'b3'] as const)
+        rows.push(
+          await cell(family.toUpperCase(), k, family, async (i) => {
+            const id = `turn-${family}-${k}-${stamp}-${i}`;
+            await temporalTurn(c, family, id, shape);
+            return id;
+          }),
         );
-      }
+      const sessionId = `breakdown-${k}-${stamp}`;
+      rows.push(
+        await cell(
+          'B3 via session',
+          k,
+          'b3',
+          async (i) => {
+            await sessionTurn(c, sessionId, i + 1, shape);
+            return turnWorkflowId(sessionId, i + 1);
+          },
+          sessionWorkflowId(sessionId),
+        ),
+      );
+    }
 
     const md = report(prices, rows);
     mkdirSync(OUT, { recursive: true });
@@ -231,7 +338,7 @@ async function main(): Promise<void> {
 const f1 = (x: number | undefined) => (x === undefined ? '0' : x.toFixed(1));
 
 /** The tables: prices; per turn, events by cause and server requests; CPU priced against measured. */
-function report(prices: Record<string, number>, rows: TurnRow[]): string {
+function report(prices: Prices, rows: TurnRow[]): string {
   const out: string[] = [`# Where the server's time goes (${TURNS} turns a cell, one at a time)`, ''];
   out.push('| primitive | server CPU ms |', '|---|---|');
   for (const [name, ms] of Object.entries(prices)) out.push(`| ${name} | ${ms.toFixed(2)} |`);
@@ -240,24 +347,34 @@ function report(prices: Record<string, number>, rows: TurnRow[]): string {
   out.push('', `| events per turn, by cause | ${cols.join(' | ')} |`, `|---|${cols.map(() => '---').join('|')}|`);
   for (const cause of causes) out.push(`| ${cause} | ${rows.map((r) => f1(r.byCause[cause])).join(' | ')} |`);
   out.push(`| **all** | ${rows.map((r) => f1(r.events)).join(' | ')} |`);
+  out.push(`| workflow tasks | ${rows.map((r) => f1(r.tasks)).join(' | ')} |`);
   const ops = [...new Set(rows.flatMap((r) => Object.keys(r.counters)))].filter(
     (k) => !/Poll|GetSystemInfo|DescribeNamespace|GetNamespace|ListClusterMetadata|GetClusterMetadata/.test(k),
   );
   out.push('', `| server requests per turn | ${cols.join(' | ')} |`, `|---|${cols.map(() => '---').join('|')}|`);
   for (const op of ops) out.push(`| ${op} | ${rows.map((r) => f1(r.counters[op])).join(' | ')} |`);
   out.push('', `| server CPU ms per turn, priced | ${cols.join(' | ')} |`, `|---|${cols.map(() => '---').join('|')}|`);
-  const heartbeats = (r: TurnRow) => r.counters['service_requests RecordActivityTaskHeartbeat'] ?? 0;
-  const activities = (r: TurnRow) => ((r.byCause['model activities'] ?? 0) + (r.byCause['tool activities'] ?? 0)) / 3; // scheduled, started, completed
+  const heartbeats = (r: TurnRow) => r.counters['service_requests frontend RecordActivityTaskHeartbeat'] ?? 0;
+  const count = (r: TurnRow, cause: string) => (r.byCause[cause] ?? 0) + (r.byCause[`session: ${cause}`] ?? 0);
+  const activities = (r: TurnRow) => (count(r, 'model activities') + count(r, 'tool activities')) / 3; // scheduled, started, completed
   const priced: [string, (r: TurnRow) => number][] = [
-    ['start, first task, completion', () => prices['workflow start, one task, completion']!],
-    ['activities and their result tasks', (r) => activities(r) * prices['activity + the task its result wakes']!],
-    ['signals and their tasks', (r) => (r.byCause.signals ?? 0) * prices['signal + its workflow task']!],
-    ['state upserts', (r) => (r.byCause['state upserts'] ?? 0) * prices['state upsert']!],
+    ['start, first task, completion', () => prices['workflow start, one task, completion']],
+    ['further workflow tasks', (r) => (r.tasks - 1) * prices['workflow task']],
+    ['activities', (r) => activities(r) * prices.activity],
+    ['signals', (r) => count(r, 'signals') * prices.signal],
+    ['state upserts', (r) => count(r, 'state upserts') * prices['state upsert']],
     [
       'patch markers',
-      (r) => ((r.byCause['patch markers and their upserts'] ?? 0) / 2) * prices['patch (marker + its upsert)']!,
+      (r) => (count(r, 'patch markers and their upserts') / 2) * prices['patch (a marker and its upsert)'],
     ],
-    ['awaited heartbeats (dispatch marker)', (r) => heartbeats(r) * prices['awaited heartbeat']!],
+    ['awaited heartbeats (dispatch marker)', (r) => heartbeats(r) * prices['awaited heartbeat']],
+    [
+      "the turn's start and result as a child",
+      (r) =>
+        r.byCause['session: child workflow']
+          ? prices['child workflow start and result (beside its run and the tasks they wake)']
+          : 0,
+    ],
   ];
   for (const [name, f] of priced) out.push(`| ${name} | ${rows.map((r) => f1(f(r))).join(' | ')} |`);
   const sum = (r: TurnRow) => priced.reduce((a, [, f]) => a + f(r), 0);

@@ -47,6 +47,12 @@ export async function primActivities(n: number): Promise<number> {
   return n;
 }
 
+/** `n` activities at once: their results share workflow tasks (how a task's price comes apart from an activity's). */
+export async function primParallel(n: number): Promise<number> {
+  await Promise.all(Array.from({ length: n }, () => noop()));
+  return n;
+}
+
 /** One activity that sends `n` awaited heartbeats (priced against one activity with none). */
 export async function primHeartbeats(n: number): Promise<number> {
   return heartbeats(n);
