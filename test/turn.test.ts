@@ -153,7 +153,7 @@ describe('turns end to end', function () {
     );
     assert.equal(signals.length, 2, 'the malformed batch and the approval: one signal each');
     // From the approval to the task that processes the last result: at most 38 events for three
-    // calls (12.7 per call; 16 for a call approved alone). Results may share tasks, so not exact.
+    // calls (11 for a call approved alone). Results may share tasks, so not exact.
     const spans = await Promise.all(done.ledger.map((e) => eventsForCall(w.c, parked.workflowId, e.executionId, true)));
     const total = Math.max(...spans.map((s) => s.length));
     assert.ok(total <= 38, `three calls approved at once cost ${total} events: ${spans.at(-1)!.join(' ')}`);
