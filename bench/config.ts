@@ -1,9 +1,11 @@
 import { join } from 'node:path';
+import type { PayloadsMode } from './payloadStore';
 import type { BenchTool, Step, TurnShape } from './workload';
 import { MIXED, calls } from './workload';
 
 // What `npm run bench` runs: the command line, the systems under test and the workloads.
 // npm run bench [-- --quick] [--only main,mixed,latency,parked,crash,scale] [--ns 1,32] [--out dir] [--dynamic KEY=JSON]
+//   [--payloads dir|s3] [--encrypt]
 
 export const ROOT = join(__dirname, '..', '..');
 const argv = process.argv;
@@ -17,6 +19,12 @@ export const DYNAMIC: Record<string, unknown> = Object.fromEntries(
     .flatMap((a, i) => (a === '--dynamic' ? [argv[i + 1]!] : []))
     .map((kv) => [kv.slice(0, kv.indexOf('=')), JSON.parse(kv.slice(kv.indexOf('=') + 1))]),
 );
+/** `--payloads dir|s3`: the payload store of every process, a directory (default) or SeaweedFS's S3. */
+export const PAYLOADS = (arg('--payloads') ?? 'dir') as PayloadsMode;
+if (PAYLOADS !== 'dir' && PAYLOADS !== 's3')
+  throw new Error(`bench: --payloads '${PAYLOADS}' is not a store; use dir or s3`);
+/** `--encrypt`: every process seals payloads with a fresh key (B1 and B2 too: they use the same data converter). */
+export const ENCRYPT = argv.includes('--encrypt');
 export const ALL_PARTS = ['main', 'mixed', 'latency', 'parked', 'crash', 'scale'] as const;
 /** `--only main,mixed,…`: which parts to run (default all). */
 export const PARTS = new Set(arg('--only')?.split(',') ?? ALL_PARTS);
@@ -94,6 +102,8 @@ const WORKLOADS: Workload[] = [
 export const CONFIG = {
   seconds: SECONDS,
   rounds: ROUNDS,
+  payloads: PAYLOADS,
+  encrypt: ENCRYPT,
   workloads: WORKLOADS.filter((w) => PARTS.has(w.part)),
 };
 

@@ -7,6 +7,8 @@ import { approveSignal as b1ApproveSignal } from './idiomaticWorkflow';
 import { runTurnInProcess } from './loop';
 import type { System, Workload } from './config';
 import { B0, B2, CONFIG, isRead, shapeFor, systemsFor } from './config';
+import type { BenchPayloadStore } from './payloadStore';
+import { perTurn } from './payloadStore';
 import { scrapeHistograms } from './procs';
 import type { RunResult } from './report';
 import { benchMessage, benchModel, benchTools, protectedCalls } from './workload';
@@ -108,7 +110,15 @@ export async function temporalTurn(
   ]);
 }
 
-export async function runMatrix(c: OpenWorkerClient, serverPid: number, workers: Workers): Promise<MatrixResult> {
+/** The payload store, measured around each run: its counters and its process, if it has one. */
+export type MeasuredStore = Pick<BenchPayloadStore, 'counts' | 'pid'>;
+
+export async function runMatrix(
+  c: OpenWorkerClient,
+  serverPid: number,
+  workers: Workers,
+  store?: MeasuredStore,
+): Promise<MatrixResult> {
   const model = benchModel();
   const registry = createRegistry(benchTools);
   let seq = 0;
@@ -152,7 +162,13 @@ export async function runMatrix(c: OpenWorkerClient, serverPid: number, workers:
         for (const system of systemsFor(w)) {
           const family = familyOf(system);
           const wpid = family ? workers[family].pid : undefined;
-          const cpu0 = { server: cpuMs(serverPid), worker: wpid ? cpuMs(wpid) : 0, driver: cpuMs(process.pid) };
+          const store0 = await store?.counts();
+          const cpu0 = {
+            server: cpuMs(serverPid),
+            worker: wpid ? cpuMs(wpid) : 0,
+            driver: cpuMs(process.pid),
+            store: store?.pid ? cpuMs(store.pid) : 0,
+          };
           const latencies: number[] = [];
           const ids: string[] = [];
           const t0 = Date.now();
@@ -175,9 +191,12 @@ export async function runMatrix(c: OpenWorkerClient, serverPid: number, workers:
             server: (cpuMs(serverPid) - cpu0.server) / turns,
             ...(wpid ? { worker: (cpuMs(wpid) - cpu0.worker) / turns } : {}),
             driver: (cpuMs(process.pid) - cpu0.driver) / turns,
+            ...(store?.pid ? { store: (cpuMs(store.pid) - cpu0.store) / turns } : {}),
           };
+          const storePerTurn = store0 && perTurn(store0, await store!.counts(), turns);
           const { k, tool, latencyMs } = w;
-          runs.push({ system, k, tool, latencyMs, n, round, turns, seconds, latencies, cpuPerTurn });
+          const measured = { turns, seconds, latencies, cpuPerTurn, ...(storePerTurn ? { storePerTurn } : {}) };
+          runs.push({ system, k, tool, latencyMs, n, round, ...measured });
           const key = `${system}|${k}|${tool}`;
           if (n === 1 && latencyMs === 0 && family && family !== 'b2')
             samples.set(key, [...(samples.get(key) ?? []), ...ids]);

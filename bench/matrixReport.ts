@@ -34,6 +34,33 @@ export function comparisonTable(rows: readonly Comparison[]): string {
   ].join('\n');
 }
 
+/** What the payload store did per turn, in the cells that measured it (not B0's, which has no store). */
+export function storeTable(cs: readonly Cell[], systems: readonly string[]): string[] {
+  const rows = cs
+    .filter((c) => c.storePerTurn && c.system !== systems[0])
+    .sort(
+      (a, b) =>
+        a.latencyMs - b.latencyMs ||
+        a.k - b.k ||
+        a.tool.localeCompare(b.tool) ||
+        a.n - b.n ||
+        systems.indexOf(a.system) - systems.indexOf(b.system),
+    );
+  if (!rows.length) return [];
+  const v = (c: Cell, key: string, d = 2): string => f(c.storePerTurn?.[key] ?? NaN, d);
+  return [
+    '**The payload store per turn**: objects it gained and their KiB (content-addressed: a payload stored twice is one object); with S3, the requests SeaweedFS counted for the bucket (it counts an existence check, HEAD, as a GET; the S3 driver checks before each PUT), the ms it spent answering them, and its process CPU.',
+    '',
+    '| system | workload | model ms | N | objects | KiB | PUT | GET+HEAD | answering ms | store CPU ms |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+    ...rows.map(
+      (c) =>
+        `| ${c.system} | ${workloadName(c.k, c.tool)} | ${c.latencyMs} | ${c.n} | ${v(c, 'objects')} | ${f((c.storePerTurn?.bytes ?? NaN) / 1024, 2)} | ${v(c, 'put')} | ${v(c, 'getOrHead')} | ${f((c.storePerTurn?.putMs ?? NaN) + (c.storePerTurn?.getOrHeadMs ?? NaN))} | ${f(c.cpuPerTurn.store ?? NaN)} |`,
+    ),
+    '',
+  ];
+}
+
 export function matrixMarkdown(m: MatrixReport): string {
   return [
     `Closed loop: N concurrent sessions, each starting its next turn when the last one ends, ${m.seconds} s per run (at least 3 turns at N=1 with a slow model), ${m.rounds} interleaved round(s); latency is the client's wall time from start to result; CPU is /proc utime+stime per process over the run, divided by turns. The mixed agent: ${MIXED.map((s) => `${s.k} ${s.tool}`).join(', then ')}, then text (3 model responses). The automatic approver (B1, B3) sends one signal per model response with protected calls, while the model produces it: at once for the first response, for a later one when its model call is scheduled.`,
@@ -44,6 +71,7 @@ export function matrixMarkdown(m: MatrixReport): string {
     '',
     comparisonTable(m.comparisons),
     '',
+    ...storeTable(m.cells, m.systems),
     "**Added latency per tool call** (N=1, no model latency): per turn with one call, its latency minus the baseline's median for the same turn, minus the difference of the two systems' medians for a turn without calls.",
     '',
     '| system · tool | vs | p50 ms | p99 ms | max ms |',

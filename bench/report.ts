@@ -21,6 +21,8 @@ export interface RunResult {
   latencies: number[];
   /** CPU ms per turn, per process. */
   cpuPerTurn: Record<string, number>;
+  /** What the payload store did per turn (requests, objects and bytes written), where the run measured it. */
+  storePerTurn?: Record<string, number>;
 }
 
 /** Max without spreading (B0 runs record hundreds of thousands of samples). */
@@ -45,7 +47,17 @@ export interface Cell {
   p99: number;
   max: number;
   cpuPerTurn: Record<string, number>;
+  storePerTurn?: Record<string, number>;
   samples: number;
+}
+
+/** The turn-weighted mean of each key of a per-turn record over runs. */
+function perTurnMean(rs: readonly RunResult[], of: (r: RunResult) => Record<string, number> | undefined) {
+  const turns = rs.reduce((a, r) => a + r.turns, 0);
+  const keys = [...new Set(rs.flatMap((r) => Object.keys(of(r) ?? {})))];
+  return Object.fromEntries(
+    keys.map((p) => [p, rs.reduce((a, r) => a + (of(r)?.[p] ?? 0) * r.turns, 0) / Math.max(1, turns)]),
+  );
 }
 
 /** Merges the rounds of each (system, k, tool, model latency, n). */
@@ -60,10 +72,7 @@ export function cells(runs: readonly RunResult[]): Cell[] {
     const turns = rs.reduce((a, r) => a + r.turns, 0);
     const seconds = rs.reduce((a, r) => a + r.seconds, 0);
     const lat = rs.flatMap((r) => r.latencies);
-    const procs = [...new Set(rs.flatMap((r) => Object.keys(r.cpuPerTurn)))];
-    const cpuPerTurn = Object.fromEntries(
-      procs.map((p) => [p, rs.reduce((a, r) => a + (r.cpuPerTurn[p] ?? 0) * r.turns, 0) / Math.max(1, turns)]),
-    );
+    const cpuPerTurn = perTurnMean(rs, (r) => r.cpuPerTurn);
     return {
       system,
       k,
@@ -76,6 +85,7 @@ export function cells(runs: readonly RunResult[]): Cell[] {
       p99: percentile(lat, 99),
       max: maxOf(lat),
       cpuPerTurn,
+      ...(rs.some((r) => r.storePerTurn) ? { storePerTurn: perTurnMean(rs, (r) => r.storePerTurn) } : {}),
       samples: lat.length,
     };
   });

@@ -6,13 +6,15 @@ import { connectClient } from '../client/connection';
 import type { OpenWorkerClient } from '../client/connection';
 import { DYNAMIC_CONFIG, startDevServer } from '../dev/server';
 import { addedLatency, comparisons, historyCosts } from './analysis';
-import { B0, B3, CONFIG, DYNAMIC, OUT, PARTS, QUICK, ROOT, SYSTEMS } from './config';
+import { B0, B3, CONFIG, DYNAMIC, ENCRYPT, OUT, PARTS, PAYLOADS, QUICK, ROOT, SYSTEMS } from './config';
 import { crashToRecovery } from './crash';
 import type { CrashResult } from './crash';
 import { runMatrix } from './matrix';
 import type { Histograms } from './matrix';
 import { matrixMarkdown } from './matrixReport';
 import { parkedTurns } from './parked';
+import type { BenchPayloadStore } from './payloadStore';
+import { startBenchPayloadStore } from './payloadStore';
 import type { ParkedRow } from './parked';
 import { freePort, killHard, startBenchWorker } from './procs';
 import type { BenchWorker } from './procs';
@@ -21,7 +23,7 @@ import { cells, durabilityMarkdown, svgChart } from './report';
 import { scaleOut } from './scaleOut';
 import type { ScaleOutResult } from './scaleOut';
 
-// npm run bench [-- --quick] [--only …] [--ns …] [--out dir] (see config.ts): B0 (in-process), B1
+// npm run bench [-- --quick] [--only …] [--ns …] [--out dir] [--payloads dir|s3] [--encrypt] (see config.ts): B0 (in-process), B1
 // (idiomatic Temporal), B2 (naive Temporal) and B3 (ours) on one fresh file-backed dev server,
 // interleaved, same model, same tools, an automatic approver; then the durability measurements.
 
@@ -46,10 +48,14 @@ async function main(): Promise<void> {
     dynamicConfig: DYNAMIC,
   });
   process.env.TEMPORAL_ADDRESS = server.address;
-  process.env.OPENWORKER_PAYLOAD_STORE = join(dir, 'payloads');
   const procs: BenchWorker[] = [];
   let c: OpenWorkerClient | undefined;
+  let store: BenchPayloadStore | undefined;
   try {
+    // The driver and every worker process (they inherit this environment) share the store and the keys.
+    store = await startBenchPayloadStore(PAYLOADS, ENCRYPT, join(dir, 'payloads'));
+    Object.assign(process.env, store.env);
+    console.log(`bench: ${store.describe}`);
     const client = await connectClient({ address: server.address, taskQueue: 'bench-b3' });
     c = client;
     let runs: RunResult[] = [];
@@ -69,7 +75,7 @@ async function main(): Promise<void> {
       const workers = { b1: await start('b1'), b2: await start('b2'), b3: await start('b3') };
       ({ runs, samples, workerTasks } = await timed(
         [...PARTS].filter((p) => CONFIG.workloads.some((w) => w.part === p)).join('+'),
-        () => runMatrix(client, server.pid, workers),
+        () => runMatrix(client, server.pid, workers, store),
       ));
       while (procs.length) await killHard(procs.pop()!);
     }
@@ -133,6 +139,8 @@ async function main(): Promise<void> {
       `# openworker-temporal benchmark${QUICK ? ' (--quick)' : ''}`,
       '',
       `${env.cpu} × ${env.cores} cores, Node ${env.node}, ${String(env.temporalCli).split('\n')[0]}, commit ${String(env.gitCommit).slice(0, 10)}, ${env.at}.`,
+      '',
+      `Payload store: ${store.describe} (\`--payloads ${PAYLOADS}\`${ENCRYPT ? ' `--encrypt`' : ''}).`,
       ...(runs.length
         ? [
             matrixMarkdown({
@@ -162,6 +170,7 @@ async function main(): Promise<void> {
   } finally {
     for (const p of procs) await killHard(p);
     await c?.close();
+    await store?.stop();
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }

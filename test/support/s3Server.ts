@@ -19,6 +19,8 @@ export interface S3Server {
   secretAccessKey: string;
   region: string;
   pid: number;
+  /** SeaweedFS's Prometheus endpoint (its S3 request counts), when started with `metrics: true`. */
+  metricsUrl?: string;
   createBucket(name: string): Promise<void>;
   /** A client of this server (the caller destroys it); another secret tests signing. */
   client(secretAccessKey?: string): S3Client;
@@ -61,13 +63,13 @@ function listen(port: number): Promise<net.Server | undefined> {
   });
 }
 
-/** Eight distinct free ports, then an admin port whose +10000 twin is free too. */
+/** Nine distinct free ports, then an admin port whose +10000 twin is free too. */
 async function pickPorts(): Promise<number[]> {
   // Held open together so the kernel cannot hand out the same port twice.
   const held: net.Server[] = [];
   const port = (s: net.Server): number => (s.address() as net.AddressInfo).port;
   try {
-    while (held.length < 8) held.push((await listen(0))!);
+    while (held.length < 9) held.push((await listen(0))!);
     const ports = held.map(port);
     for (let i = 0; i < 50; i++) {
       const admin = (await listen(0))!;
@@ -84,11 +86,11 @@ async function pickPorts(): Promise<number[]> {
   }
 }
 
-export async function startS3Server(): Promise<S3Server> {
+export async function startS3Server(opts: { metrics?: boolean } = {}): Promise<S3Server> {
   // The ports are free only a moment ago; weed exits when an explicit HTTP port is taken, so retry.
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startOnce();
+      return await startOnce(opts.metrics ?? false);
     } catch (err) {
       if (attempt >= 3 || !(err instanceof EarlyExit)) throw err;
     }
@@ -97,9 +99,9 @@ export async function startS3Server(): Promise<S3Server> {
 
 class EarlyExit extends Error {}
 
-async function startOnce(): Promise<S3Server> {
+async function startOnce(metrics: boolean): Promise<S3Server> {
   const weed = weedPath();
-  const [mp, mg, vp, vg, fp, fg, sp, sg, ap, ag] = await pickPorts();
+  const [mp, mg, vp, vg, fp, fg, sp, sg, mx, ap, ag] = await pickPorts();
   const dir = mkdtempSync(join(tmpdir(), 'openworker-s3-'));
   const accessKeyId = `ow${randomBytes(8).toString('hex')}`;
   const secretAccessKey = randomBytes(20).toString('hex');
@@ -130,6 +132,7 @@ async function startOnce(): Promise<S3Server> {
     '-volume.preStopSeconds=0', // the data is thrown away; do not linger on SIGTERM
     `-s3.localSocket=${join(dir, 's3.sock')}`, // defaults are /tmp/seaweedfs-<kind>-<port>.sock
     `-filer.localSocket=${join(dir, 'filer.sock')}`,
+    ...(metrics ? [`-metricsPort=${mx}`, '-metricsIp=127.0.0.1'] : []),
   ];
   // Only our settings: a developer's WEED_*/AWS_*/S3_* variables or ~/.seaweedfs/*.toml must not leak in.
   // weed mini turns the AWS_* pair into an admin identity on first start of an empty data dir.
@@ -204,6 +207,7 @@ async function startOnce(): Promise<S3Server> {
     secretAccessKey,
     region,
     pid: proc.pid!,
+    ...(metrics ? { metricsUrl: `http://127.0.0.1:${mx}/metrics` } : {}),
     async createBucket(name) {
       await client.send(new CreateBucketCommand({ Bucket: name }));
     },
