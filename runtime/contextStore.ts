@@ -4,7 +4,7 @@ import { contextKey } from '../workflows/context';
 import { sessionWorkflowId } from '../workflows/ids';
 import type { ContextRef, ContextSummary, Message } from '../workflows/types';
 import { combinedCodec, defaultPayloadCodecs } from './dataConverter';
-import { externalStorageFor } from './payloadStorage';
+import { driverFor } from './payloadStorage';
 import type { Settings } from './settings';
 
 /**
@@ -131,7 +131,8 @@ export function contextStoreOn(driver: () => StorageDriver, codec = combinedCode
 export function contextStoreFor(settings: Settings): ContextStore {
   let driver: StorageDriver | undefined;
   return contextStoreOn(
-    () => (driver ??= externalStorageFor(settings).drivers[0]!),
+    // Segments are small and new: stored without the driver's HEAD first (payloadStorage.ts driverFor).
+    () => (driver ??= driverFor(settings.payloadStore, settings.env, { putAlways: true })),
     combinedCodec(defaultPayloadCodecs(settings)),
   );
 }

@@ -96,7 +96,14 @@ export function payloadStoreConfig(env: Env): PayloadStoreConfig {
 export const describeStore = (c: PayloadStoreConfig): string =>
   c.kind === 'file' ? c.dir : `s3://${c.bucket}${c.prefix ? `/${c.prefix}` : ''}`;
 
-function driverFor(c: PayloadStoreConfig, env: Env): StorageDriver {
+/**
+ * `putAlways`: store without asking first whether the object exists. The SDK's S3 driver asks (a
+ * HEAD) so that a large payload stored before is not sent again; a transcript segment is small and
+ * new, so the question costs as much as the answer (npm run bench -- --payloads s3: 2 of a model
+ * call's 2 requests, ~3 ms of worker CPU each). Writing an object again under its content's key
+ * writes the same bytes.
+ */
+export function driverFor(c: PayloadStoreConfig, env: Env, o: { putAlways?: boolean } = {}): StorageDriver {
   if (c.kind === 'file') return fileDriver(c.dir);
   // Loaded only when used: the AWS SDK costs every CLI command ~100 ms to load. Its Node 20 warning
   // is about SDK releases from 2027 on, which the pinned version is not; on every command it would
@@ -104,7 +111,7 @@ function driverFor(c: PayloadStoreConfig, env: Env): StorageDriver {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { s3Driver } = require('./s3Driver') as typeof import('./s3Driver');
-  return s3Driver(c, env);
+  return s3Driver(c, env, o);
 }
 
 /** The external storage of every client and worker. */

@@ -24,10 +24,16 @@ export function s3Client(env: Env): S3Client {
   });
 }
 
-export function s3Driver(c: { bucket: string; prefix: string }, env: Env): StorageDriver {
+export function s3Driver(
+  c: { bucket: string; prefix: string },
+  env: Env,
+  o: { putAlways?: boolean } = {},
+): StorageDriver {
   const s3 = s3Client(env);
+  const client = prefixed(new AwsSdkS3StorageDriverClient(s3), c.prefix);
   const driver = new S3StorageDriver({
-    client: prefixed(new AwsSdkS3StorageDriverClient(s3), c.prefix),
+    // The driver asks before each PUT; `putAlways` (payloadStorage.ts driverFor) answers no without asking.
+    client: o.putAlways ? { ...client, objectExists: async () => false } : client,
     bucket: c.bucket,
   });
   return {
