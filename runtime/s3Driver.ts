@@ -30,10 +30,8 @@ export function s3Driver(
   o: { putAlways?: boolean } = {},
 ): StorageDriver {
   const s3 = s3Client(env);
-  const client = prefixed(new AwsSdkS3StorageDriverClient(s3), c.prefix);
   const driver = new S3StorageDriver({
-    // The driver asks before each PUT; `putAlways` (payloadStorage.ts driverFor) answers no without asking.
-    client: o.putAlways ? { ...client, objectExists: async () => false } : client,
+    client: wrapped(new AwsSdkS3StorageDriverClient(s3), c.prefix, o.putAlways === true),
     bucket: c.bucket,
   });
   return {
@@ -46,14 +44,15 @@ export function s3Driver(
 
 // The driver's key is `v0/ns/…/d/sha256/<hash>`, with no room for a prefix: the prefix is the
 // deployment's, added on the way to S3, so every client and worker must be given the same one.
-function prefixed(client: S3StorageDriverClient, prefix: string): S3StorageDriverClient {
-  if (!prefix) return client;
-  const at = (key: string) => `${prefix}/${key}`;
+// The driver asks before each PUT whether the object exists; `putAlways` (payloadStorage.ts
+// driverFor) answers no without asking.
+function wrapped(client: S3StorageDriverClient, prefix: string, putAlways: boolean): S3StorageDriverClient {
+  const at = (key: string) => (prefix ? `${prefix}/${key}` : key);
   return {
     putObject: (bucket, key, data, o) => client.putObject(bucket, at(key), data, o),
-    objectExists: (bucket, key, o) => client.objectExists(bucket, at(key), o),
+    objectExists: putAlways ? async () => false : (bucket, key, o) => client.objectExists(bucket, at(key), o),
     getObject: (bucket, key, o) => client.getObject(bucket, at(key), o),
-    describe: () => ({ ...client.describe?.(), prefix }),
+    describe: () => ({ ...client.describe?.(), ...(prefix ? { prefix } : {}) }),
   };
 }
 

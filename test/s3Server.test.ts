@@ -67,38 +67,47 @@ describe('test S3 server (SeaweedFS)', function () {
     }
   });
 
-  it('a transcript segment is one PUT; a payload over the threshold is asked for (a HEAD) first', async () => {
+  it('a transcript segment is one PUT, with a prefix or without; a payload over the threshold is asked for (a HEAD) first', async () => {
     await server.createBucket('segments');
-    const settings = settingsFrom({
-      OPENWORKER_PAYLOAD_STORE: 's3://segments/p',
-      OPENWORKER_ENCRYPTION: 'off',
-      AWS_ENDPOINT_URL_S3: server.endpoint,
-      AWS_REGION: server.region,
-    });
+    const settingsAt = (store: string) =>
+      settingsFrom({
+        OPENWORKER_PAYLOAD_STORE: store,
+        OPENWORKER_ENCRYPTION: 'off',
+        AWS_ENDPOINT_URL_S3: server.endpoint,
+        AWS_REGION: server.region,
+      });
+    const settings = settingsAt('s3://segments/p');
     // The AWS SDK reads credentials from the process's environment (its default chain).
     const saved = { ...process.env };
     process.env.AWS_ACCESS_KEY_ID = server.accessKeyId;
     process.env.AWS_SECRET_ACCESS_KEY = server.secretAccessKey;
     try {
       const counts = async () => s3RequestCounts(await (await fetch(server.metricsUrl!)).text(), 'segments');
-      // SeaweedFS publishes its counters as it serves: read until two reads agree.
+      // SeaweedFS publishes its counters as it serves: read until two reads agree (at most ~6 s).
       const settled = async () => {
-        for (let last = await counts(); ;) {
+        let last = await counts();
+        for (let i = 0; i < 20; i++) {
           await new Promise((r) => setTimeout(r, 300));
           const now = await counts();
           if (now.put === last.put && now.getOrHead === last.getOrHead) return now;
           last = now;
         }
+        throw new Error("SeaweedFS's request counters did not settle");
       };
-      const store = contextStoreFor(settings);
-      const before = await settled();
-      const ref = await store.append(undefined, [{ role: 'user', content: 'hello' }], {
-        namespace: 'default',
-        sessionId: 's3-segments',
-      });
-      const after = await settled();
-      assert.deepEqual([after.put - before.put, after.getOrHead - before.getOrHead], [1, 0]);
-      assert.deepEqual(await store.read(ref), [{ role: 'user', content: 'hello' }]);
+      for (const [at, content] of [
+        ['s3://segments/p', 'hello'],
+        ['s3://segments', 'hello without a prefix'],
+      ] as const) {
+        const store = contextStoreFor(settingsAt(at));
+        const before = await settled();
+        const ref = await store.append(undefined, [{ role: 'user', content }], {
+          namespace: 'default',
+          sessionId: 's3-segments',
+        });
+        const after = await settled();
+        assert.deepEqual([after.put - before.put, after.getOrHead - before.getOrHead], [1, 0], at);
+        assert.deepEqual(await contextStoreFor(settingsAt(at)).read(ref), [{ role: 'user', content }], at);
+      }
       // The data converter's driver keeps the SDK's check: a large payload stored before is not sent again.
       const driver = externalStorageFor(settings).drivers[0]!;
       const big = { metadata: {}, data: new Uint8Array(20_000).fill(7) };
