@@ -1,7 +1,7 @@
 import type { AddedLatency, Comparison, HistoryCost } from './analysis';
 import type { Histograms } from './matrix';
 import type { Cell } from './report';
-import { markdownTable } from './report';
+import { cellOrder, markdownTable } from './report';
 import { MIXED, workloadName } from './workload';
 
 // The markdown of the closed-loop matrix: every cell, B3 against B1 and B2, added latency, history, worker tasks.
@@ -36,20 +36,11 @@ export function comparisonTable(rows: readonly Comparison[]): string {
 
 /** What the payload store did per turn, in the cells that measured it (not B0's, which has no store). */
 export function storeTable(cs: readonly Cell[], systems: readonly string[]): string[] {
-  const rows = cs
-    .filter((c) => c.storePerTurn && c.system !== systems[0])
-    .sort(
-      (a, b) =>
-        a.latencyMs - b.latencyMs ||
-        a.k - b.k ||
-        a.tool.localeCompare(b.tool) ||
-        a.n - b.n ||
-        systems.indexOf(a.system) - systems.indexOf(b.system),
-    );
+  const rows = cs.filter((c) => c.storePerTurn && c.system !== systems[0]).sort(cellOrder(systems));
   if (!rows.length) return [];
   const v = (c: Cell, key: string, d = 2): string => f(c.storePerTurn?.[key] ?? NaN, d);
   return [
-    '**The payload store per turn**: objects it gained and their KiB (content-addressed: a payload stored twice is one object); with S3, the requests SeaweedFS counted for the bucket (it counts an existence check, HEAD, as a GET; the S3 driver checks before each PUT), the ms it spent answering them, and its process CPU.',
+    '**The payload store per turn**: objects it gained and their KiB (content-addressed: a payload stored twice is one object); with S3, the requests SeaweedFS counted for the bucket (it counts an existence check, HEAD, as a GET; the S3 driver checks before storing a payload over 16 KiB, not before a transcript segment), the ms it spent answering them, and its process CPU.',
     '',
     '| system | workload | model ms | N | objects | KiB | PUT | GET+HEAD | answering ms | store CPU ms |',
     '|---|---|---|---|---|---|---|---|---|---|',

@@ -93,18 +93,21 @@ export function cells(runs: readonly RunResult[]): Cell[] {
 
 const f = (x: number, d = 1): string => (Number.isFinite(x) ? x.toFixed(d) : '—');
 
+/** Cells in table order: model latency, calls, tool, N, then the systems' order. */
+export const cellOrder =
+  (systems: readonly string[]) =>
+  (a: Cell, b: Cell): number =>
+    a.latencyMs - b.latencyMs ||
+    a.k - b.k ||
+    a.tool.localeCompare(b.tool) ||
+    a.n - b.n ||
+    systems.indexOf(a.system) - systems.indexOf(b.system);
+
 export function markdownTable(cs: readonly Cell[], systems: readonly string[]): string {
   const head =
     '| system | workload | model ms | N | turns/s | calls/s | p50 ms | p99 ms | max ms | CPU ms/turn (server / worker / driver) |';
   const rows = [...cs]
-    .sort(
-      (a, b) =>
-        a.latencyMs - b.latencyMs ||
-        a.k - b.k ||
-        a.tool.localeCompare(b.tool) ||
-        a.n - b.n ||
-        systems.indexOf(a.system) - systems.indexOf(b.system),
-    )
+    .sort(cellOrder(systems))
     .map(
       (c) =>
         `| ${c.system} | ${workloadName(c.k, c.tool)} | ${c.latencyMs} | ${c.n} | ${f(c.turnsPerSec)} | ${c.k ? f(c.callsPerSec) : '—'} | ${f(c.p50)} | ${f(c.p99)} | ${f(c.max)} | ${f(c.cpuPerTurn.server ?? NaN)} / ${f(c.cpuPerTurn.worker ?? NaN)} / ${f(c.cpuPerTurn.driver ?? NaN)} |`,

@@ -176,11 +176,11 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   const runCalls = (planned: PlannedCall[], starts?: Map<string, NextStep>): Promise<Message[]> => {
     const decide = (): void => {
       grants.applyGrants(planned.map((c) => c.toolCallId));
-      if (!lean) book.publish();
+      book.publish();
       intake.callsCreated();
     };
-    // A lean turn publishes its state once, after grants and waiting decisions: calls approved before
-    // they existed never show (or upsert) awaiting_approval.
+    // A lean turn publishes its state once, after grants and waiting decisions (a batch holds every
+    // publish until its end): calls approved before they existed never show awaiting_approval.
     if (lean) book.batch(decide);
     else decide();
     inFlight = planned.map((c) => calls.run(c, starts?.get(c.toolCallId)));
