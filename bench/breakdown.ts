@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { connectClient } from '../client/connection';
 import type { OpenWorkerClient } from '../client/connection';
 import { startDevServer } from '../dev/server';
-import { DYNAMIC, OUT } from './config';
+import { DYNAMIC, OUT, usage } from './config';
 import { eventName } from './events';
 import type { HistoryEvent } from './events';
 import { cpuMs, temporalTurn } from './matrix';
@@ -27,6 +27,7 @@ import { tick } from './breakdownWorkflow';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const argv = process.argv;
 const TURNS = argv.includes('--turns') ? Number(argv[argv.indexOf('--turns') + 1]) : 40;
+if (!Number.isInteger(TURNS) || TURNS < 1) usage(`--turns takes a whole number of turns a cell, 1 or more`);
 const PRIM_N = 8;
 
 type Cause =

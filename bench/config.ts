@@ -11,6 +11,12 @@ export const ROOT = join(__dirname, '..', '..');
 const argv = process.argv;
 const arg = (name: string): string | undefined => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
 
+/** A bad option: one line and exit 2, not a stack trace. */
+export function usage(message: string): never {
+  console.error(`bench: ${message}`);
+  process.exit(2);
+}
+
 export const QUICK = argv.includes('--quick');
 export const OUT = arg('--out') ?? join(ROOT, 'bench-results');
 /** `--dynamic KEY=JSON` (repeatable): server dynamic config for a variant, e.g. system.enableActivityEagerExecution=true. */
@@ -21,8 +27,7 @@ export const DYNAMIC: Record<string, unknown> = Object.fromEntries(
 );
 /** `--payloads dir|s3`: the payload store of every process, a directory (default) or SeaweedFS's S3. */
 export const PAYLOADS = (arg('--payloads') ?? 'dir') as PayloadsMode;
-if (PAYLOADS !== 'dir' && PAYLOADS !== 's3')
-  throw new Error(`bench: --payloads '${PAYLOADS}' is not a store; use dir or s3`);
+if (PAYLOADS !== 'dir' && PAYLOADS !== 's3') usage(`--payloads '${PAYLOADS}' is not a store; use dir or s3`);
 /** `--encrypt`: every process seals payloads with a fresh key (B1 and B2 too: they use the same data converter). */
 export const ENCRYPT = argv.includes('--encrypt');
 export const ALL_PARTS = ['main', 'mixed', 'latency', 'parked', 'crash', 'scale'] as const;
@@ -30,7 +35,7 @@ export const ALL_PARTS = ['main', 'mixed', 'latency', 'parked', 'crash', 'scale'
 export const PARTS = new Set(arg('--only')?.split(',') ?? ALL_PARTS);
 for (const p of PARTS)
   if (!(ALL_PARTS as readonly string[]).includes(p))
-    throw new Error(`bench: unknown part '${p}' in --only; parts: ${ALL_PARTS.join(', ')}`);
+    usage(`unknown part '${p}' in --only; parts: ${ALL_PARTS.join(', ')}`);
 
 export const SYSTEMS = [
   'B0 in-process',
