@@ -130,6 +130,12 @@ export function formatSession(v: SessionView): string {
 const signedNote = (signed: { keyId: string } | undefined): string =>
   signed ? ` (signed, key ${signed.keyId})` : ' (unsigned)';
 
+/** The inbox row's argument preview as `key: value, …` (the call's page and `show` have them whole). */
+const previewLine = (p: Record<string, string>): string =>
+  Object.entries(p)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join(', ');
+
 export function formatInbox(items: InboxItem[]): string {
   if (!items.length) return 'inbox is empty: nothing awaits approval, recovery or an answer';
   const now = Date.now();
@@ -142,7 +148,7 @@ export function formatInbox(items: InboxItem[]): string {
       const asks = i.question
         ? `\n    asks: ${i.question.question}${i.question.choices ? ` (${i.question.choices.map((c, n) => `${n + 1}. ${c}`).join(', ')})` : ''}\n    answer: openworker-temporal answer ${i.sessionId} ${i.toolCallId} <answer>`
         : '';
-      return `${head}\n    args: ${short(i.arguments, 160)}${asks}${i.reason ? `\n    why: ${i.reason}` : ''}${i.fence ? `\n    ${fenceLine(i.fence)}` : ''}${i.retryNote ? `\n    ${i.retryNote}` : ''}${refused}`;
+      return `${head}\n    args: ${short(previewLine(i.argsPreview), 160)}${asks}${i.reason ? `\n    why: ${i.reason}` : ''}${i.fence ? `\n    ${fenceLine(i.fence)}` : ''}${i.retryNote ? `\n    ${i.retryNote}` : ''}${refused}`;
     })
     .join('\n');
 }

@@ -1,27 +1,25 @@
 import type { Question } from '../workflows/answers';
-import { questionOf } from '../workflows/answers';
-import { notAppliedDecisions } from '../workflows/details';
+import { INBOX_MEMO } from '../workflows/definitions';
+import {
+  type InboxMemo,
+  type InboxRow,
+  inboxRows,
+  notApplied,
+  type NotApplied,
+  PARKED_STATES,
+  type ParkedState,
+  readInboxMemo,
+  type RowNotification,
+} from '../workflows/inboxRows';
 import type { ClientLike } from './own';
 import { asOpenWorker } from './own';
-import { pendingFence, retryNote } from '../workflows/ledger';
-import { notificationState, type NotificationState } from '../workflows/notifications';
-import type { DecisionRecord, ImportInfo, LedgerEntry, Message, RefusedMessage, TurnState } from '../workflows/types';
+import type { NotificationState } from '../workflows/notifications';
+import type { ImportInfo, LedgerEntry, Message, RefusedMessage, TurnState } from '../workflows/types';
 import { OpenWorkerError, queryWithDeadline, sessionStatus, turnStatus } from './session';
-
-/** A decision the turn received and did not apply (a signal cannot answer its sender), with why. */
-export type NotApplied = Pick<DecisionRecord, 'at' | 'kind' | 'toolCallId' | 'by' | 'why'>;
 
 const INBOX_CONCURRENCY = 8;
 
-/** The turn's latest decisions that were not applied (workflows/details.ts), as `show` and the inbox list them. */
-export const notApplied = (decisions: readonly DecisionRecord[], toolCallId?: string): NotApplied[] =>
-  notAppliedDecisions(decisions, toolCallId).map(({ at, kind, toolCallId: id, by, why }) => ({
-    at,
-    kind,
-    ...(id ? { toolCallId: id } : {}),
-    ...(by ? { by } : {}),
-    ...(why ? { why } : {}),
-  }));
+export { notApplied, type NotApplied };
 
 export interface ExecutionView extends LedgerEntry {
   turnWorkflowId: string;
@@ -101,7 +99,8 @@ export interface InboxItem {
   /** ask_user: the question waiting for an answer (answer it with `answer`). */
   question?: Question;
   argsDigest: string;
-  arguments: unknown;
+  /** The arguments' first keys, each value clipped: the call's page (`show`, callView) has them whole. */
+  argsPreview: Record<string, string>;
   attempts: number;
   reason?: string;
   /** A decided retry waiting out the last attempt's window (the call stays here until it runs). */
@@ -122,48 +121,52 @@ export interface InboxFilter {
   state?: ParkedState;
 }
 
-/** The states a call waits for a person in: the inbox lists them. */
-export const PARKED_STATES = ['awaiting_approval', 'recovery_required', 'awaiting_answer'] as const;
-export type ParkedState = (typeof PARKED_STATES)[number];
-const isParked = (s: string): s is ParkedState => (PARKED_STATES as readonly string[]).includes(s);
+export { PARKED_STATES, type ParkedState };
 
-/** One waiting call as the inbox lists it. */
-export function inboxItemOf(
-  s: { sessionId: string; turn: number; decisions?: readonly DecisionRecord[] },
-  workflowId: string,
-  e: LedgerEntry & { state: InboxItem['state'] },
-): InboxItem {
-  const last = e.events[e.events.length - 1];
-  // The park's reason, also while a decided retry waits (its retry_fenced event comes last).
-  const parked = [...e.events].reverse().find((ev) => ev.type === 'recovery_required');
-  const fence = pendingFence(e);
-  const note = retryNote(e);
-  const ignored = notApplied(s.decisions ?? [], e.toolCallId);
+/** A row's claim is live by this host's clock: advisory, it only decides when a notifier asks again. */
+function notificationOf(n: RowNotification, nowMs: number): NotificationState {
+  const live = n.claimedUntil && Date.parse(n.claimedUntil) > nowMs;
+  return {
+    ...(n.park ? { park: n.park } : {}),
+    notified: n.notified,
+    claims: n.claims,
+    ...(live ? { claimedBy: n.claimedBy!, claimedUntil: n.claimedUntil! } : {}),
+  };
+}
+
+/** One waiting call as the inbox lists it, from its turn's row (memo) or ledger entry (older turns). */
+export function inboxItemOf(s: { sessionId: string; turn: number }, workflowId: string, row: InboxRow): InboxItem {
+  const { notification, ...rest } = row;
   return {
     sessionId: s.sessionId,
     turn: s.turn,
     workflowId,
-    toolCallId: e.toolCallId,
-    executionId: e.executionId,
-    tool: e.tool,
-    ...(e.target ? { target: e.target } : {}),
-    state: e.state,
-    since: last?.at ?? '',
-    argsDigest: e.argsDigest,
-    arguments: e.arguments,
-    attempts: e.attempts,
-    ...(e.state === 'recovery_required' && typeof parked?.reason === 'string' ? { reason: parked.reason } : {}),
-    ...(e.state === 'awaiting_answer' ? { question: questionOf(e.arguments) } : {}),
-    ...(fence ? { fence } : {}),
-    ...(note ? { retryNote: note } : {}),
-    ...(ignored.length ? { notApplied: ignored } : {}),
-    // This host's clock against the turn's `until`: advisory, it only decides when a notifier asks
-    // again; the turn grants and refuses claims on its own (the server's) clock.
-    notification: notificationState(e, Date.now()),
+    ...rest,
+    // This host's clock against the turn's `until`: the turn grants and refuses claims on its own.
+    notification: notificationOf(notification, Date.now()),
   };
 }
 
-/** Every call waiting for approval or in recovery_required, across sessions, newest first. */
+type Listed = { workflowId: string; runId: string; taskQueue: string; memo?: Record<string, unknown> };
+
+/** A turn started before `inbox-memo-v1` keeps no rows: its ledger is asked, as the inbox did before. */
+async function queriedRows(c: ReturnType<typeof asOpenWorker>, wf: Listed, deadlineMs?: number): Promise<InboxMemo> {
+  const handle = c.client.workflow.getHandle(wf.workflowId, wf.runId);
+  const own = wf.taskQueue && wf.taskQueue !== c.taskQueue ? { ...c, taskQueue: wf.taskQueue } : c;
+  const s = (await queryWithDeadline(
+    own,
+    `turn ${wf.workflowId}`,
+    () => handle.query('status'),
+    deadlineMs,
+  )) as Awaited<ReturnType<typeof turnStatus>>;
+  return { v: 1, sessionId: s.sessionId, turn: s.turn, rows: inboxRows(s.ledger, s.decisions) };
+}
+
+/**
+ * Every call waiting for approval, an answer or in recovery_required, across sessions, newest first:
+ * one visibility list, each turn's rows from its memo, no query to a turn (docs/approvals.md). Only
+ * turns started before the memo existed are asked, each once; they drain as they finish.
+ */
 export async function inbox(client: ClientLike, filter: InboxFilter = {}): Promise<InboxItem[]> {
   const c = asOpenWorker(client);
   const parked = PARKED_STATES.map((st) => `"${st}"`).join(', ');
@@ -171,34 +174,30 @@ export async function inbox(client: ClientLike, filter: InboxFilter = {}): Promi
   if (filter.sessionId) clauses.push(`OpenWorkerSession = ${JSON.stringify(filter.sessionId)}`);
   const items: InboxItem[] = [];
   const unreadable: { workflowId: string; why: string }[] = [];
-  const waiting: { workflowId: string; runId: string; taskQueue: string }[] = [];
-  for await (const wf of c.client.workflow.list({ query: clauses.join(' AND ') })) waiting.push(wf);
-  // Turns answer in parallel, each asked on its own task queue: a turn whose workers are gone is
-  // given up on quickly and delays no other.
-  const read = async (wf: (typeof waiting)[number]) => {
-    const handle = c.client.workflow.getHandle(wf.workflowId, wf.runId);
-    const own = wf.taskQueue && wf.taskQueue !== c.taskQueue ? { ...c, taskQueue: wf.taskQueue } : c;
-    const status = await queryWithDeadline(
-      own,
-      `turn ${wf.workflowId}`,
-      () => handle.query('status'),
-      filter.deadlineMs,
-    ).catch((err: Error) => {
-      unreadable.push({ workflowId: wf.workflowId, why: err.message.split('\n')[0]! });
-      return undefined;
-    });
-    if (!status) return;
-    const s = status as Awaited<ReturnType<typeof turnStatus>>;
-    for (const e of s.ledger) {
-      const state = e.state;
-      if (!isParked(state)) continue;
-      if (filter.tool && e.tool !== filter.tool) continue;
-      if (filter.state && state !== filter.state) continue;
-      items.push(inboxItemOf(s, wf.workflowId, { ...e, state }));
+  const older: Listed[] = [];
+  const add = (wf: Listed, memo: InboxMemo): void => {
+    for (const row of memo.rows) {
+      if (filter.tool && row.tool !== filter.tool) continue;
+      if (filter.state && row.state !== filter.state) continue;
+      items.push(inboxItemOf(memo, wf.workflowId, row));
     }
   };
-  for (let i = 0; i < waiting.length; i += INBOX_CONCURRENCY)
-    await Promise.all(waiting.slice(i, i + INBOX_CONCURRENCY).map(read));
+  for await (const wf of c.client.workflow.list({ query: clauses.join(' AND ') })) {
+    const memo = readInboxMemo(wf.memo?.[INBOX_MEMO]);
+    if (memo) add(wf, memo);
+    else older.push(wf);
+  }
+  // Older turns answer in parallel, each asked on its own task queue: a turn whose workers are gone
+  // is given up on quickly and delays no other.
+  const read = (wf: Listed) =>
+    queriedRows(c, wf, filter.deadlineMs).then(
+      (memo) => add(wf, memo),
+      (err: Error) => {
+        unreadable.push({ workflowId: wf.workflowId, why: err.message.split('\n')[0]! });
+      },
+    );
+  for (let i = 0; i < older.length; i += INBOX_CONCURRENCY)
+    await Promise.all(older.slice(i, i + INBOX_CONCURRENCY).map(read));
   // "Inbox is empty" would be a lie when the waiting turns could not be read (a missing key, say).
   if (!items.length && unreadable.length) {
     throw new OpenWorkerError(

@@ -58,6 +58,12 @@ export const OpenWorkerState = defineSearchAttributeKey('OpenWorkerState', Searc
 export const OpenWorkerSession = defineSearchAttributeKey('OpenWorkerSession', SearchAttributeType.KEYWORD);
 /** Every search attribute the workflows upsert: a namespace must have them registered (all Keyword). */
 export const SEARCH_ATTRIBUTES = [OpenWorkerState, OpenWorkerSession] as const;
+/**
+ * The memo key a parked turn keeps its inbox rows under (workflows/inboxRows.ts, InboxMemo): the
+ * inbox lists them from visibility without a query to the turn. Its value is current while
+ * OpenWorkerState is a parked state; after that the search attribute already drops the turn.
+ */
+export const INBOX_MEMO = 'openworkerInbox';
 
 export const DEFAULT_TASK_QUEUE = 'openworker';
 

@@ -27,6 +27,8 @@ export const PATCHES = {
   steering: 'steering-v1',
   approveWithEdits: 'approve-with-edits-v1',
   leanTurn: 'lean-turn-v1',
+  // Asked directly (never through `lean`): a parked turn upserts its inbox rows as memo.
+  inboxMemo: 'inbox-memo-v1',
 } as const;
 
 /**

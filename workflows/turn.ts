@@ -86,7 +86,12 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   const patched = (name: string): boolean => lean || askPatch(name);
   const cap = iterationCap(input.options, () => patched(PATCHES.iterationDefault));
   let iteration = 0;
-  const book = createTurnLedger(input, () => iteration);
+  // The inbox memo is asked directly (not through `lean`): lean turns recorded before it have none.
+  const book = createTurnLedger(
+    input,
+    () => iteration,
+    () => askPatch(PATCHES.inboxMemo),
+  );
   const { ledger, now } = book;
   const messages: Message[] = input.message !== undefined ? [{ role: 'user', content: input.message }] : [];
   // The calls of the response being worked on: each must get a result, even when the turn is cancelled.

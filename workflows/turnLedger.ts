@@ -1,7 +1,8 @@
-import { log, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { log, setCurrentDetails, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { InvariantParked } from './call';
-import { OpenWorkerState } from './definitions';
+import { INBOX_MEMO, OpenWorkerState } from './definitions';
 import { renderDetails } from './details';
+import { type InboxMemo, inboxRows, isParked } from './inboxRows';
 import type { LedgerInput } from './ledger';
 import { applyLedgerSafely, liveTurnState } from './ledger';
 import type { DecisionRecord, LedgerEntry, RecoverSignal, TurnInput, TurnState, TurnStatus } from './types';
@@ -14,14 +15,21 @@ export interface TurnEnd {
 
 /**
  * A turn's ledger and decision audit, and everything that shows them: the `status` query, the
- * `OpenWorkerState` search attribute and the Web UI's current details, kept in step on every write.
+ * `OpenWorkerState` search attribute, the inbox memo and the Web UI's current details, kept in step
+ * on every write. `memoApplies` asks the `inbox-memo-v1` patch, only when a memo would be upserted.
  */
-export function createTurnLedger(input: Pick<TurnInput, 'sessionId' | 'turn'>, iteration: () => number) {
+export function createTurnLedger(
+  input: Pick<TurnInput, 'sessionId' | 'turn'>,
+  iteration: () => number,
+  memoApplies: () => boolean = () => false,
+) {
   const ledger = new Map<string, LedgerEntry>();
   const decisions: DecisionRecord[] = [];
   const recoveries = new Map<string, RecoverSignal>();
   let ended: TurnEnd | undefined;
   let published: TurnState | undefined;
+  // The rows visibility holds (as JSON): a later park upserts only rows that differ.
+  let memoed: string | undefined;
   let batching = false;
 
   const now = (): string => new Date().toISOString();
@@ -44,6 +52,21 @@ export function createTurnLedger(input: Pick<TurnInput, 'sessionId' | 'turn'>, i
     if (s !== published) {
       upsertSearchAttributes([{ key: OpenWorkerState, value: s }]);
       published = s;
+    }
+    // Only while parked: once the turn leaves the parked states, the search attribute drops it from
+    // the inbox and stale rows are never read.
+    if (isParked(s)) {
+      const memo: InboxMemo = {
+        v: 1,
+        sessionId: input.sessionId,
+        turn: input.turn,
+        rows: inboxRows(entries(), decisions),
+      };
+      const json = JSON.stringify(memo);
+      if (json !== memoed && memoApplies()) {
+        upsertMemo({ [INBOX_MEMO]: memo });
+        memoed = json;
+      }
     }
     setCurrentDetails(renderDetails(status()));
   };

@@ -82,7 +82,7 @@ function renderInbox(calls) {
   const rows = calls.map((c) => {
     const tr = el('tr', { className: 'call' },
       el('td', {}, el('span', { className: 'state ' + c.state }, c.state)),
-      el('td', {}, el('a', { className: 'open', href: callHash(c), id: 'open-' + c.executionId }, el('strong', {}, c.tool)), c.target ? ' → ' + c.target : '', argsView(c.arguments),
+      el('td', {}, el('a', { className: 'open', href: callHash(c), id: 'open-' + c.executionId }, el('strong', {}, c.tool)), c.target ? ' → ' + c.target : '', argsView(c.argsPreview),
         el('div', { className: 'muted' }, 'execution ', el('code', {}, c.executionId), ' · digest ', el('code', {}, c.argsDigest.slice(0, 19) + '…'))),
       el('td', {}, c.sessionId, el('div', { className: 'muted' }, 'turn ' + c.turn + ' · ' + c.toolCallId)),
       el('td', {}, ago(c.waitedMs)),

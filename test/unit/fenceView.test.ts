@@ -4,6 +4,7 @@ import type { SessionView } from '../../client/inspect';
 import { inboxItemOf } from '../../client/inspect';
 import type { WaitedTurn } from '../../client/session';
 import { renderDetails } from '../../workflows/details';
+import { inboxRowOf } from '../../workflows/inboxRows';
 import { applyLedger, newEntry, pendingFence, reconcileNote, retryNote } from '../../workflows/ledger';
 import type { LedgerEntry, TurnStatus } from '../../workflows/types';
 import { AT, planned } from './helpers';
@@ -36,7 +37,7 @@ const session = (e: LedgerEntry): SessionView => ({
   pending: [],
 });
 const item = (e: LedgerEntry) =>
-  inboxItemOf({ sessionId: 's1', turn: 1 }, 'wf-1', { ...e, state: 'recovery_required' });
+  inboxItemOf({ sessionId: 's1', turn: 1 }, 'wf-1', inboxRowOf({ ...e, state: 'recovery_required' }, []));
 
 describe('the fence of a decided retry in show, inbox and a turn', () => {
   it('show names the attempt it waits out, until when, and who decided', () => {

@@ -1,0 +1,136 @@
+import type { Question } from './answers';
+import { questionOf } from './answers';
+import { notAppliedDecisions } from './details';
+import { pendingFence, retryNote } from './ledger';
+import { parkKeyOf } from './notifications';
+import type { DecisionRecord, LedgerEntry } from './types';
+
+// The inbox's rows, kept by the turn in its memo (INBOX_MEMO in definitions.ts) so that listing the
+// inbox reads visibility alone and sends no query to a turn. A pure function of the ledger and the
+// decisions: the turn upserts the memo when the rows change while it is parked (turnLedger.ts).
+
+/** The states a call waits for a person in: the inbox lists them. */
+export const PARKED_STATES = ['awaiting_approval', 'recovery_required', 'awaiting_answer'] as const;
+export type ParkedState = (typeof PARKED_STATES)[number];
+export const isParked = (s: string): s is ParkedState => (PARKED_STATES as readonly string[]).includes(s);
+
+/** A decision the turn received and did not apply (a signal cannot answer its sender), with why. */
+export type NotApplied = Pick<DecisionRecord, 'at' | 'kind' | 'toolCallId' | 'by' | 'why'>;
+
+/** The turn's latest decisions that were not applied (workflows/details.ts), as `show` and the inbox list them. */
+export const notApplied = (decisions: readonly DecisionRecord[], toolCallId?: string): NotApplied[] =>
+  notAppliedDecisions(decisions, toolCallId).map(({ at, kind, toolCallId: id, by, why }) => ({
+    at,
+    kind,
+    ...(id ? { toolCallId: id } : {}),
+    ...(by ? { by } : {}),
+    ...(why ? { why } : {}),
+  }));
+
+/** The notification facts of a row; whether a claim is still live is decided by the reader's clock. */
+export interface RowNotification {
+  park?: string;
+  notified: boolean;
+  claims: number;
+  /** The latest claim of this park (it may have expired). */
+  claimedBy?: string;
+  claimedUntil?: string;
+}
+
+/** One parked call as the inbox lists it: no arguments (the call's page shows them), a short preview. */
+export interface InboxRow {
+  toolCallId: string;
+  executionId: string;
+  tool: string;
+  target?: string;
+  state: ParkedState;
+  since: string;
+  argsDigest: string;
+  /** The arguments' first keys, each value clipped (ARGS_PREVIEW_KEYS, ARGS_PREVIEW_CHARS). */
+  argsPreview: Record<string, string>;
+  attempts: number;
+  reason?: string;
+  question?: Question;
+  fence?: { until: string; attempt: number; by: string };
+  retryNote?: string;
+  notApplied?: NotApplied[];
+  notification: RowNotification;
+}
+
+/** The memo's value: which turn, and its parked calls. */
+export interface InboxMemo {
+  v: 1;
+  sessionId: string;
+  turn: number;
+  rows: InboxRow[];
+}
+
+export const ARGS_PREVIEW_KEYS = 6;
+export const ARGS_PREVIEW_CHARS = 100;
+
+/** The arguments as the inbox list shows them: a few keys, each value one clipped line. */
+export function argsPreview(args: unknown): Record<string, string> {
+  const clip = (v: unknown): string => {
+    const text = typeof v === 'string' ? v : (JSON.stringify(v) ?? String(v));
+    return text.length > ARGS_PREVIEW_CHARS ? `${text.slice(0, ARGS_PREVIEW_CHARS)}… (${text.length} chars)` : text;
+  };
+  const fields = args && typeof args === 'object' && !Array.isArray(args) ? Object.entries(args) : [['value', args]];
+  const shown = Object.fromEntries(fields.slice(0, ARGS_PREVIEW_KEYS).map(([k, v]) => [k, clip(v)]));
+  const more = fields.length - ARGS_PREVIEW_KEYS;
+  return more > 0 ? { ...shown, '…': `${more} more` } : shown;
+}
+
+export function rowNotification(e: LedgerEntry): RowNotification {
+  const park = parkKeyOf(e);
+  const mine = e.events.filter((ev) => ev.park === park);
+  const claims = mine.filter((ev) => ev.type === 'notification_claimed');
+  const last = claims.at(-1);
+  return {
+    ...(park ? { park } : {}),
+    notified: mine.some((ev) => ev.type === 'notified'),
+    claims: claims.length,
+    ...(last ? { claimedBy: String(last.by), claimedUntil: String(last.until) } : {}),
+  };
+}
+
+/** One parked entry's row. */
+export function inboxRowOf(e: LedgerEntry & { state: ParkedState }, decisions: readonly DecisionRecord[]): InboxRow {
+  // The park's reason, also while a decided retry waits (its retry_fenced event comes last).
+  const parked = [...e.events].reverse().find((ev) => ev.type === 'recovery_required');
+  const fence = pendingFence(e);
+  const note = retryNote(e);
+  const ignored = notApplied(decisions, e.toolCallId);
+  return {
+    toolCallId: e.toolCallId,
+    executionId: e.executionId,
+    tool: e.tool,
+    ...(e.target ? { target: e.target } : {}),
+    state: e.state,
+    since: e.events.at(-1)?.at ?? '',
+    argsDigest: e.argsDigest,
+    argsPreview: argsPreview(e.arguments),
+    attempts: e.attempts,
+    ...(e.state === 'recovery_required' && typeof parked?.reason === 'string' ? { reason: parked.reason } : {}),
+    ...(e.state === 'awaiting_answer' ? { question: questionOf(e.arguments) } : {}),
+    ...(fence ? { fence } : {}),
+    ...(note ? { retryNote: note } : {}),
+    ...(ignored.length ? { notApplied: ignored } : {}),
+    notification: rowNotification(e),
+  };
+}
+
+/** Every parked call of a ledger, in ledger order. */
+export function inboxRows(entries: readonly LedgerEntry[], decisions: readonly DecisionRecord[]): InboxRow[] {
+  return entries.flatMap((e) => {
+    const state = e.state;
+    return isParked(state) ? [inboxRowOf({ ...e, state }, decisions)] : [];
+  });
+}
+
+/** A memo value read back from visibility, or undefined when it is not one (an older turn has none). */
+export function readInboxMemo(value: unknown): InboxMemo | undefined {
+  const m = value as Partial<InboxMemo> | undefined;
+  if (!m || m.v !== 1 || typeof m.sessionId !== 'string' || typeof m.turn !== 'number' || !Array.isArray(m.rows))
+    return undefined;
+  return m as InboxMemo;
+}
