@@ -1,5 +1,4 @@
 import type { Question } from '../workflows/answers';
-import { INBOX_MEMO } from '../workflows/definitions';
 import {
   type InboxMemo,
   type InboxRow,
@@ -8,10 +7,11 @@ import {
   type NotApplied,
   PARKED_STATES,
   type ParkedState,
-  readInboxMemo,
   type RowNotification,
 } from '../workflows/inboxRows';
+import type { OpenWorkerClient } from './connection';
 import type { ClientLike } from './own';
+import { type ListedTurn, parkedTurns } from './parkedTurns';
 import { asOpenWorker } from './own';
 import type { NotificationState } from '../workflows/notifications';
 import type { ImportInfo, LedgerEntry, Message, RefusedMessage, TurnState } from '../workflows/types';
@@ -147,10 +147,8 @@ export function inboxItemOf(s: { sessionId: string; turn: number }, workflowId: 
   };
 }
 
-type Listed = { workflowId: string; runId: string; taskQueue: string; memo?: Record<string, unknown> };
-
 /** A turn started before `inbox-memo-v1` keeps no rows: its ledger is asked, as the inbox did before. */
-async function queriedRows(c: ReturnType<typeof asOpenWorker>, wf: Listed, deadlineMs?: number): Promise<InboxMemo> {
+async function queriedRows(c: OpenWorkerClient, wf: ListedTurn, deadlineMs?: number): Promise<InboxMemo> {
   const handle = c.client.workflow.getHandle(wf.workflowId, wf.runId);
   const own = wf.taskQueue && wf.taskQueue !== c.taskQueue ? { ...c, taskQueue: wf.taskQueue } : c;
   const s = (await queryWithDeadline(
@@ -173,23 +171,18 @@ export async function inbox(client: ClientLike, filter: InboxFilter = {}): Promi
   const clauses = ['ExecutionStatus = "Running"', `OpenWorkerState IN (${parked})`];
   if (filter.sessionId) clauses.push(`OpenWorkerSession = ${JSON.stringify(filter.sessionId)}`);
   const items: InboxItem[] = [];
-  const unreadable: { workflowId: string; why: string }[] = [];
-  const older: Listed[] = [];
-  const add = (wf: Listed, memo: InboxMemo): void => {
+  const add = (wf: ListedTurn, memo: InboxMemo): void => {
     for (const row of memo.rows) {
       if (filter.tool && row.tool !== filter.tool) continue;
       if (filter.state && row.state !== filter.state) continue;
       items.push(inboxItemOf(memo, wf.workflowId, row));
     }
   };
-  for await (const wf of c.client.workflow.list({ query: clauses.join(' AND ') })) {
-    const memo = readInboxMemo(wf.memo?.[INBOX_MEMO]);
-    if (memo) add(wf, memo);
-    else older.push(wf);
-  }
+  const { rows, older, unreadable } = await parkedTurns(c, clauses.join(' AND '));
+  for (const r of rows) add(r.turn, r.memo);
   // Older turns answer in parallel, each asked on its own task queue: a turn whose workers are gone
   // is given up on quickly and delays no other.
-  const read = (wf: Listed) =>
+  const read = (wf: ListedTurn) =>
     queriedRows(c, wf, filter.deadlineMs).then(
       (memo) => add(wf, memo),
       (err: Error) => {

@@ -121,7 +121,7 @@ describe('MCP tools in a worker (real MCP servers, real Temporal)', function () 
     assert.match(JSON.stringify(w1.result), /Successfully wrote/);
     assert.equal(readFileSync(out, 'utf8'), 'hello');
     // The same history as send_email's (test/turn.test.ts): 11 events; a lean turn's one patch marker
-    // is in its first task.
+    // is in its first task, and the inbox memo's (with the memo) in the park, before the approval.
     const events = await eventsForCall(w.c, parked.workflowId, w1.executionId, true);
     assert.equal(events.length, 11, events.join(' '));
   });

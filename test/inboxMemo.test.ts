@@ -1,0 +1,171 @@
+import { strict as assert } from 'node:assert';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { z } from 'zod';
+import { OpenWorkerPlugin } from '../api/client';
+import { defineTool, scriptedModel } from '../api/worker';
+import { approvalsApp } from '../apps/approvals/app';
+import { resolveCall, type WaitingCall } from '../apps/approvals/calls';
+import { createToken } from '../apps/approvals/tokens';
+import { approve } from '../client/decisions';
+import { inbox, type InboxItem } from '../client/inspect';
+import { INBOX_MEMO } from '../workflows/definitions';
+import { readInboxMemo } from '../workflows/inboxRows';
+import { PATCHES } from '../workflows/patches';
+import { testServer } from './support/hooks';
+import { recordHistory } from './support/histories';
+import { runCli } from './support/processes';
+import { emailCall, eventually, scripted, startTurn, turnClosed, uniq } from './support/scenario';
+import { useWorld } from './support/world';
+
+// The inbox from visibility alone: a parked turn keeps its rows in memo (inbox-memo-v1), and the
+// inbox, the approvals app and `inbox --json` list them with no query to a turn, so they answer
+// the same with the turn's worker gone. A real dev server and worker process.
+
+const BODY = `Numbers attached. ${'Details follow. '.repeat(30)}`;
+
+describe('the inbox from visibility alone (memo rows)', function () {
+  this.timeout(90_000);
+  const w = useWorld();
+
+  it('lists a parked turn from its memo with its worker gone (no query); the memo follows the rows while parked; decided calls leave it', async () => {
+    const sessionId = uniq('memo');
+    const script = scripted([
+      { toolCalls: [emailCall('c1', 'ann@example.com', { subject: 'Report', body: BODY }), emailCall('c2')] },
+      { text: 'Sent both.' },
+    ]);
+    let worker = await w.worker(script);
+    const parked = await startTurn(w.c, sessionId, 'send the report and say hi');
+    assert.equal(parked.state, 'awaiting_approval');
+    const handle = w.c.client.workflow.getHandle(parked.workflowId);
+    const listed = await eventually(async () => {
+      const items = await inbox(w.c, { sessionId });
+      return items.length === 2 && items;
+    }, 'the inbox lists both calls');
+    const memo = readInboxMemo((await handle.describe()).memo?.[INBOX_MEMO]);
+    assert.deepEqual(
+      memo?.rows.map((r) => r.toolCallId),
+      ['c1', 'c2'],
+      'the turn keeps both rows in its memo',
+    );
+
+    // The turn's worker is gone: a query could not be answered, the inbox is the same.
+    await worker.kill('SIGKILL');
+    const t0 = Date.now();
+    const without = await inbox(w.c, { sessionId });
+    assert.ok(Date.now() - t0 < 5_000, `listed in ${Date.now() - t0} ms`);
+    const strip = (items: InboxItem[]) => items.map(({ notification: _n, ...i }) => i);
+    assert.deepEqual(strip(without), strip(listed));
+    const c1 = without.find((i) => i.toolCallId === 'c1')!;
+    assert.equal(c1.state, 'awaiting_approval');
+    assert.equal(c1.tool, 'send_email');
+    assert.equal(c1.workflowId, parked.workflowId);
+    assert.equal(c1.executionId, parked.ledger[0]!.executionId);
+    assert.equal(c1.argsDigest, parked.ledger[0]!.argsDigest);
+    assert.deepEqual(c1.notification, { park: 'approval', notified: false, claims: 0 });
+    // A preview, not the arguments: a long body is clipped and says how long it is.
+    assert.equal(c1.argsPreview.to, 'ann@example.com');
+    assert.match(c1.argsPreview.body!, /… \(\d+ chars\)$/);
+    assert.ok(!('arguments' in c1), 'the list carries no arguments');
+    // Filters: the tool and the state on the rows, the session by search attribute.
+    assert.equal((await inbox(w.c, { sessionId, tool: 'send_email' })).length, 2);
+    assert.equal((await inbox(w.c, { sessionId, tool: 'charge_card' })).length, 0);
+    assert.equal((await inbox(w.c, { sessionId, state: 'recovery_required' })).length, 0);
+    // The approvals app's list and a call found by its execution ID alone, and `inbox --json`.
+    const dir = mkdtempSync(join(tmpdir(), 'openworker-memo-'));
+    try {
+      const tokensFile = join(dir, 'tokens.json');
+      const res = await approvalsApp({ client: w.c, tokensFile }).request('/api/inbox', {
+        headers: { authorization: `Bearer ${createToken('ann', tokensFile)}` },
+      });
+      assert.equal(res.status, 200);
+      const calls = ((await res.json()) as WaitingCall[]).filter((c) => c.sessionId === sessionId);
+      assert.deepEqual(
+        calls.map((c) => c.toolCallId),
+        ['c1', 'c2'],
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    assert.deepEqual(await resolveCall(w.c, c1.executionId), { sessionId, turn: 1, toolCallId: 'c1' });
+    const cli = await runCli(['inbox', '--json', '--session', sessionId, '--task-queue', w.taskQueue]);
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.deepEqual((JSON.parse(cli.stdout) as InboxItem[]).map((i) => i.toolCallId).sort(), ['c1', 'c2']);
+
+    // Back with a worker: c1 approved, the turn still waits for c2 and its memo holds c2 alone.
+    worker = await w.worker(script);
+    await approve(w.c, { sessionId, toolCallId: 'c1', by: 'ann' });
+    await eventually(async () => {
+      const items = await inbox(w.c, { sessionId });
+      return items.length === 1 && items[0]!.toolCallId === 'c2';
+    }, 'c1 leaves the inbox, c2 stays');
+    await approve(w.c, { sessionId, toolCallId: 'c2', by: 'ann' });
+    const done = await turnClosed(w.c, parked);
+    assert.equal(done.state, 'completed');
+    await eventually(async () => (await inbox(w.c, { sessionId })).length === 0, 'the inbox is empty');
+
+    // History: the patch asked once, one memo upsert per distinct set of rows while parked (both
+    // calls, then c2); none once the turn runs again (its search attribute drops it from the inbox).
+    const events = (await handle.fetchHistory()).events ?? [];
+    const upserts = events.filter((e) => e.workflowPropertiesModifiedEventAttributes);
+    assert.equal(upserts.length, 2, 'two memo upserts');
+    const markers = events.filter((e) =>
+      Object.values(e.markerRecordedEventAttributes?.details ?? {}).some((d) =>
+        (d.payloads ?? []).some((p) =>
+          Buffer.from(p.data ?? [])
+            .toString()
+            .includes(PATCHES.inboxMemo),
+        ),
+      ),
+    );
+    assert.equal(markers.length, 1, 'one inbox-memo-v1 marker');
+    await recordHistory(parked.workflowId, 'turn-inbox-memo');
+  });
+
+  it('a turn of a build before inbox-memo-v1 has no memo: the inbox asks that turn alone, and lists it beside the others', async () => {
+    const sessionId = uniq('old');
+    const refund = defineTool({
+      name: 'refund',
+      description: 'Refund an order',
+      input: z.object({ order: z.string() }),
+      requiresApproval: true,
+      execute: ({ order }) => ({ refunded: order }),
+    });
+    const connection = await NativeConnection.connect({ address: testServer().address });
+    // An older build, as far as this turn can tell: its worker never takes the patch.
+    const worker = await Worker.create({
+      connection,
+      taskQueue: w.taskQueue,
+      plugins: [
+        new OpenWorkerPlugin({
+          tools: [refund],
+          model: scriptedModel({
+            steps: [{ toolCalls: [{ id: 'r1', name: 'refund', arguments: { order: 'A-17' } }] }],
+          }),
+        }),
+      ],
+      patchActivationCallback: ({ patchId }) => patchId !== PATCHES.inboxMemo,
+    });
+    const running = worker.run();
+    try {
+      const parked = await startTurn(w.c, sessionId, 'refund A-17');
+      assert.equal(parked.state, 'awaiting_approval');
+      const listed = await eventually(
+        async () => (await inbox(w.c, { sessionId })).find((i) => i.toolCallId === 'r1'),
+        'the inbox lists the older turn',
+      );
+      const described = await w.c.client.workflow.getHandle(parked.workflowId).describe();
+      assert.equal(described.memo?.[INBOX_MEMO], undefined, 'no memo: the row came from its status query');
+      assert.deepEqual(
+        [listed.tool, listed.state, listed.executionId, listed.argsPreview],
+        ['refund', 'awaiting_approval', parked.ledger[0]!.executionId, { order: 'A-17' }],
+      );
+    } finally {
+      worker.shutdown();
+      await running;
+      await connection.close();
+    }
+  });
+});
