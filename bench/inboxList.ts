@@ -24,6 +24,7 @@ const TASK_QUEUE = 'bench-inbox';
 const REFRESHES = 20;
 const CONTRAST = 300;
 const PAGE_SECONDS = 30;
+const FIRST_PAGE = 1000;
 
 /** The server's frontend QueryWorkflow count (its counters are reported every second). */
 async function queriesAtServer(port: number): Promise<number> {
@@ -111,6 +112,13 @@ async function main(): Promise<void> {
     const parkPerSec = await park(total);
     const q0 = await queriesAtServer(metricsPort);
     const big = await timed(REFRESHES, listed, total, 'the inbox');
+    // One page of visibility: the newest FIRST_PAGE waiting turns (`inbox --limit`).
+    const first = await timed(
+      REFRESHES,
+      async () => (await inbox(c, { limit: FIRST_PAGE })).length,
+      FIRST_PAGE,
+      'a page',
+    );
     const queries = (await queriesAtServer(metricsPort)) - q0;
 
     // The worker with nothing asked of it, then while a page refreshes every 2 s (apps/approvals/app.ts).
@@ -141,7 +149,8 @@ async function main(): Promise<void> {
         `|---|---|---|---|---|`,
         `| ${CONTRAST} | before: list + one \`status\` query per turn | ${s(oldAt)} | 5 | ${oldQueries} |`,
         `| ${CONTRAST} | memo (visibility alone) | ${s(newAt)} | ${REFRESHES} | 0 |`,
-        `| ${total} | memo (visibility alone) | ${s(big)} | ${REFRESHES} | ${queries} |`,
+        `| ${total} | memo (visibility alone) | ${s(big)} | ${REFRESHES} | ${queries} (with the next row) |`,
+        `| ${total} | memo, \`limit: ${FIRST_PAGE}\` (one visibility page) | ${s(first)} | ${REFRESHES} | |`,
         '',
         `Parking: ${parkPerSec.toFixed(0)} turns/s. An approvals page refreshing every 2 s for ${PAGE_SECONDS} s (${refreshes} refreshes, ${pageQueries} queries): worker CPU ${pct(pageMs.worker)} (idle: ${pct(idleMs)}), server ${pct(pageMs.server)}, the app's process ${pct(pageMs.driver)}.`,
       ].join('\n'),

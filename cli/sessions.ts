@@ -122,10 +122,15 @@ function inboxCommand(program: Command): void {
         'awaiting_answer',
       ]),
     )
+    .option(
+      '--limit <turns>',
+      'read at most this many waiting turns, the most recently started first',
+      positiveInt('--limit'),
+    )
     .option('--watch', 'refresh every 2 seconds until interrupted')
     .action(async (opts, cmd: Command) =>
       withClient(cmd, async (c) => {
-        const filter = { sessionId: opts.session, tool: opts.tool, state: opts.state };
+        const filter = { sessionId: opts.session, tool: opts.tool, state: opts.state, limit: opts.limit };
         for (;;) {
           const items = await inbox(c, filter);
           if (opts.watch && !globals(cmd).json) process.stdout.write('\x1b[2J\x1b[H');

@@ -119,6 +119,11 @@ export interface InboxFilter {
   sessionId?: string;
   tool?: string;
   state?: ParkedState;
+  /**
+   * Read at most about this many waiting turns, the most recently started first (visibility's order):
+   * a listing's time grows with the turns it reads (docs/performance.md, the inbox with 10,000).
+   */
+  limit?: number;
 }
 
 export { PARKED_STATES, type ParkedState };
@@ -178,7 +183,7 @@ export async function inbox(client: ClientLike, filter: InboxFilter = {}): Promi
       items.push(inboxItemOf(memo, wf.workflowId, row));
     }
   };
-  const { rows, older, unreadable } = await parkedTurns(c, clauses.join(' AND '));
+  const { rows, older, unreadable } = await parkedTurns(c, clauses.join(' AND '), filter.limit);
   for (const r of rows) add(r.turn, r.memo);
   // Older turns answer in parallel, each asked on its own task queue: a turn whose workers are gone
   // is given up on quickly and delays no other.

@@ -28,7 +28,8 @@ export interface ParkedTurns {
 
 const PAGE_SIZE = 1000;
 
-export async function parkedTurns(c: OpenWorkerClient, query: string): Promise<ParkedTurns> {
+/** `limit`: stop after the page that reaches this many turns (visibility lists the newest started first). */
+export async function parkedTurns(c: OpenWorkerClient, query: string, limit = Infinity): Promise<ParkedTurns> {
   const converter = c.client.options.loadedDataConverter;
   const out: ParkedTurns = { rows: [], older: [], unreadable: [] };
   let nextPageToken: Uint8Array = Buffer.alloc(0);
@@ -36,7 +37,7 @@ export async function parkedTurns(c: OpenWorkerClient, query: string): Promise<P
     const res = await c.client.workflowService.listWorkflowExecutions({
       namespace: c.client.options.namespace,
       query,
-      pageSize: PAGE_SIZE,
+      pageSize: Math.min(PAGE_SIZE, limit),
       nextPageToken,
     });
     // A memo over the external-storage threshold is a reference: fetched here, as list() would.
@@ -64,7 +65,7 @@ export async function parkedTurns(c: OpenWorkerClient, query: string): Promise<P
         }
       }),
     );
-    if (!res.nextPageToken?.length) return out;
+    if (!res.nextPageToken?.length || out.rows.length + out.older.length + out.unreadable.length >= limit) return out;
     nextPageToken = res.nextPageToken;
   }
 }
