@@ -27,6 +27,8 @@ export const PATCHES = {
   steering: 'steering-v1',
   approveWithEdits: 'approve-with-edits-v1',
   leanTurn: 'lean-turn-v1',
+  /** Asked directly (not through `leanTurn`): a park of a call planned with `notify` schedules the notify activity. */
+  notifyActivity: 'notify-activity-v1',
 } as const;
 
 /**

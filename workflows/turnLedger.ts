@@ -23,6 +23,8 @@ export function createTurnLedger(input: Pick<TurnInput, 'sessionId' | 'turn'>, i
   let ended: TurnEnd | undefined;
   let published: TurnState | undefined;
   let batching = false;
+  // Told after each publish: the ledger settled into a state worth showing (workflows/notifyParks.ts).
+  const listeners: (() => void)[] = [];
 
   const now = (): string => new Date().toISOString();
   const entries = (): LedgerEntry[] => [...ledger.values()];
@@ -46,6 +48,7 @@ export function createTurnLedger(input: Pick<TurnInput, 'sessionId' | 'turn'>, i
       published = s;
     }
     setCurrentDetails(renderDetails(status()));
+    for (const fn of listeners) fn();
   };
 
   // Never throws: an impossible transition is logged, audited and parks the call (applyLedgerSafely).
@@ -72,6 +75,10 @@ export function createTurnLedger(input: Pick<TurnInput, 'sessionId' | 'turn'>, i
     entries,
     status,
     publish,
+    /** Calls `fn` after every publish (never within a batch: once, at its end). */
+    onPublish(fn: () => void): void {
+      listeners.push(fn);
+    },
     /**
      * The turn starts `running` (the search attribute is set before anything else happens). A lean
      * turn started with it set (startAgentTurn, a session's turn) upserts nothing.
