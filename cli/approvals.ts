@@ -42,7 +42,7 @@ export function approvalsCommands(program: Command): void {
     .option('--secure-cookie', 'mark the sign-in cookie Secure (served over https)')
     .option(
       '--notify <url>',
-      'POST a message (Slack-compatible JSON) here when a call starts waiting (repeatable)',
+      'POST a message (Slack-compatible JSON) here when a call parks, for workers run with OPENWORKER_NOTIFY=on (repeatable)',
       (v: string, prev: string[]) => [...prev, webhookUrl(v)],
       [] as string[],
     )
