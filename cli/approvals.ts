@@ -1,3 +1,4 @@
+import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
 import { InvalidArgumentError, type Command } from 'commander';
 import { connectClient } from '../client/connection';
 import { clientOptions, port, positiveInt, print, settingsOf } from './common';
@@ -48,6 +49,8 @@ export function approvalsCommands(program: Command): void {
     )
     .option('--public-url <url>', 'where operators reach this app, for the links in notifications')
     .action(async (opts: ServeOptions, cmd: Command) => {
+      // The notifier is a Temporal worker: its SDK logs at the worker's level (OPENWORKER_LOG_LEVEL).
+      if (opts.notify.length) Runtime.install({ logger: new DefaultLogger(settingsOf(cmd).logLevel as LogLevel) });
       const client = await connectClient(clientOptions(cmd));
       const server = await startApprovalsServer(client, {
         port: opts.port,
