@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { startApprovalsServer, type ApprovalsServer } from '../apps/approvals/serve';
 import { createToken } from '../apps/approvals/tokens';
+import { answer } from '../client/answers';
 import { approve } from '../client/decisions';
 import { turnStatus } from '../client/session';
 import { notifyUpdate } from '../workflows/definitions';
@@ -21,8 +22,8 @@ import { useWorld } from './support/world';
 // plans calls with `notify`, so each park schedules a notify activity on `<queue>-notify`; the
 // approvals app's notifier (an activity worker, in this process or a CLI process) POSTs it to local
 // webhook receivers. Covered: one delivery per park across replicas, a notifier SIGKILLed right
-// after a delivery and restarted, a notifier that is down when the call parks, and a turn that goes
-// on when nothing was delivered.
+// after a delivery and restarted, a notifier that is down when the call parks, a question's park,
+// and a turn that goes on when nothing was delivered.
 
 interface Received {
   key: string;
@@ -245,6 +246,26 @@ describe('notifications pushed by the turn (a notify activity per park)', functi
     assert.deepEqual(h.keys(), [`${b.ledger[0]!.executionId}:approval`]);
     assert.equal(h.attempts(), 1);
     assert.equal((await notifiedEvents(a.workflowId)).length, 0);
+  });
+
+  it('a question (ask_user) is a park too: the message asks it; the answer goes on', async () => {
+    const h = await hook();
+    const question = { question: 'Which day should we launch?', choices: ['Monday', 'Friday'] };
+    await notifying(
+      scripted([{ toolCalls: [{ id: 'q1', name: 'ask_user', arguments: question }] }, { text: 'Friday it is.' }]),
+    );
+    await app([h.url]);
+    const parked = await startTurn(w.c, uniq('notify-ask'), 'plan the launch');
+    const [n] = await eventually(async () => {
+      const got = await notifiedEvents(parked.workflowId);
+      return got.length ? got : undefined;
+    }, 'the question notified');
+    assert.equal(n!.park, 'question');
+    assert.deepEqual(h.keys(), [`${parked.ledger[0]!.executionId}:question`]);
+    assert.match(h.got[0]!.body.text, /^The agent asks in session .*: Which day should we launch\? https:/);
+    assert.equal(h.got[0]!.body.openworker.event, 'awaiting_answer');
+    await answer(w.c, { sessionId: parked.sessionId, toolCallId: 'q1', answer: 'Friday', by: 'ann' });
+    assert.equal((await turnClosed(w.c, parked)).state, 'completed');
   });
 
   it('a receiver that keeps failing: the turn goes on when approved, and nothing says the park was notified', async () => {
