@@ -5,6 +5,7 @@ import { clientOptions, port, positiveInt, print, settingsOf } from './common';
 import { startApprovalsServer } from '../apps/approvals/serve';
 import { createToken, readTokens, revokeToken } from '../apps/approvals/tokens';
 import { OpenWorkerError } from '../client/session';
+import { notifyTaskQueue } from '../workflows/ids';
 
 interface ServeOptions {
   port: number;
@@ -64,6 +65,10 @@ export function approvalsCommands(program: Command): void {
       console.log(
         `approvals: ${server.url} (sign in with a token from 'openworker-temporal approvals token create --name <you>')`,
       );
+      if (opts.notify.length)
+        console.log(
+          `notifier: ${opts.notify.length} URL(s), taking parks from task queue ${notifyTaskQueue(client.taskQueue)} (run the workers with OPENWORKER_NOTIFY=on)`,
+        );
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);
         process.once('SIGTERM', resolve);

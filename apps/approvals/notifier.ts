@@ -145,6 +145,10 @@ export async function startNotifier(o: NotifierOptions): Promise<{ stop(): Promi
     ...(cfg.tls ? { tls: cfg.tls as never } : {}),
     ...(cfg.apiKey ? { apiKey: cfg.apiKey } : {}),
     ...(cfg.metadata ? { metadata: cfg.metadata } : {}),
+  }).catch((err: Error) => {
+    throw new Error(
+      `the notifier cannot reach Temporal at ${cfg.address} (${err.message}); check TEMPORAL_ADDRESS and the connection settings`,
+    );
   });
   try {
     const worker = await Worker.create({
