@@ -22,6 +22,8 @@ export type FaultPoint =
   | 'model.after_context_stored'
   /** A compaction's summary is stored, the new reference not yet reported. */
   | 'model.after_summary_stored'
+  /** The approvals app's notifier POSTed a park's message to one URL and heartbeated it (reported as `<executionId>:<park>`). */
+  | 'notify.after_post'
   | WorkflowFaultPoint;
 
 export const FAULT_REPORT_PREFIX = 'OPENWORKER_FAULT';

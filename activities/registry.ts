@@ -139,3 +139,22 @@ function jsonSchemaOf(tool: Tool): Record<string, unknown> {
     return { type: 'object' };
   }
 }
+
+/** Whether a planned call can park (wait for approval, ask a person, or need a recovery decision). */
+export const canPark = (call: PlannedCall): boolean =>
+  !call.invalid &&
+  !!call.spec &&
+  (call.spec.requiresApproval || call.spec.effect === 'external' || call.spec.asks === true);
+
+/**
+ * A registry whose calls that can park carry `notify` (the worker's `notify` option): their parks
+ * schedule the notify activity (workflows/notifyParks.ts). Off, the registry is unchanged and no
+ * turn schedules anything, so a deployment without notifiers grows no pending activities.
+ */
+export function withNotify(registry: ToolRegistry, on: boolean): ToolRegistry {
+  if (!on) return registry;
+  return {
+    ...registry,
+    plan: (calls) => registry.plan(calls).map((c) => (canPark(c) ? { ...c, notify: true as const } : c)),
+  };
+}

@@ -1,9 +1,11 @@
+import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
 import { InvalidArgumentError, type Command } from 'commander';
 import { connectClient } from '../client/connection';
 import { clientOptions, port, positiveInt, print, settingsOf } from './common';
 import { startApprovalsServer } from '../apps/approvals/serve';
 import { createToken, readTokens, revokeToken } from '../apps/approvals/tokens';
 import { OpenWorkerError } from '../client/session';
+import { notifyTaskQueue } from '../workflows/ids';
 
 interface ServeOptions {
   port: number;
@@ -42,12 +44,14 @@ export function approvalsCommands(program: Command): void {
     .option('--secure-cookie', 'mark the sign-in cookie Secure (served over https)')
     .option(
       '--notify <url>',
-      'POST a message (Slack-compatible JSON) here when a call starts waiting (repeatable)',
+      'POST a message (Slack-compatible JSON) here when a call parks, for workers run with OPENWORKER_NOTIFY=on (repeatable)',
       (v: string, prev: string[]) => [...prev, webhookUrl(v)],
       [] as string[],
     )
     .option('--public-url <url>', 'where operators reach this app, for the links in notifications')
     .action(async (opts: ServeOptions, cmd: Command) => {
+      // The notifier is a Temporal worker: its SDK logs at the worker's level (OPENWORKER_LOG_LEVEL).
+      if (opts.notify.length) Runtime.install({ logger: new DefaultLogger(settingsOf(cmd).logLevel as LogLevel) });
       const client = await connectClient(clientOptions(cmd));
       const server = await startApprovalsServer(client, {
         port: opts.port,
@@ -61,6 +65,10 @@ export function approvalsCommands(program: Command): void {
       console.log(
         `approvals: ${server.url} (sign in with a token from 'openworker-temporal approvals token create --name <you>')`,
       );
+      if (opts.notify.length)
+        console.log(
+          `notifier: ${opts.notify.length} URL(s), taking parks from task queue ${notifyTaskQueue(client.taskQueue)} (run the workers with OPENWORKER_NOTIFY=on)`,
+        );
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);
         process.once('SIGTERM', resolve);

@@ -52,6 +52,8 @@ export const SETTINGS = {
   OPENWORKER_PAYMENTS_TIMEOUT: 'upper bound for one attempt',
   OPENWORKER_DISPATCH_MARKER:
     "where protected calls record 'dispatched': heartbeat (default) or update (the turn's dispatch update)",
+  OPENWORKER_NOTIFY:
+    "'on': a worker plans calls with `notify`, so each of their parks schedules a notify activity for the approvals app's notifiers (default off)",
   OPENWORKER_FAULTS: 'crash testing: fault points to stop at',
   OPENWORKER_FAULT_ACTION: "crash testing: 'kill' to SIGKILL at the point instead of stopping",
 } as const;

@@ -64,6 +64,8 @@ export interface Settings {
   payments?: PaymentsConfig;
   /** OPENWORKER_DISPATCH_MARKER. */
   dispatchMarker: 'heartbeat' | 'update';
+  /** OPENWORKER_NOTIFY=on: parks of calls this worker plans schedule a notify activity (workflows/notifyParks.ts). */
+  notify: boolean;
   /**
    * OPENWORKER_FAULTS as the process started, for `dev` to hand its first worker. The fault points
    * themselves read the variable when reached (activities/faults.ts).
@@ -214,6 +216,7 @@ export function settingsFrom(env: Env): Settings {
       () => readChoice('OPENWORKER_DISPATCH_MARKER', ['heartbeat', 'update'] as const, 'heartbeat', env),
       'heartbeat',
     ),
+    notify: parse(() => readChoice('OPENWORKER_NOTIFY', ['on', 'off'] as const, 'off', env), 'off') === 'on',
     ...(faults ? { faults } : {}),
     env,
   };

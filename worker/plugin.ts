@@ -11,6 +11,7 @@ import type { McpToolSet } from '../activities/mcp/pool';
 import type { ModelProvider } from '../activities/model';
 import { loadModel } from '../activities/models';
 import type { ToolRegistry } from '../activities/registry';
+import { withNotify } from '../activities/registry';
 import type { Tool } from '../activities/tool';
 import { defaultDataConverter } from '../runtime/dataConverter';
 import type { ContextStore } from '../runtime/contextStore';
@@ -44,6 +45,12 @@ export interface OpenWorkerPluginOptions {
   mcp?: McpServerConfig[] | string;
   /** Lines worth an operator's eye (an MCP connection closed, a tool list that changed). Default: stderr. */
   log?: (line: string) => void;
+  /**
+   * Have parks notified: calls that can park are planned with `notify`, so each park schedules a
+   * notify activity for the approvals app's notifiers (docs/approvals.md, Notifications). Default:
+   * $OPENWORKER_NOTIFY, else off. Turn it on where notifiers run: otherwise each park's activity waits.
+   */
+  notify?: boolean;
   /** Add only the activities (a worker that polls no workflow tasks), or everything (default). */
   only?: 'activities';
   /**
@@ -81,7 +88,7 @@ export function pluginParts(options: OpenWorkerPluginOptions = {}): PluginParts 
         : undefined;
   const limits: Limits = { ...settings.limits, ...options.limits };
   const own = ownTools(options.tools ?? [], options.builtins ?? false, settings);
-  const registry = toolRegistry(own, limits.maxArgsBytes, approvers);
+  const registry = withNotify(toolRegistry(own, limits.maxArgsBytes, approvers), options.notify ?? settings.notify);
   const configs = mcpConfigs(options.mcp, settings);
   const log = options.log ?? ((line: string) => console.error(line));
   return {

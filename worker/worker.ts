@@ -53,6 +53,8 @@ export interface WorkerConfig extends ConnectOptions {
   mcp?: McpServerConfig[] | string;
   /** Lines worth an operator's eye (an MCP connection closed, a tool list that changed). Default: stderr. */
   log?: (line: string) => void;
+  /** Have parks notified (the approvals app's notifiers deliver them). Default: $OPENWORKER_NOTIFY, else off. */
+  notify?: boolean;
 }
 
 export { DEFAULT_MAX_CACHED_WORKFLOWS } from '../runtime/settings';

@@ -4,6 +4,11 @@
 //   session   session-<sessionId>
 //   turn      session-<sessionId>-turn-<n>        n = 1, 2, 3, … (digits, no sign, no leading zero)
 //
+// And the IDs of what a turn has notified about its parks (workflows/notifyParks.ts):
+//
+//   notify activity   <executionId>-notify-<park>   park = approval | question | recovery-<n>
+//   notify queue      <turn's task queue>-notify    where the notifiers (apps/approvals/notifier.ts) poll
+//
 // Why no two inputs share an ID (test/unit/ids.test.ts checks it with fast-check):
 // - two sessions: `session-` + s is injective in s;
 // - a session and a turn: a turn ID ends in `-turn-<digits>`, and a session ID that ends so is
@@ -77,3 +82,16 @@ export function sessionStartProblem(workflowId: string, sessionId: unknown): str
     ? undefined
     : `session '${String(sessionId)}' must run as workflow ${expected}, not ${workflowId}: start it with that workflow ID`;
 }
+
+/**
+ * The notify activity of one park of a call: one ID per execution ID and park, so a park is
+ * scheduled once and a replay schedules the same activity. No tool activity's ID has `-notify-`
+ * (theirs are the execution ID, `-<run>` or `-reconcile-…`).
+ */
+export const notifyActivityId = (executionId: string, park: string): string => `${executionId}-notify-${park}`;
+
+/**
+ * The task queue a turn's notify activities go to: its own queue's name plus `-notify`, so the
+ * notifiers of a deployment poll one queue of their own and never take a turn's or a tool's task.
+ */
+export const notifyTaskQueue = (taskQueue: string): string => `${taskQueue}-notify`;

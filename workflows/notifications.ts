@@ -2,12 +2,14 @@ import { setHandler } from '@temporalio/workflow';
 import { notifiedSignal, notifyUpdate } from './definitions';
 import type { LedgerInput } from './ledger';
 import { checkPayload, DESCRIPTIONS, schemas } from './protocol';
-import type { LedgerEntry, NotifiedReport, NotifyClaim } from './types';
+import { questionOf } from './answers';
+import type { LedgerEntry, NotifiedReport, NotifyClaim, ParkNotice, TurnInput } from './types';
 
-// Notifications about parked calls, owed by the turn's own state: a call that waits for approval or
-// sits in recovery_required owes one notification per park. A notifier (any replica of the
-// approvals app) claims it with the `notify` update, sends it, and reports with `notified`. The claim
-// is a lease: a notifier that dies after claiming leaves a claim that expires, and another sends it.
+// Notifications about parked calls: a call that waits for approval, asks a question or sits in
+// recovery_required owes one notification per park. Since `notify-activity-v1` the turn schedules
+// one notify activity per park itself (workflows/notifyParks.ts) when its calls were planned with
+// `notify`. Before, a notifier polled the inbox, claimed a park with the `notify` update (a lease) and
+// reported with `notified`; those handlers stay for turns and clients of older builds.
 // Rules here are pure; the handlers only read the ledger and record.
 
 export const MAX_CLAIMS_PER_PARK = 5;
@@ -19,6 +21,49 @@ export function parkKeyOf(e: LedgerEntry): string | undefined {
   if (e.state === 'awaiting_answer') return 'question';
   if (e.state !== 'recovery_required') return undefined;
   return `recovery-${e.events.filter((ev) => ev.type === 'recovery_required').length}`;
+}
+
+/** The key receivers deduplicate a park's message by (the `Idempotency-Key` header). */
+export const notificationKey = (executionId: string, park: string): string => `${executionId}:${park}`;
+
+/**
+ * The parks that need a notify activity now: calls planned with `notify` (`watched`, by tool call
+ * id) at a park whose key is not in `started` yet, in ledger order.
+ */
+export function newParks(
+  entries: readonly LedgerEntry[],
+  watched: ReadonlySet<string>,
+  started: ReadonlySet<string>,
+): { entry: LedgerEntry; park: string }[] {
+  const due: { entry: LedgerEntry; park: string }[] = [];
+  for (const entry of entries) {
+    if (!watched.has(entry.toolCallId)) continue;
+    const park = parkKeyOf(entry);
+    if (park && !started.has(notificationKey(entry.executionId, park))) due.push({ entry, park });
+  }
+  return due;
+}
+
+/** What the notify activity of `park` carries: the facts of the call at that park, never its arguments. */
+export function parkNotice(turn: Pick<TurnInput, 'sessionId' | 'turn'>, e: LedgerEntry, park: string): ParkNotice {
+  const state = e.state as ParkNotice['state'];
+  // When the park began: the entry's first event for approval and question, its latest park otherwise.
+  const began =
+    state === 'recovery_required' ? [...e.events].reverse().find((ev) => ev.type === 'recovery_required') : e.events[0];
+  return {
+    sessionId: turn.sessionId,
+    turn: turn.turn,
+    toolCallId: e.toolCallId,
+    executionId: e.executionId,
+    tool: e.tool,
+    ...(e.target !== undefined ? { target: e.target } : {}),
+    state,
+    ...(state === 'recovery_required' && typeof began?.reason === 'string' ? { reason: began.reason } : {}),
+    ...(state === 'awaiting_answer' ? { question: questionOf(e.arguments).question } : {}),
+    argsDigest: e.argsDigest,
+    since: began?.at ?? '',
+    park,
+  };
 }
 
 export interface NotificationState {
@@ -58,6 +103,8 @@ export function refuseClaim(e: LedgerEntry | undefined, c: NotifyClaim, nowMs: n
 export function handleNotifications(deps: {
   entries: () => LedgerEntry[];
   record: (toolCallId: string, change: LedgerInput) => LedgerEntry;
+  /** The turn schedules this park's notify activity itself: a polling notifier of an older build is refused. */
+  notifiesItself?: (executionId: string, park: string) => boolean;
 }): void {
   const find = (executionId: string) => deps.entries().find((e) => e.executionId === executionId);
   setHandler(
@@ -73,7 +120,9 @@ export function handleNotifications(deps: {
       validator: (c) => {
         const checked = checkPayload(schemas().notify, c);
         if (!checked.ok) throw new Error(checked.why);
-        const why = refuseClaim(find(c.executionId), c, Date.now());
+        const why = deps.notifiesItself?.(c.executionId, c.park)
+          ? `the turn notifies park '${c.park}' itself (notify activity)`
+          : refuseClaim(find(c.executionId), c, Date.now());
         if (why) throw new Error(`notify: ${why}`);
       },
       description: DESCRIPTIONS.notify,

@@ -29,6 +29,8 @@ export const PATCHES = {
   leanTurn: 'lean-turn-v1',
   // Asked directly (never through `lean`): a parked turn upserts its inbox rows as memo.
   inboxMemo: 'inbox-memo-v1',
+  /** Asked directly (not through `leanTurn`): a park of a call planned with `notify` schedules the notify activity. */
+  notifyActivity: 'notify-activity-v1',
 } as const;
 
 /**

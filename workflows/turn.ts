@@ -34,6 +34,7 @@ import { PATCHES } from './patches';
 import { capReached, iterationCap } from './turnOptions';
 import { DESCRIPTIONS } from './protocol';
 import { handleNotifications } from './notifications';
+import { createParkNotifier } from './notifyParks';
 import { assignCallIds } from './plan';
 import type { NextStep } from './policy';
 import { createShields } from './shields';
@@ -157,7 +158,15 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     applies: () => patched(PATCHES.steering),
   });
   setHandler(steerSignal, (raw) => steering.receive(raw), { description: DESCRIPTIONS.steer });
-  handleNotifications({ entries: book.entries, record: book.record });
+  // Each park of a call planned with `notify` starts its notify activity (workflows/notifyParks.ts).
+  const parks = createParkNotifier({
+    input,
+    entries: book.entries,
+    record: book.record,
+    cancelled: () => root.consideredCancelled,
+  });
+  book.onPublish(parks.check);
+  handleNotifications({ entries: book.entries, record: book.record, notifiesItself: parks.notifies });
   handleDispatch({
     entries: book.entries,
     record: book.record,
@@ -179,6 +188,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
 
   /** New ledger entries are in: grants approve what they cover, waiting decisions are judged, the calls run. */
   const runCalls = (planned: PlannedCall[], starts?: Map<string, NextStep>): Promise<Message[]> => {
+    parks.watch(planned);
     const decide = (): void => {
       grants.applyGrants(planned.map((c) => c.toolCallId));
       book.publish();

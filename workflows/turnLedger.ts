@@ -31,6 +31,8 @@ export function createTurnLedger(
   // The rows visibility holds (as JSON): a later park upserts only rows that differ.
   let memoed: string | undefined;
   let batching = false;
+  // Told after each publish: the ledger settled into a state worth showing (workflows/notifyParks.ts).
+  const listeners: (() => void)[] = [];
 
   const now = (): string => new Date().toISOString();
   const entries = (): LedgerEntry[] => [...ledger.values()];
@@ -69,6 +71,7 @@ export function createTurnLedger(
       }
     }
     setCurrentDetails(renderDetails(status()));
+    for (const fn of listeners) fn();
   };
 
   // Never throws: an impossible transition is logged, audited and parks the call (applyLedgerSafely).
@@ -95,6 +98,10 @@ export function createTurnLedger(
     entries,
     status,
     publish,
+    /** Calls `fn` after every publish (never within a batch: once, at its end). */
+    onPublish(fn: () => void): void {
+      listeners.push(fn);
+    },
     /**
      * The turn starts `running` (the search attribute is set before anything else happens). A lean
      * turn started with it set (startAgentTurn, a session's turn) upserts nothing.

@@ -1,11 +1,22 @@
-import { notifiedSignal, notifyUpdate } from '../../workflows/definitions';
+import { createHash } from 'node:crypto';
+import { hostname } from 'node:os';
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { faultPoint } from '../../activities/faults';
 import type { OpenWorkerClient } from '../../client/connection';
-import type { InboxItem } from '../../client/inspect';
-import { waitingCalls } from './calls';
+import { resolveConnectConfig } from '../../runtime/connection';
+import { defaultDataConverter } from '../../runtime/dataConverter';
+import { notifyTaskQueue } from '../../workflows/ids';
+import { notificationKey } from '../../workflows/notifications';
+import { NOTIFY_MAX_ATTEMPTS } from '../../workflows/notifyParks';
+import type { NotifyActivities, NotifyHeartbeat, NotifyParkResult, ParkNotice } from '../../workflows/types';
 
-// Sends what parked calls owe (workflows/notifications.ts): for each call waiting for approval or in
-// recovery_required whose park was not notified, claim it from its turn, POST the message to every
-// URL, report it sent. Any number of replicas may run this: the turn grants one claim at a time.
+// The approvals app's notifier: an activity worker (no workflows) on the notify task queue. A turn
+// schedules one notify activity per park of its calls (workflows/notifyParks.ts); whichever notifier
+// takes it POSTs the message to every URL, heartbeating after each delivery so a retry (after this
+// process died, or a URL failed) skips the URLs already delivered. Any number of replicas may run:
+// Temporal gives each attempt to one of them, and a notifier costs work per new park only.
 
 export interface NotifierOptions {
   client: OpenWorkerClient;
@@ -14,31 +25,29 @@ export interface NotifierOptions {
   publicUrl: string;
   /** Recorded as who sent (this replica). */
   replica: string;
-  pollMs?: number;
-  /** How long a claim holds: a notifier that dies after claiming delays the message this long. */
-  leaseMs?: number;
-  /** Attempts per URL, with a doubling backoff from 500 ms. */
-  attempts?: number;
   log?: (line: string) => void;
 }
 
-export const callLink = (publicUrl: string, c: Pick<InboxItem, 'executionId' | 'sessionId' | 'turn' | 'toolCallId'>) =>
+/** How long one POST may take: well inside the activity's heartbeat timeout (10 s). */
+const POST_TIMEOUT_MS = 5000;
+
+export const callLink = (publicUrl: string, c: Pick<ParkNotice, 'executionId' | 'sessionId' | 'turn' | 'toolCallId'>) =>
   `${publicUrl.replace(/\/+$/, '')}/#/calls/${c.executionId}?session=${encodeURIComponent(c.sessionId)}&turn=${c.turn}&call=${encodeURIComponent(c.toolCallId)}`;
 
 /** A Slack incoming-webhook body (`text`) that also carries the facts as JSON; never the arguments. */
-export function messageFor(c: InboxItem, link: string): Record<string, unknown> {
+export function messageFor(c: ParkNotice, link: string): Record<string, unknown> {
   const what = `${c.tool}${c.target ? ` → ${c.target}` : ''}`;
   const text =
     c.state === 'awaiting_approval'
       ? `${what} is waiting for approval in session ${c.sessionId} (turn ${c.turn}, call ${c.toolCallId}): ${link}`
       : c.state === 'awaiting_answer'
-        ? `The agent asks in session ${c.sessionId} (turn ${c.turn}, call ${c.toolCallId}): ${c.question?.question ?? ''} ${link}`
+        ? `The agent asks in session ${c.sessionId} (turn ${c.turn}, call ${c.toolCallId}): ${c.question ?? ''} ${link}`
         : `${what} needs a recovery decision in session ${c.sessionId} (turn ${c.turn}, call ${c.toolCallId})${c.reason ? `: ${c.reason}` : ''}. ${link}`;
   return {
     text,
     openworker: {
       event: c.state,
-      park: c.notification.park,
+      park: c.park,
       executionId: c.executionId,
       sessionId: c.sessionId,
       turn: c.turn,
@@ -53,77 +62,117 @@ export function messageFor(c: InboxItem, link: string): Record<string, unknown> 
   };
 }
 
-export function startNotifier(o: NotifierOptions): { stop(): Promise<void> } {
+/** A URL as heartbeat details name it: a digest, since a webhook URL is often its own secret. */
+export const urlDigest = (url: string): string => createHash('sha256').update(url).digest('hex').slice(0, 16);
+
+/**
+ * What an attempt does once every URL it tried has answered: complete when none failed; on the last
+ * attempt, complete with what was delivered (the turn records `notified` with the failures counted);
+ * otherwise fail, so Temporal retries the failed URLs after its backoff. Nothing delivered on the
+ * last attempt fails too: the park is given up on, and nothing says it was notified.
+ */
+export function attemptVerdict(o: {
+  delivered: number;
+  failed: number;
+  attempt: number;
+  maxAttempts: number;
+}): 'complete' | 'retry' | 'give_up' {
+  if (o.failed === 0) return 'complete';
+  if (o.attempt < o.maxAttempts) return 'retry';
+  return o.delivered > 0 ? 'complete' : 'give_up';
+}
+
+/** The notify activity, for `urls`: POSTs what is not delivered yet, concurrently, heartbeating each delivery. */
+export function notifyActivities(o: Omit<NotifierOptions, 'client'>): NotifyActivities {
   const log = o.log ?? ((line: string) => console.error(line));
-  let stopped = false;
-  let wake: () => void = () => undefined;
-  const deliver = async (url: string, body: unknown, key: string): Promise<boolean> => {
-    for (let i = 0; i < (o.attempts ?? 3); i++) {
-      if (i) await new Promise((r) => setTimeout(r, 500 * 2 ** (i - 1)));
-      try {
-        const res = await fetch(url, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'idempotency-key': key },
-          body: JSON.stringify(body),
-          signal: AbortSignal.timeout(5000),
-        });
-        if (res.ok) return true;
-        log(`notify: ${new URL(url).host} answered ${res.status} for ${key}`);
-      } catch (err) {
-        log(`notify: ${new URL(url).host}: ${(err as Error).message} for ${key}`);
-      }
-    }
-    return false;
-  };
-  const notify = async (c: InboxItem): Promise<void> => {
-    const park = c.notification.park!;
-    const handle = o.client.client.workflow.getHandle(c.workflowId);
+  const post = async (url: string, body: string, key: string): Promise<string | undefined> => {
     try {
-      await handle.executeUpdate(notifyUpdate, {
-        args: [{ executionId: c.executionId, park, by: o.replica, leaseMs: o.leaseMs ?? 60_000 }],
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': key },
+        body,
+        signal: AbortSignal.timeout(POST_TIMEOUT_MS),
       });
+      await res.body?.cancel().catch(() => undefined);
+      return res.ok ? undefined : `${new URL(url).host} answered ${res.status}`;
     } catch (err) {
-      // Refused: another notifier took it first, or the call moved on. Said once per call and park.
-      const why = ((err as { cause?: Error }).cause ?? (err as Error)).message.split('\n')[0];
-      log(`notify: ${c.executionId}:${park} not claimed: ${why}`);
-      return;
+      return `${new URL(url).host}: ${(err as Error).message}`;
     }
-    const key = `${c.executionId}:${park}`;
-    const body = messageFor(c, callLink(o.publicUrl, c));
-    const results = await Promise.all(o.urls.map((u) => deliver(u, body, key)));
-    const delivered = results.filter(Boolean).length;
-    // Nothing delivered: no report, so the claim expires and the next one tries again (bounded by the turn).
-    if (!delivered) return;
-    await handle.signal(notifiedSignal, {
-      executionId: c.executionId,
-      park,
-      by: o.replica,
-      delivered,
-      failed: o.urls.length - delivered,
-    });
   };
-  const loop = (async () => {
-    while (!stopped) {
-      try {
-        // A turn that does not answer quickly is asked again at the next poll, not waited for.
-        const due = (await waitingCalls(o.client, { deadlineMs: 3000 })).filter(
-          (c) => c.notification.park && !c.notification.notified && !c.notification.claimedBy,
-        );
-        await Promise.all(due.map(notify));
-      } catch (err) {
-        log(`notify: ${(err as Error).message.split('\n')[0]}`);
-      }
-      await new Promise<void>((r) => {
-        wake = r;
-        setTimeout(r, o.pollMs ?? 2000);
-      });
-    }
-  })();
   return {
-    stop: async () => {
-      stopped = true;
-      wake();
-      await loop;
+    async notifyPark(notice: ParkNotice): Promise<NotifyParkResult> {
+      const ctx = Context.current();
+      const key = notificationKey(notice.executionId, notice.park);
+      const before = (ctx.info.heartbeatDetails as NotifyHeartbeat | undefined)?.delivered ?? [];
+      const delivered = new Set(o.urls.map(urlDigest).filter((d) => before.includes(d)));
+      const body = JSON.stringify(messageFor(notice, callLink(o.publicUrl, notice)));
+      const problems: string[] = [];
+      await Promise.all(
+        o.urls
+          .filter((u) => !delivered.has(urlDigest(u)))
+          .map(async (url) => {
+            const problem = await post(url, body, key);
+            if (problem) return void problems.push(problem);
+            delivered.add(urlDigest(url));
+            ctx.heartbeat({ delivered: [...delivered] } satisfies NotifyHeartbeat);
+            await faultPoint('notify.after_post', notice.tool, key);
+          }),
+      );
+      const result = { by: o.replica, delivered: delivered.size, failed: o.urls.length - delivered.size };
+      const verdict = attemptVerdict({ ...result, attempt: ctx.info.attempt, maxAttempts: NOTIFY_MAX_ATTEMPTS });
+      if (problems.length) log(`notify: ${key} attempt ${ctx.info.attempt}: ${problems.join('; ')}`);
+      if (verdict === 'complete') return result;
+      throw ApplicationFailure.create({
+        message: `${result.failed} of ${o.urls.length} URLs not delivered: ${problems.join('; ')}`,
+        type: 'NotifyFailed',
+        nonRetryable: verdict === 'give_up',
+      });
     },
   };
+}
+
+/**
+ * Starts the notifier: a worker with the notify activity only, polling `<task queue>-notify` for the
+ * client's task queue, with the client's namespace, connection settings and data converter.
+ */
+export async function startNotifier(o: NotifierOptions): Promise<{ stop(): Promise<void> }> {
+  const cfg = resolveConnectConfig(
+    { address: o.client.address, namespace: o.client.namespace, taskQueue: o.client.taskQueue },
+    o.client.settings,
+  );
+  const connection = await NativeConnection.connect({
+    address: cfg.address,
+    ...(cfg.tls ? { tls: cfg.tls as never } : {}),
+    ...(cfg.apiKey ? { apiKey: cfg.apiKey } : {}),
+    ...(cfg.metadata ? { metadata: cfg.metadata } : {}),
+  }).catch((err: Error) => {
+    throw new Error(
+      `the notifier cannot reach Temporal at ${cfg.address} (${err.message}); check TEMPORAL_ADDRESS and the connection settings`,
+    );
+  });
+  try {
+    const worker = await Worker.create({
+      connection,
+      namespace: cfg.namespace,
+      taskQueue: notifyTaskQueue(cfg.taskQueue),
+      activities: notifyActivities(o),
+      dataConverter: defaultDataConverter(o.client.settings),
+      identity: `${o.replica}@${hostname()}:${process.pid}`,
+      // A delivery's heartbeat reaches the server within this, so a crash right after re-sends little.
+      maxHeartbeatThrottleInterval: '200ms',
+      // Stopping lets a delivery in flight finish (a POST takes at most 5 s).
+      shutdownGraceTime: '10s',
+    });
+    const log = o.log ?? ((line: string) => console.error(line));
+    const running = worker.run().catch((err: Error) => log(`notifier stopped: ${err.message}`));
+    return {
+      stop: async () => {
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+        await running.finally(() => connection.close());
+      },
+    };
+  } catch (err) {
+    await connection.close();
+    throw err;
+  }
 }

@@ -20,7 +20,6 @@ export async function startApprovalsServer(
     notify?: string[];
     /** Where operators reach this app, for the links in notifications (default: the URL it listens on). */
     publicUrl?: string;
-    leaseMs?: number;
   } = {},
 ): Promise<ApprovalsServer> {
   const app = approvalsApp({ client, ...opts });
@@ -39,14 +38,16 @@ export async function startApprovalsServer(
   });
   const { port } = server.address() as AddressInfo;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  // An activity worker on the notify task queue: it takes the parks turns schedule (no inbox polling).
   const notifier = opts.notify?.length
-    ? startNotifier({
+    ? await startNotifier({
         client,
         urls: opts.notify,
         publicUrl: opts.publicUrl ?? url,
         replica: `approvals-${randomUUID().slice(0, 8)}`,
-        ...(opts.pollMs ? { pollMs: opts.pollMs } : {}),
-        ...(opts.leaseMs ? { leaseMs: opts.leaseMs } : {}),
+      }).catch(async (err: Error) => {
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+        throw err;
       })
     : undefined;
   return {

@@ -82,7 +82,6 @@ export function exited(proc: ChildProcess): Promise<void> {
 
 export async function spawnWorker(spec: WorkerSpec): Promise<WorkerProcess> {
   const args = [
-    CLI,
     'worker',
     '--task-queue',
     spec.taskQueue,
@@ -91,6 +90,20 @@ export async function spawnWorker(spec: WorkerSpec): Promise<WorkerProcess> {
     ...(spec.tools ?? []).flatMap((t) => ['--tools', t]),
     ...(spec.extraArgs ?? []),
   ];
+  return spawnCliProcess(args, /worker ready/, 'worker ready line', spec);
+}
+
+/**
+ * Any long-running CLI command (`approvals serve`, …) as a tracked process, with the fault points of
+ * `spec.faults` armed; resolves once its output matches `ready`.
+ */
+export async function spawnCliProcess(
+  cliArgs: string[],
+  ready: RegExp,
+  what: string,
+  spec: Pick<WorkerSpec, 'faults' | 'env' | 'scope' | 'clockSkewSeconds'>,
+): Promise<WorkerProcess> {
+  const args = [CLI, ...cliArgs];
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     ...spec.env,
@@ -108,7 +121,7 @@ export async function spawnWorker(spec: WorkerSpec): Promise<WorkerProcess> {
   proc.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
   proc.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
   const output = (): string => out;
-  await waitFor(proc, output, /worker ready/, 'worker ready line', 30_000);
+  await waitFor(proc, output, ready, what, 30_000);
   return {
     proc,
     output,

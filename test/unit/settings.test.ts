@@ -118,6 +118,7 @@ describe('settings: settingsFrom', () => {
       approvalsTokens: '/s/approvals-tokens.json',
       keysDir: join(homedir(), '.openworker', 'keys'),
       dispatchMarker: 'heartbeat',
+      notify: false,
     };
     const { env: _env, ...got } = s;
     assert.deepEqual(got, want);
@@ -161,6 +162,7 @@ describe('settings: settingsFrom', () => {
       { keysDir: '/k', approverKey: 'al' },
     ],
     ['the update marker', { OPENWORKER_DISPATCH_MARKER: 'update' }, { dispatchMarker: 'update' }],
+    ['notifications on', { OPENWORKER_NOTIFY: 'ON' }, { notify: true }],
     ['faults as started', { OPENWORKER_FAULTS: 'tool.before_dispatch' }, { faults: 'tool.before_dispatch' }],
     [
       'SMTP, secure',
@@ -206,6 +208,7 @@ describe('settings: settingsFrom', () => {
       /^OPENWORKER_SERVER_SYNC must be one of normal, full, got 'off'$/,
     ],
     ['a marker', { OPENWORKER_DISPATCH_MARKER: 'x' }, /^OPENWORKER_DISPATCH_MARKER must be one of heartbeat, update/],
+    ['notify', { OPENWORKER_NOTIFY: 'yes' }, /^OPENWORKER_NOTIFY must be one of on, off, got 'yes'$/],
     ['a log level', { OPENWORKER_LOG_LEVEL: 'loud' }, /^OPENWORKER_LOG_LEVEL must be one of TRACE, .*, got 'LOUD'$/],
     ['a switch', { OPENWORKER_ENCRYPTION: 'of' }, /^OPENWORKER_ENCRYPTION must be 'on' or 'off', got 'of'$/],
     [

@@ -78,3 +78,43 @@ export interface TurnActivities {
   /** The names of the tools this worker serves now (workflows/tools.ts). */
   listTools(): Promise<string[]>;
 }
+
+/**
+ * What a notification about one park says (the notify activity's input): the facts a message needs,
+ * never the call's arguments (an ask_user question is its text only).
+ */
+export interface ParkNotice {
+  sessionId: string;
+  turn: number;
+  toolCallId: string;
+  executionId: string;
+  tool: string;
+  target?: string;
+  state: 'awaiting_approval' | 'awaiting_answer' | 'recovery_required';
+  /** recovery_required: why the call parked. */
+  reason?: string;
+  /** awaiting_answer: the question asked. */
+  question?: string;
+  argsDigest: string;
+  /** When the call reached this park. */
+  since: string;
+  /** `approval`, `question` or `recovery-<n>` (workflows/notifications.ts parkKeyOf). */
+  park: string;
+}
+
+/** What a notifier reports: who sent, to how many of its URLs, and how many it gave up on. */
+export interface NotifyParkResult {
+  by: string;
+  delivered: number;
+  failed: number;
+}
+
+/** The notify activity's heartbeat details: the URLs (as digests, never the URL) already delivered. */
+export interface NotifyHeartbeat {
+  delivered: string[];
+}
+
+/** The activity the notifiers register (apps/approvals/notifier.ts), on the notify task queue. */
+export interface NotifyActivities {
+  notifyPark(notice: ParkNotice): Promise<NotifyParkResult>;
+}

@@ -52,6 +52,12 @@ export interface PlannedCall {
   invalid?: string;
   /** Who may approve it, when the worker has approver keys (see workflows/signatures.ts). */
   approval?: ApprovalRequirement;
+  /**
+   * The worker's deployment notifies parks (worker option `notify`, OPENWORKER_NOTIFY=on): each park
+   * of this call schedules the notify activity (workflows/notifyParks.ts). Recorded with the model
+   * response, so a replay schedules what the live run did whatever the worker's setting is now.
+   */
+  notify?: true;
 }
 
 /** An approver's Ed25519 public key, as the worker was configured with it. */
