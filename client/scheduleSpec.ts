@@ -35,7 +35,7 @@ export function cronProblem(expr: unknown): string | undefined {
     .trim();
   if (body.startsWith('@every')) {
     const d = body.slice('@every'.length).trim().split('/')[0] ?? '';
-    return everyMs(d) === undefined ? bad(`'@every' needs an interval such as 30m or 1h`) : undefined;
+    return !everyMs(d) ? bad(`'@every' needs an interval such as 30m or 1h`) : undefined;
   }
   if (body.startsWith('@')) return SHORTHANDS.has(body) ? undefined : bad(`unknown shorthand '${body}'`);
   const parts = body.split(/\s+/);
@@ -78,7 +78,7 @@ export function everyMs(text: string): number | undefined {
   if (!/^([0-9]+[smhd])+$/.test(text)) return undefined;
   let ms = 0;
   for (const [, n, unit] of text.matchAll(/([0-9]+)([smhd])/g)) ms += Number(n) * UNIT_MS[unit!]!;
-  return ms > 0 && Number.isSafeInteger(ms) ? ms : undefined;
+  return Number.isSafeInteger(ms) ? ms : undefined;
 }
 
 /** The interval `--every` gives, in ms, or a one-line reason it is not one. */
