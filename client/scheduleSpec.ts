@@ -26,8 +26,8 @@ const FIELDS: Field[] = [
 
 /** Why `expr` is not a cron expression the server takes (5-7 fields, a shorthand, `@every`), or undefined. */
 export function cronProblem(expr: unknown): string | undefined {
-  if (typeof expr !== 'string' || !expr.trim()) return `--cron needs an expression, ${CRON_EXAMPLE}`;
-  const bad = (why: string) => `invalid --cron '${expr}': ${why}; ${CRON_EXAMPLE}`;
+  if (typeof expr !== 'string' || !expr.trim()) return `\`cron\` needs an expression, ${CRON_EXAMPLE}`;
+  const bad = (why: string) => `invalid \`cron\` '${expr}': ${why}; ${CRON_EXAMPLE}`;
   // A time zone prefix and a trailing comment are the server's too.
   const body = expr
     .replace(/^\s*(CRON_TZ|TZ)=\S+\s+/, '')
@@ -81,12 +81,12 @@ export function everyMs(text: string): number | undefined {
   return Number.isSafeInteger(ms) ? ms : undefined;
 }
 
-/** The interval `--every` gives, in ms, or a one-line reason it is not one. */
+/** The interval `every` gives, in ms, or a one-line reason it is not one. */
 export function parseEvery(text: unknown): { ms: number } | { problem: string } {
   const ms = typeof text === 'string' ? everyMs(text.trim()) : undefined;
   if (ms === undefined)
-    return { problem: `invalid --every '${String(text)}': use a number with s, m, h or d, e.g. 30m, 1h30m or 1d` };
-  if (ms < 1000) return { problem: `invalid --every '${String(text)}': the shortest interval is 1s` };
+    return { problem: `invalid \`every\` '${String(text)}': use a number with s, m, h or d, e.g. 30m, 1h30m or 1d` };
+  if (ms < 1000) return { problem: `invalid \`every\` '${String(text)}': the shortest interval is 1s` };
   return { ms };
 }
 

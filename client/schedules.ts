@@ -119,13 +119,13 @@ export async function createSchedule(client: ClientLike, input: CreateScheduleIn
   } catch (err) {
     if (err instanceof ScheduleAlreadyRunning)
       throw new OpenWorkerError(
-        `schedule '${scheduleId}' already exists; pick another --id, or delete it first ('openworker-temporal schedule delete ${scheduleId}')`,
+        `schedule '${scheduleId}' already exists; pick another \`scheduleId\`, or delete it first ('openworker-temporal schedule delete ${scheduleId}')`,
         'bad_input',
       );
     const msg = (err as Error).message ?? String(err);
     if (/invalid|time ?zone|unknown time/i.test(msg))
       throw new OpenWorkerError(
-        `the server refused the schedule: ${msg.split('\n')[0]}; check --cron and --timezone`,
+        `the server refused the schedule: ${msg.split('\n')[0]}; check \`cron\` and \`timezone\``,
         'bad_input',
       );
     throw err;
@@ -136,7 +136,7 @@ export async function createSchedule(client: ClientLike, input: CreateScheduleIn
 function specOf(input: CreateScheduleInput): { cronExpressions: string[] } | { intervals: { every: number }[] } {
   if ((input.cron === undefined) === (input.every === undefined))
     throw new OpenWorkerError(
-      `give exactly one of --cron '<expression>' or --every <interval> (e.g. --cron '0 9 * * *' or --every 1h); no schedule was created`,
+      `give exactly one of \`cron\` or \`every\` (e.g. \`cron\` '0 9 * * *' or \`every\` 1h); no schedule was created`,
       'bad_input',
     );
   if (input.cron !== undefined) {

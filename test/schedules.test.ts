@@ -8,6 +8,7 @@ import type { ScheduleListItem, ScheduleView, ScheduledRunView } from '../client
 import { sessionWorkflowId } from '../workflows/ids';
 import { SCHEDULED_TURN_WORKFLOW } from '../workflows/scheduled';
 import type { ScheduledTurnResult } from '../workflows/scheduled';
+import { recordHistory } from './support/histories';
 import { runCli } from './support/processes';
 import { emailCall, eventually, scripted, startTurn, turnClosed, uniq } from './support/scenario';
 import { useWorld } from './support/world';
@@ -113,6 +114,8 @@ describe('scheduled turns (Temporal Schedules)', function () {
     assert.equal((again as ScheduledTurnResult).messageId, third.messageId);
     assert.equal((again as ScheduledTurnResult).delivered, false);
     assert.match((again as ScheduledTurnResult).skipped!, /the session has message .* already/);
+    await recordHistory(first.workflowId, 'scheduled-turn-delivered');
+    await recordHistory(third.workflowId, 'scheduled-turn-skipped');
     await eventually(async () => (await sessionStatus(w.c, sessionId)).turns.at(-1)?.state === 'completed', 'turn 3');
     assert.equal((await sessionStatus(w.c, sessionId)).turns.length, 3);
 
@@ -154,6 +157,7 @@ describe('scheduled turns (Temporal Schedules)', function () {
     const run = await triggerSchedule(w.c, scheduleId);
     assert.equal(run.status, 'failed');
     assert.match(run.error!, new RegExp(`^session '${sessionId}' has ended .*delivered nothing; delete the schedule`));
+    await recordHistory(run.workflowId, 'scheduled-turn-session-ended');
     const paused = await eventually(async () => {
       const d = await describeSchedule(w.c, scheduleId);
       return d.paused && d;
@@ -169,7 +173,10 @@ describe('scheduled turns (Temporal Schedules)', function () {
         ['create', sessionId, 'x', '--cron', 'every day'],
         /^error: invalid --cron 'every day': it has 2 field\(s\), not 5 to 7/,
       ],
-      [['create', sessionId, 'x'], /^error: give exactly one of --cron '<expression>' or --every <interval>/],
+      [
+        ['create', sessionId, 'x'],
+        /^error: give exactly one of --cron or --every \(e\.g\. --cron '0 9 \* \* \*' or --every 1h\)/,
+      ],
       [
         ['create', sessionId, 'x', '--every', '5 minutes'],
         /^error: invalid --every '5 minutes': use a number with s, m, h or d/,
