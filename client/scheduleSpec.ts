@@ -107,3 +107,13 @@ export function formatEvery(ms: number): string {
   }
   return out.join('') || '0s';
 }
+
+/** Why `zone` is not an IANA time zone name (checked against Node's zone database), or undefined. */
+export function timezoneProblem(zone: string): string | undefined {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: zone });
+    return undefined;
+  } catch {
+    return `invalid \`timezone\` '${zone}': use an IANA time zone name such as Europe/Berlin or UTC`;
+  }
+}

@@ -10,7 +10,7 @@ import type { ClientLike } from './own';
 import { asOpenWorker } from './own';
 import type { OpenWorkerClient } from './connection';
 import { OpenWorkerError, checkSessionId } from './session';
-import { cronProblem, formatEvery, parseEvery } from './scheduleSpec';
+import { cronProblem, formatEvery, parseEvery, timezoneProblem } from './scheduleSpec';
 import { sessionWorkflowId } from '../workflows/ids';
 import { messageProblem } from '../workflows/limits';
 import type { ScheduledTurnInput, ScheduledTurnResult } from '../workflows/scheduled';
@@ -93,7 +93,10 @@ export async function createSchedule(client: ClientLike, input: CreateScheduleIn
   const sessionId = checkSessionId(input.sessionId);
   const scheduleId = input.scheduleId ?? `${sessionId.replace(/:/g, '.').slice(0, 90)}-${randomUUID().slice(0, 8)}`;
   const spec = specOf(input);
-  const problem = scheduleIdProblem(scheduleId) ?? messageProblem(input.message);
+  const problem =
+    scheduleIdProblem(scheduleId) ??
+    messageProblem(input.message) ??
+    (input.timezone !== undefined ? timezoneProblem(input.timezone) : undefined);
   if (problem) throw new OpenWorkerError(`${problem}; no schedule was created`, 'bad_input');
   await requireRunningSession(c, sessionId);
   const args: [ScheduledTurnInput] = [{ scheduleId, sessionId, text: input.message }];

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import fc from 'fast-check';
-import { cronProblem, everyMs, formatEvery, parseEvery } from '../../client/scheduleSpec';
+import { cronProblem, everyMs, formatEvery, parseEvery, timezoneProblem } from '../../client/scheduleSpec';
 import {
   deliveryFor,
   openScheduledMessages,
@@ -79,6 +79,17 @@ describe('parseEvery and formatEvery: --every', () => {
       fc.property(fc.integer({ min: 1, max: 10_000_000 }), (secs) => {
         assert.equal(everyMs(formatEvery(secs * 1000)), secs * 1000);
       }),
+    ));
+});
+
+describe('timezoneProblem: --timezone', () => {
+  it('takes IANA names and UTC', () => {
+    for (const zone of ['UTC', 'Europe/Berlin', 'America/New_York']) assert.equal(timezoneProblem(zone), undefined);
+  });
+  it('refuses anything else in one line', () =>
+    assert.equal(
+      timezoneProblem('Mars/Olympus'),
+      "invalid `timezone` 'Mars/Olympus': use an IANA time zone name such as Europe/Berlin or UTC",
     ));
 });
 
