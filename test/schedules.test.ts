@@ -90,7 +90,11 @@ describe('scheduled turns (Temporal Schedules)', function () {
     const done = await turnClosed(w.c, parked);
     assert.equal(done.state, 'completed');
     assert.equal(w.sink.deliveries(messageIdFor(waiting[0]!.executionId)), 1);
-    const status = await sessionStatus(w.c, sessionId);
+    // The session records the turn's end a moment after the turn's workflow closes.
+    const status = await eventually(async () => {
+      const st = await sessionStatus(w.c, sessionId);
+      return st.turns[1]?.state === 'completed' && st;
+    }, 'the session records turn 2');
     assert.deepEqual(
       status.turns.map((t) => [t.n, t.messageId, t.state]),
       [
@@ -177,6 +181,9 @@ describe('scheduled turns (Temporal Schedules)', function () {
       return d.paused && d;
     }, 'pause on failure');
     assert.equal(paused.every, '1h');
+    assert.match(paused.recentRuns[0]!.error!, /has ended/);
+    // trigger runs a paused schedule too.
+    assert.equal((await triggerSchedule(w.c, scheduleId)).status, 'failed');
 
     // What the client refuses before it asks the server: the library's one-line errors.
     const refused: [Partial<CreateScheduleInput>, RegExp][] = [
