@@ -4,7 +4,14 @@ import { approve } from '../client/decisions';
 import { inbox } from '../client/inspect';
 import { sessionStatus, waitForTurn } from '../client/session';
 import type { OpenWorkerError } from '../client/session';
-import { createSchedule, describeSchedule, listSchedules, triggerSchedule } from '../client/schedules';
+import {
+  createSchedule,
+  deleteSchedule,
+  describeSchedule,
+  listSchedules,
+  triggerSchedule,
+  unpauseSchedule,
+} from '../client/schedules';
 import type { CreateScheduleInput, ScheduleListItem, ScheduleView, ScheduledRunView } from '../client/schedules';
 import { sessionWorkflowId } from '../workflows/ids';
 import { SCHEDULED_TURN_WORKFLOW } from '../workflows/scheduled';
@@ -55,8 +62,10 @@ describe('scheduled turns (Temporal Schedules)', function () {
     assert.equal(created.message, 'send the daily report');
     assert.equal(created.overlap, 'SKIP');
     assert.ok(created.nextRuns.length > 0);
-    const taken = await cli('schedule', 'create', sessionId, 'x', '--every', '1h', '--id', scheduleId);
-    assert.match(taken.stderr.trim(), /^error: schedule '.*' already exists; pick another --id/);
+    await assert.rejects(
+      createSchedule(w.c, { sessionId, message: 'x', every: '1h', scheduleId }),
+      /schedule '.*' already exists; pick another `scheduleId`, or delete it first/,
+    );
 
     // Run 1 delivers; its turn's send_email parks for approval and shows in the inbox.
     const first = await triggerSchedule(w.c, scheduleId);
@@ -73,11 +82,6 @@ describe('scheduled turns (Temporal Schedules)', function () {
     assert.deepEqual(
       waiting.map((i) => [i.tool, i.turn]),
       [['send_email', 2]],
-    );
-    const cliInbox = await json<{ sessionId: string; tool: string }[]>('inbox', '--session', sessionId);
-    assert.deepEqual(
-      cliInbox.map((i) => i.tool),
-      ['send_email'],
     );
 
     // Run 2 while run 1's turn waits for a decision: skipped, nothing queued.
@@ -154,13 +158,13 @@ describe('scheduled turns (Temporal Schedules)', function () {
       listed.map((s) => [s.scheduleId, s.sessionId, s.cron, s.note]),
       [[scheduleId, sessionId, '0 9 * * MON-FRI', 'holiday']],
     );
-    assert.equal((await json<ScheduleView>('schedule', 'unpause', scheduleId)).paused, false);
+    assert.equal((await unpauseSchedule(w.c, scheduleId)).paused, false);
     assert.deepEqual(await json('schedule', 'delete', scheduleId), { scheduleId, deleted: true });
-    const gone = await cli('schedule', 'describe', scheduleId);
-    assert.equal(gone.code, 1);
-    assert.equal(
-      gone.stderr.trim(),
-      `error: schedule '${scheduleId}' not found; list them with 'openworker-temporal schedule list'`,
+    await assert.rejects(
+      describeSchedule(w.c, scheduleId),
+      (err: OpenWorkerError) =>
+        err.code === 'not_found' &&
+        err.message === `schedule '${scheduleId}' not found; list them with 'openworker-temporal schedule list'`,
     );
     await eventually(async () => !(await listSchedules(w.c, { sessionId })).length, 'list drops it');
   });
@@ -235,6 +239,6 @@ describe('scheduled turns (Temporal Schedules)', function () {
       assert.equal(r.stderr.trim().split('\n').length, 1, `${args.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr.trim(), expected, args.join(' '));
     });
-    await cli('schedule', 'delete', scheduleId);
+    await deleteSchedule(w.c, scheduleId);
   });
 });
