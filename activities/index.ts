@@ -36,6 +36,8 @@ import { describeIssues } from './registry';
 import type { ToolContext } from './tool';
 import type { Tool } from './tool';
 import { ToolFailure, UnknownOutcome } from './tool';
+import { scheduleActivities } from './schedules';
+import type { ScheduleActivities } from '../workflows/scheduled';
 
 /**
  * Why the external system may no longer remember this call's key, or undefined while it must. The
@@ -186,7 +188,7 @@ export function createActivities({
   dispatchMarker,
   contextStore,
   contextTokens,
-}: ActivityDeps): TurnActivities {
+}: ActivityDeps): TurnActivities & ScheduleActivities {
   const context = contextDeps(contextStore, model, contextTokens);
   const limits: Limits = { ...DEFAULT_LIMITS, ...given };
   const resultLimit = (tool: Tool | undefined): number => tool?.maxResultBytes ?? limits.maxResultBytes;
@@ -397,5 +399,7 @@ export function createActivities({
           };
       }
     },
+    // A scheduled turn's look at its session (workflows/scheduledTurn.ts).
+    ...scheduleActivities,
   };
 }

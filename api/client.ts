@@ -30,6 +30,16 @@ export type { ImportResult } from '../client/import';
 export { planImport, ImportError, IMPORT_PROTOCOL } from '../client/importPlan';
 export type { ImportPlan } from '../client/importPlan';
 export { showSession, inbox } from '../client/inspect';
+export {
+  createSchedule,
+  listSchedules,
+  describeSchedule,
+  pauseSchedule,
+  unpauseSchedule,
+  triggerSchedule,
+  deleteSchedule,
+} from '../client/schedules';
+export type { CreateScheduleInput, ScheduleView, ScheduleListItem, ScheduledRunView } from '../client/schedules';
 export { streamTurn } from '../client/stream';
 export type { TextEvent, StreamTurnInput } from '../client/stream';
 export type { SessionView, ExecutionView, InboxItem, InboxFilter } from '../client/inspect';

@@ -16,6 +16,11 @@ const FLAG_OF: Record<string, string> = {
   // sendMessage's per-turn and per-session limits: the CLI's only ones are the iteration caps.
   options: '--max-iterations',
   sessionOptions: '--session-max-iterations',
+  // createSchedule's.
+  cron: '--cron',
+  every: '--every',
+  scheduleId: '--id',
+  timezone: '--timezone',
 };
 
 /** A library error's message with each option named as its command-line flag. */

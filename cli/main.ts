@@ -5,6 +5,7 @@ import { decisionCommands, keyCommands } from './decisions';
 import { storageCommands } from './storage';
 import { approvalsCommands } from './approvals';
 import { mcpCommands } from './mcp';
+import { scheduleCommands } from './schedules';
 import { OpenWorkerError } from '../client/session';
 import { packageVersion } from '../runtime/stateDir';
 import type { Env } from '../runtime/config';
@@ -32,6 +33,7 @@ export function buildCli(env: Env = process.env): Command {
   cancelCommand(program);
   keyCommands(program);
   showCommand(program);
+  scheduleCommands(program);
   storageCommands(program);
   approvalsCommands(program);
   mcpCommands(program);

@@ -208,7 +208,7 @@ describe('embedding: OpenWorkerPlugin in your own worker and Client', function (
           workflowBundle: { code: 'async function mine() {}' },
           plugins: [new OpenWorkerPlugin({ model: scriptedModel({ steps: [] }) })],
         }),
-        /your workflowBundle lacks the workflows session, agentTurn, toolNames; build it with bundleWorkflowCode/,
+        /your workflowBundle lacks the workflows session, agentTurn, toolNames, scheduledTurn; build it with bundleWorkflowCode/,
       );
     } finally {
       await nativeConnection.close();

@@ -9,7 +9,7 @@ import { dirname, join, sep } from 'node:path';
 export const AGENT_WORKFLOWS_MODULE = require.resolve('../workflows');
 
 /** The workflow types this package registers; a user workflow of the same name is refused. */
-export const AGENT_WORKFLOW_TYPES = ['session', 'agentTurn', 'toolNames'] as const;
+export const AGENT_WORKFLOW_TYPES = ['session', 'agentTurn', 'toolNames', 'scheduledTurn'] as const;
 
 /** The bundle built by `npm run build`, if it is there. */
 export function prebuiltBundle(): string | undefined {

@@ -2,3 +2,4 @@
 export { session } from './session';
 export { agentTurn } from './turn';
 export { toolNames } from './tools';
+export { scheduledTurn } from './scheduledTurn';

@@ -18,7 +18,10 @@ describe('workflowModules: your workflows beside the agent turn', () => {
   it('exports yours and names ours explicitly, with whole file paths (ESM packages take nothing else)', () => {
     const src = combinedSource(join(dir, 'flows'), '/x/dist/workflows/index.js');
     assert.match(src, new RegExp(`export \\* from "${join(dir, 'flows.ts')}";`));
-    assert.match(src, /export \{ session, agentTurn, toolNames \} from "\/x\/dist\/workflows\/index\.js";/);
+    assert.match(
+      src,
+      /export \{ session, agentTurn, toolNames, scheduledTurn \} from "\/x\/dist\/workflows\/index\.js";/,
+    );
   });
 
   it('a workflows folder that cannot resolve @temporalio/workflow is refused in one line', () => {
@@ -35,6 +38,6 @@ describe('workflowModules: your workflows beside the agent turn', () => {
     assert.match(combined, /[\\/]node_modules[\\/]\.cache[\\/]openworker-temporal[\\/]workflows-[0-9a-f]{16}\.js$/);
     assert.equal(workflowsPathWith(join(dir, 'flows.ts')), combined);
     assert.equal(workflowsPathWith(combined), combined);
-    assert.match(readFileSync(combined, 'utf8'), /export \{ session, agentTurn, toolNames \}/);
+    assert.match(readFileSync(combined, 'utf8'), /export \{ session, agentTurn, toolNames, scheduledTurn \}/);
   });
 });
