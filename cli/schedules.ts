@@ -98,7 +98,11 @@ export function scheduleCommands(program: Command): void {
     .action(async (scheduleId: string, opts: { timeout: number }, cmd: Command) =>
       withClient(cmd, async (c) => {
         const run = await triggerSchedule(c, scheduleId, { waitMs: opts.timeout * 1000 });
-        print(cmd, run, `triggered schedule ${scheduleId}: ${formatRun(run)}`);
+        const waiting =
+          run.status === 'running'
+            ? ` (after ${opts.timeout}s; is a worker running on task queue '${c.taskQueue}'? 'schedule describe' shows the outcome)`
+            : '';
+        print(cmd, run, `triggered schedule ${scheduleId}: ${formatRun(run)}${waiting}`);
       }),
     );
 

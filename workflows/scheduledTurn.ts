@@ -1,6 +1,7 @@
 import {
   ApplicationFailure,
   getExternalWorkflowHandle,
+  isCancellation,
   proxyLocalActivities,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -39,7 +40,8 @@ export async function scheduledTurn(input: ScheduledTurnInput): Promise<Schedule
       messageId,
       queue: true,
     });
-  } catch {
+  } catch (err) {
+    if (isCancellation(err)) throw err;
     // The session ended between the look and the signal.
     throw sessionMissing(sessionId, scheduleId, 'was not found or has ended');
   }

@@ -1,5 +1,7 @@
 import { strict as assert } from 'node:assert';
 import fc from 'fast-check';
+import { formatList, formatRun, formatSchedule } from '../../cli/schedules';
+import type { ScheduledRunView } from '../../client/schedules';
 import { cronProblem, everyMs, formatEvery, parseEvery, timezoneProblem } from '../../client/scheduleSpec';
 import {
   deliveryFor,
@@ -186,4 +188,54 @@ describe('the overlap policy: deliver, or skip while the previous message is ope
     });
   it('a message that steered a turn counts as taken', () =>
     assert.equal(sessionKnows({ turns: [{ ...turn(1, 'u', 'completed'), steered: ['m'] }], pending: [] }, 'm'), true));
+});
+
+describe('the CLI shows a schedule and its runs in a line each', () => {
+  const run = (r: Partial<ScheduledRunView>): ScheduledRunView => ({
+    workflowId: 'scheduled-d-2026-12-07T09:00:00Z',
+    scheduledAt: '2026-12-07T09:00:00.000Z',
+    takenAt: '2026-12-07T09:00:00.010Z',
+    status: 'completed',
+    ...r,
+  });
+  const cases: [string, ScheduledRunView, string][] = [
+    ['delivered', run({ delivered: true, messageId: 'schedule:d:t' }), 'delivered message schedule:d:t'],
+    ['skipped', run({ delivered: false, skipped: 'skipped: the previous …' }), 'skipped: the previous …'],
+    ['failed', run({ status: 'failed', error: "session 's' has ended" }), "failed: session 's' has ended"],
+    ['running', run({ status: 'running' }), 'running'],
+  ];
+  for (const [name, r, expected] of cases)
+    it(name, () => assert.equal(formatRun(r), `scheduled-d-2026-12-07T09:00:00Z ${expected}`));
+  it('a schedule: its session, when, pause note, message, policy, next and recent runs', () =>
+    assert.equal(
+      formatSchedule({
+        scheduleId: 'd',
+        sessionId: 's',
+        message: 'send\nthe report',
+        cron: '0 9 * * *',
+        timezone: 'Europe/Berlin',
+        paused: true,
+        note: 'holiday',
+        overlap: 'SKIP',
+        nextRuns: [],
+        recentRuns: [run({ delivered: true, messageId: 'schedule:d:t' })],
+      }),
+      [
+        "schedule d: session s, cron '0 9 * * *' (Europe/Berlin), PAUSED (holiday)",
+        '  message: send the report',
+        '  overlap: SKIP; a run is skipped while the previous scheduled message is open in the session',
+        '  next: none',
+        '  recent runs (oldest first):',
+        '    scheduled-d-2026-12-07T09:00:00Z delivered message schedule:d:t',
+      ].join('\n'),
+    ));
+  it('the list', () => {
+    assert.equal(formatList([]), 'no schedules');
+    assert.equal(
+      formatList([
+        { scheduleId: 'd', sessionId: 's', every: '1h', paused: false, nextRun: '2026-12-07T10:00:00.000Z' },
+      ]),
+      'd  session s  every 1h  next 2026-12-07T10:00:00.000Z',
+    );
+  });
 });
