@@ -7,6 +7,8 @@ import { waitingCalls } from './calls';
 // recovery_required whose park was not notified, claim it from its turn, POST the message to every
 // URL, report it sent. Any number of replicas may run this: the turn grants one claim at a time.
 
+const CLAIM_MS = 3000;
+
 export interface NotifierOptions {
   client: OpenWorkerClient;
   urls: string[];
@@ -79,9 +81,13 @@ export function startNotifier(o: NotifierOptions): { stop(): Promise<void> } {
     const park = c.notification.park!;
     const handle = o.client.client.workflow.getHandle(c.workflowId);
     try {
-      await handle.executeUpdate(notifyUpdate, {
-        args: [{ executionId: c.executionId, park, by: o.replica, leaseMs: o.leaseMs ?? 60_000 }],
-      });
+      // The inbox lists turns from visibility, workers or not: a turn whose worker does not take the
+      // claim within 3 s is asked again at the next poll, and holds up no other.
+      await o.client.client.withDeadline(Date.now() + CLAIM_MS, () =>
+        handle.executeUpdate(notifyUpdate, {
+          args: [{ executionId: c.executionId, park, by: o.replica, leaseMs: o.leaseMs ?? 60_000 }],
+        }),
+      );
     } catch (err) {
       // Refused: another notifier took it first, or the call moved on. Said once per call and park.
       const why = ((err as { cause?: Error }).cause ?? (err as Error)).message.split('\n')[0];
