@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { NativeConnection, Worker } from '@temporalio/worker';
+import type { WorkerOptions } from '@temporalio/worker';
 import type { ApproversConfig } from '../activities/approvers';
 import type { Limits } from '../activities/limits';
 import type { McpServerConfig } from '../activities/mcp/config';
@@ -7,6 +8,8 @@ import type { McpToolSet } from '../activities/mcp/pool';
 import type { ModelProvider } from '../activities/model';
 import type { Tool } from '../activities/tool';
 import type { ConnectOptions } from '../runtime/connection';
+import type { DeploymentVersion } from '../runtime/deployment';
+import { deploymentVersion } from '../runtime/deployment';
 import { resolveConnectConfig } from '../runtime/connection';
 import type { Settings } from '../runtime/settings';
 import { processSettings } from '../runtime/settings';
@@ -53,6 +56,18 @@ export interface WorkerConfig extends ConnectOptions {
   mcp?: McpServerConfig[] | string;
   /** Lines worth an operator's eye (an MCP connection closed, a tool list that changed). Default: stderr. */
   log?: (line: string) => void;
+  /**
+   * Worker Deployment Versioning: the version this worker polls as (turns and sessions pinned to it,
+   * docs/deploy.md). Default: OPENWORKER_DEPLOYMENT_NAME and OPENWORKER_BUILD_ID, else unversioned.
+   */
+  deployment?: DeploymentVersion;
+}
+
+/** The SDK's options for a versioned worker; the workflows declare themselves PINNED too (workflows/index.ts). */
+export function workerDeploymentOptions(version: DeploymentVersion | undefined): Partial<WorkerOptions> {
+  return version
+    ? { workerDeploymentOptions: { useWorkerVersioning: true, version, defaultVersioningBehavior: 'PINNED' } }
+    : {};
 }
 
 export { DEFAULT_MAX_CACHED_WORKFLOWS } from '../runtime/settings';
@@ -100,6 +115,8 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{
   taskQueue: string;
   tools: string[];
   model: string;
+  /** The version it polls as, when versioned. */
+  deployment?: DeploymentVersion;
   approvers?: ApproversConfig;
   mcp?: McpToolSet;
 }> {
@@ -132,6 +149,7 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{
         ? { stickyQueueScheduleToStartTimeout: config.stickyQueueTimeout }
         : {}),
       maxCachedWorkflows: config.maxCachedWorkflows ?? settings.maxCachedWorkflows,
+      ...workerDeploymentOptions(config.deployment ? deploymentVersion(config.deployment) : settings.deployment),
     });
     return {
       worker,
@@ -139,6 +157,9 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{
       taskQueue: cfg.taskQueue,
       tools: parts.registry.names(),
       model: parts.model.name,
+      ...(worker.options.workerDeploymentOptions?.useWorkerVersioning
+        ? { deployment: worker.options.workerDeploymentOptions.version }
+        : {}),
       ...(parts.approvers ? { approvers: parts.approvers } : {}),
       ...(mcp ? { mcp } : {}),
     };

@@ -27,6 +27,8 @@ export const PATCHES = {
   steering: 'steering-v1',
   approveWithEdits: 'approve-with-edits-v1',
   leanTurn: 'lean-turn-v1',
+  /** The session continues as new onto its deployment's new current version (worker versioning). */
+  upgradeOnNewVersion: 'session-upgrade-on-new-version-v1',
 } as const;
 
 /**

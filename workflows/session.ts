@@ -6,6 +6,7 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
+  makeContinueAsNewFunc,
   patched,
   startChild,
   setHandler,
@@ -279,11 +280,19 @@ export async function session(input: SessionInput): Promise<void> {
   };
 
   if (input.imported?.resume?.length && !turns.length) await runTurn({ resume: input.imported.resume });
+  // Worker Deployment Versioning (docs/deploy.md): a session is pinned like its turns; once the
+  // deployment's current version is another, it moves there between turns, before it starts the next
+  // one, so new turns run the new code. Never true on an unversioned worker: older histories replay.
+  const targetChanged = (): boolean => workflowInfo().targetWorkerDeploymentVersionChanged;
   for (;;) {
-    await condition(() => pending.length > 0 || workflowInfo().continueAsNewSuggested);
-    if (workflowInfo().continueAsNewSuggested || turnsThisRun >= (input.turnsPerRun ?? TURNS_PER_RUN)) {
+    await condition(() => pending.length > 0 || workflowInfo().continueAsNewSuggested || targetChanged());
+    const upgrade = targetChanged() && patched(PATCHES.upgradeOnNewVersion);
+    if (upgrade || workflowInfo().continueAsNewSuggested || turnsThisRun >= (input.turnsPerRun ?? TURNS_PER_RUN)) {
       await condition(allHandlersFinished);
-      return continueAsNew<typeof session>({
+      const next = upgrade
+        ? makeContinueAsNewFunc<typeof session>({ initialVersioningBehavior: 'AUTO_UPGRADE' })
+        : continueAsNew<typeof session>;
+      return next({
         ...input,
         ...(importedInfo ? { imported: importedInfo } : {}),
         ...(grants.length ? { grants } : {}),

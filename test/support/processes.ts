@@ -35,6 +35,8 @@ export interface WorkerSpec {
   scope?: Set<ChildProcess>;
   /** Run the worker with its wall clock this many seconds off true time (test/support/clockSkew.ts). */
   clockSkewSeconds?: number;
+  /** A script run instead of `openworker-temporal worker`, taking its flags (a worker of another build). */
+  script?: string;
 }
 
 function waitFor(
@@ -82,8 +84,7 @@ export function exited(proc: ChildProcess): Promise<void> {
 
 export async function spawnWorker(spec: WorkerSpec): Promise<WorkerProcess> {
   const args = [
-    CLI,
-    'worker',
+    ...(spec.script ? [spec.script] : [CLI, 'worker']),
     '--task-queue',
     spec.taskQueue,
     '--model',
@@ -108,7 +109,7 @@ export async function spawnWorker(spec: WorkerSpec): Promise<WorkerProcess> {
   proc.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
   proc.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
   const output = (): string => out;
-  await waitFor(proc, output, /worker ready/, 'worker ready line', 30_000);
+  await waitFor(proc, output, /worker ready/, 'worker ready line', spec.script ? 60_000 : 30_000);
   return {
     proc,
     output,
