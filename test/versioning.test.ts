@@ -6,12 +6,17 @@ import { sendMessage, turnStatus, waitForTurn } from '../client/session';
 import { sessionWorkflowId } from '../workflows/definitions';
 import { recordHistory } from './support/histories';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { Worker, bundleWorkflowCode } from '@temporalio/worker';
+import { faultSinks } from '../activities/faults';
+import { defaultDataConverter } from '../runtime/dataConverter';
+import { workflowBundlerOptions } from '../worker/bundle';
 import { tmpdir } from 'node:os';
 import type { DevServer } from '../dev/server';
 import { startDevServer } from '../dev/server';
 import { ROOT, runCli } from './support/processes';
 import { emailCall, eventually, scripted, startTurn, uniq } from './support/scenario';
 import { useWorld } from './support/world';
+import { quietLogger } from './support/quietLogger';
 import { V2_TIMER_MS } from './support/versioning/turnV2';
 
 // Deploying while turns wait (docs/deploy.md, "Deploying while turns wait"): real worker processes of two
@@ -21,9 +26,9 @@ import { V2_TIMER_MS } from './support/versioning/turnV2';
 //
 // The file runs its own dev server, with dev/server.ts's settings and two more: the server refuses to
 // delete a version whose pollers it saw within `matching.PollerHistoryTTL` (5 min by default), so a
-// stopped worker's pollers are forgotten after 15 s here; and idle polls return every 5 s (1 min by
+// stopped worker's pollers are forgotten after 8 s here; and idle polls return every 3 s (1 min by
 // default) so that a live worker stays in that list (the CLI asks it whether any worker runs).
-const DYNAMIC_CONFIG = { 'matching.PollerHistoryTTL': '15s', 'matching.longPollExpirationInterval': '5s' };
+const DYNAMIC_CONFIG = { 'matching.PollerHistoryTTL': '8s', 'matching.longPollExpirationInterval': '3s' };
 let server: DevServer | undefined;
 
 type Event = temporal.api.history.v1.IHistoryEvent;
@@ -73,6 +78,9 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
   const w = useWorld();
 
   it('parked turns finish on v1, new turns and upgraded sessions run on v2, then v1 is drained and deleted', async () => {
+    const t0 = Date.now();
+    const mark = (what: string) =>
+      process.env.OPENWORKER_TEST_TIMINGS && console.log(`  ${Date.now() - t0} ms ${what}`);
     const deployment = uniq('openworker');
     const dep = ['--deployment-name', deployment];
     // Each session's transcript picks the step: a first turn asks to send an email (parks), the
@@ -127,6 +135,7 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
       'v1 becomes current',
     );
 
+    mark('v1 current');
     // Three sessions park a turn on v1; C's is approved before the deploy, so C waits idle on v1.
     const [a, b, cc] = [uniq('va'), uniq('vb'), uniq('vc')];
     const parked = await Promise.all([a, b, cc].map((s) => startTurn(c, s, 'tell bob hello')));
@@ -142,8 +151,25 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
     // Open on v1: three sessions and A's and B's turns (the query docs/deploy.md gives for the cutoff).
     assert.equal(await eventually(async () => (await onVersion('v1')) === 5 && 5, 'five runs on v1'), 5);
 
-    // v2: a build whose turn workflow is incompatible, made current while A and B wait.
-    const v2 = await w.worker(model, { script: WORKER_V2, extraArgs: [...dep, '--build-id', 'v2'] });
+    mark('three parked on v1');
+    // v2: a build whose turn workflow is incompatible, made current while A and B wait. Incompatible
+    // indeed: a parked v1 turn's history does not replay on it (so a turn that v2 took would fail).
+    const [v2, v2Bundle] = await Promise.all([
+      w.worker(model, { script: WORKER_V2, extraArgs: [...dep, '--build-id', 'v2'] }),
+      bundleWorkflowCode({
+        workflowsPath: require.resolve('./support/versioning/turnV2'),
+        ...workflowBundlerOptions,
+        logger: quietLogger,
+      }),
+    ]);
+    await assert.rejects(
+      Worker.runReplayHistory(
+        { workflowBundle: v2Bundle, sinks: faultSinks(), dataConverter: defaultDataConverter(process.env) },
+        { events: await history(parked[0]!.workflowId) },
+        parked[0]!.workflowId,
+      ),
+      /nondetermin/i,
+    );
     await eventually(
       () => temporalCli(['worker', 'deployment', 'set-current-version', ...dep, '--build-id', 'v2', '--yes'], false),
       'v2 becomes current',
@@ -152,6 +178,7 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
     assert.equal(described.routingConfig.currentVersionBuildID, 'v2');
     assert.deepEqual(summaries(described), { v1: 'draining', v2: 'unspecified' });
 
+    mark('v2 current');
     // The parked turns are approved: they finish on v1, with no task failed.
     await Promise.all([a, b].map(approve));
     for (const t of parked.slice(0, 2)) {
@@ -165,6 +192,7 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
     }
     assert.equal(w.sink.messages().length, 3, 'one email per approval');
 
+    mark('parked turns finished on v1');
     // A and B continue as new onto v2 once their turn ended; C only when a message comes.
     for (const [i, s] of [a, b].entries()) {
       const moved = await eventually(async () => {
@@ -177,6 +205,7 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
       runId: sessionRun1[0]!.runId,
     });
 
+    mark('sessions moved to v2');
     // New turns run on v2: an existing session's next turn, the idle session's, and a new session's.
     const d = uniq('vd');
     const [a2, c2] = await Promise.all([a, cc].map((s) => startTurn(c, s, 'and now?')));
@@ -194,6 +223,7 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
     });
     await approve(d);
 
+    mark('new turns on v2');
     // Retire v1: nothing open is pinned to it, its version drains, its worker stops, the version goes.
     assert.equal(await onVersion('v1'), 0);
     await eventually(
@@ -207,12 +237,14 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
       await temporalCli(['worker', 'deployment', 'describe-version', ...dep, '--build-id', 'v1']),
     );
     assert.match(v1Described, /drained/i);
+    mark('v1 drained');
     await v1.kill('SIGTERM');
     await eventually(
       () => temporalCli(['worker', 'deployment', 'delete-version', ...dep, '--build-id', 'v1'], false),
       'v1 deleted',
       60_000,
     );
+    mark('v1 deleted');
     const after = (await temporalCli(['worker', 'deployment', 'describe', '--name', deployment])) as Described;
     assert.deepEqual(Object.keys(summaries(after)), ['v2']);
     await v2.kill('SIGTERM');
