@@ -109,6 +109,15 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
           e.timerStartedEventAttributes &&
           Number(e.timerStartedEventAttributes.startToFireTimeout?.nanos) === V2_TIMER_MS * 1e6,
       ),
+      // Activities (model calls, send_email) follow their pinned turn to its version's workers too.
+      activityPids: [
+        ...new Set(
+          events.flatMap((e) => {
+            const id = e.activityTaskStartedEventAttributes?.identity;
+            return id ? [Number(/(\d+)@|:(\d+)$/.exec(id)?.slice(1).find(Boolean))] : [];
+          }),
+        ),
+      ],
     });
     const versioning = async (workflowId: string, runId?: string) => {
       const d = await c.client.workflow.getHandle(workflowId, runId).describe();
@@ -188,7 +197,12 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
       }, 'a parked turn ends');
       assert.equal(done.state, 'completed');
       assert.equal(done.ledger[0]!.state, 'succeeded');
-      assert.deepEqual(builds(await history(t.workflowId)), { builds: ['v1'], failedTasks: 0, v2Timer: false });
+      assert.deepEqual(builds(await history(t.workflowId)), {
+        builds: ['v1'],
+        failedTasks: 0,
+        v2Timer: false,
+        activityPids: [v1.proc.pid],
+      });
     }
     assert.equal(w.sink.messages().length, 3, 'one email per approval');
 
@@ -214,7 +228,12 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
     assert.deepEqual([a2!.state, a2!.text, c2!.state], ['completed', 'Second turn.', 'completed']);
     assert.equal(d1.state, 'awaiting_approval');
     for (const t of [a2!, c2!, d1])
-      assert.deepEqual(builds(await history(t.workflowId)), { builds: ['v2'], failedTasks: 0, v2Timer: true });
+      assert.deepEqual(builds(await history(t.workflowId)), {
+        builds: ['v2'],
+        failedTasks: 0,
+        v2Timer: true,
+        activityPids: [v2.proc.pid],
+      });
     const cRun1 = await history(sessionWorkflowId(cc), sessionRun1[2]!.runId);
     assert.ok(cRun1.at(-1)!.workflowExecutionContinuedAsNewEventAttributes, 'C continued as new');
     assert.equal((await versioning(sessionWorkflowId(cc))).buildId, 'v2');
