@@ -16,6 +16,9 @@ const FLAG_OF: Record<string, string> = {
   // sendMessage's per-turn and per-session limits: the CLI's only ones are the iteration caps.
   options: '--max-iterations',
   sessionOptions: '--session-max-iterations',
+  // worker: Worker Deployment Versioning (runtime/deployment.ts).
+  deploymentName: '--deployment-name',
+  buildId: '--build-id',
 };
 
 /** A library error's message with each option named as its command-line flag. */

@@ -18,9 +18,9 @@ export function deploymentProblem(given: { deploymentName?: string; buildId?: st
   const build = given.buildId?.trim();
   if (!name && !build) return undefined;
   if (!name)
-    return `a build ID (${build}) needs a deployment name: set --deployment-name or OPENWORKER_DEPLOYMENT_NAME too, or neither for an unversioned worker`;
+    return `a build ID (${build}) needs a deployment name: set \`deploymentName\` or OPENWORKER_DEPLOYMENT_NAME too, or neither for an unversioned worker`;
   if (!build)
-    return `deployment ${name} needs a build ID: set --build-id or OPENWORKER_BUILD_ID too (e.g. the release's commit), or neither for an unversioned worker`;
+    return `deployment ${name} needs a build ID: set \`buildId\` or OPENWORKER_BUILD_ID too (e.g. the release's commit), or neither for an unversioned worker`;
   if (name.includes('.'))
     return `deployment name '${name}' has a '.', which Temporal uses between name and build ID: use another character`;
   if (name.length > MAX_CHARS) return `deployment name is ${name.length} characters; the limit is ${MAX_CHARS}`;

@@ -145,22 +145,23 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
     );
 
     mark('v1 current');
-    // Three sessions park a turn on v1; C's is approved before the deploy, so C waits idle on v1.
-    const [a, b, cc] = [uniq('va'), uniq('vb'), uniq('vc')];
-    const parked = await Promise.all([a, b, cc].map((s) => startTurn(c, s, 'tell bob hello')));
+    // Four sessions park a turn on v1; C's and E's are approved before the deploy, so they wait idle on v1.
+    const [a, b, cc, e] = [uniq('va'), uniq('vb'), uniq('vc'), uniq('ve')];
+    const parked = await Promise.all([a, b, cc, e].map((s) => startTurn(c, s, 'tell bob hello')));
     for (const t of parked) assert.equal(t.state, 'awaiting_approval');
     const approve = async (sessionId: string) => {
       const res = await runCli(['approve', sessionId, 'c1', '--by', 'alice', '--task-queue', w.taskQueue]);
       assert.equal(res.code, 0, res.stderr);
     };
-    await approve(cc);
-    await eventually(async () => (await turnStatus(c, parked[2]!.workflowId)).closed, 'C turn 1 ends');
-    const sessionRun1 = await Promise.all([a, b, cc].map((s) => versioning(sessionWorkflowId(s))));
+    await Promise.all([cc, e].map(approve));
+    for (const t of parked.slice(2))
+      await eventually(async () => (await turnStatus(c, t.workflowId)).closed, 'C and E turn 1 ends');
+    const sessionRun1 = await Promise.all([a, b, cc, e].map((s) => versioning(sessionWorkflowId(s))));
     for (const s of sessionRun1) assert.deepEqual([s.buildId, s.behavior], ['v1', PINNED]);
-    // Open on v1: three sessions and A's and B's turns (the query docs/deploy.md gives for the cutoff).
-    assert.equal(await eventually(async () => (await onVersion('v1')) === 5 && 5, 'five runs on v1'), 5);
+    // Open on v1: four sessions and A's and B's turns (the query docs/deploy.md gives for the cutoff).
+    assert.equal(await eventually(async () => (await onVersion('v1')) === 6 && 6, 'six runs on v1'), 6);
 
-    mark('three parked on v1');
+    mark('parked on v1');
     // v2: a build whose turn workflow is incompatible, made current while A and B wait. Incompatible
     // indeed: a parked v1 turn's history does not replay on it (so a turn that v2 took would fail).
     const [v2, v2Bundle] = await Promise.all([
@@ -204,7 +205,7 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
         activityPids: [v1.proc.pid],
       });
     }
-    assert.equal(w.sink.messages().length, 3, 'one email per approval');
+    assert.equal(w.sink.messages().length, 4, 'one email per approval');
 
     mark('parked turns finished on v1');
     // A and B continue as new onto v2 once their turn ended; C only when a message comes.
@@ -243,6 +244,26 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
     await approve(d);
 
     mark('new turns on v2');
+    // E got no message: it would keep v1 draining. One batch signal wakes every session left on v1.
+    assert.equal((await versioning(sessionWorkflowId(e))).buildId, 'v1');
+    await temporalCli(
+      [
+        'workflow',
+        'signal',
+        '--name',
+        'wake',
+        '--query',
+        `WorkflowType='session' AND ExecutionStatus='Running' AND TemporalWorkerDeploymentVersion='${deployment}:v1'`,
+        '--reason',
+        'move idle sessions to v2',
+        '--yes',
+      ],
+      false,
+    );
+    await eventually(async () => (await versioning(sessionWorkflowId(e))).buildId === 'v2', 'E moves to v2');
+    await recordHistory(sessionWorkflowId(e), 'session-upgrade-on-wake', undefined, { runId: sessionRun1[3]!.runId });
+    mark('idle sessions woken onto v2');
+
     // Retire v1: nothing open is pinned to it, its version drains, its worker stops, the version goes.
     assert.equal(await onVersion('v1'), 0);
     await eventually(

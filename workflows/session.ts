@@ -23,6 +23,7 @@ import {
   sessionStatusQuery,
   steerSignal,
   turnWorkflowId,
+  wakeSignal,
   OpenWorkerSession,
   OpenWorkerState,
 } from './definitions';
@@ -188,6 +189,10 @@ export async function session(input: SessionInput): Promise<void> {
     }),
     { description: 'Transcript, turns and queued messages' },
   );
+  // Nothing to do: the task it brings is enough (the loop below moves the session when its version changed).
+  setHandler(wakeSignal, () => undefined, {
+    description: 'Changes nothing: lets an idle session move to the current worker version (docs/deploy.md)',
+  });
   setHandler(messageTurnQuery, (messageId): MessageTurn => messageTurnIn({ turns, pending, refused }, messageId), {
     description: "One message's turn, its refusal, or that it waits in the queue (a small answer, unlike `session`)",
   });

@@ -30,11 +30,15 @@ describe('deployment version of a worker', () => {
     });
 
   const bad: [string, { deploymentName?: string; buildId?: string }, RegExp][] = [
-    ['a build ID alone', { buildId: 'v1' }, /^a build ID \(v1\) needs a deployment name: set --deployment-name/],
+    [
+      'a build ID alone',
+      { buildId: 'v1' },
+      /^a build ID \(v1\) needs a deployment name: set `deploymentName` or OPENWORKER_DEPLOYMENT_NAME/,
+    ],
     [
       'a name alone',
       { deploymentName: 'agents' },
-      /^deployment agents needs a build ID: set --build-id or OPENWORKER_BUILD_ID/,
+      /^deployment agents needs a build ID: set `buildId` or OPENWORKER_BUILD_ID/,
     ],
     ['a dot in the name', { deploymentName: 'a.b', buildId: 'v1' }, /^deployment name 'a\.b' has a '\.'/],
     [

@@ -205,7 +205,7 @@ describe('settings: settingsFrom', () => {
     [
       'a build ID alone',
       { OPENWORKER_BUILD_ID: 'b1' },
-      /needs a deployment name: set --deployment-name or OPENWORKER_DEPLOYMENT_NAME/,
+      /needs a deployment name: set `deploymentName` or OPENWORKER_DEPLOYMENT_NAME/,
     ],
     ['below the minimum', { OPENWORKER_QUERY_TIMEOUT_MS: '0' }, /^OPENWORKER_QUERY_TIMEOUT_MS .* got '0'/],
     ['a negative cache', { OPENWORKER_MAX_CACHED_WORKFLOWS: '-1' }, /^OPENWORKER_MAX_CACHED_WORKFLOWS must be a whole/],
