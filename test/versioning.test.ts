@@ -228,13 +228,16 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
     const d1 = await waitForTurn(c, { sessionId: d, messageId: sent.messageId, timeoutMs: 30_000 });
     assert.deepEqual([a2!.state, a2!.text, c2!.state], ['completed', 'Second turn.', 'completed']);
     assert.equal(d1.state, 'awaiting_approval');
-    for (const t of [a2!, c2!, d1])
+    for (const t of [a2!, c2!, d1]) {
+      // v2's worker defaults to AUTO_UPGRADE: the turn pins itself.
+      assert.equal((await versioning(t.workflowId)).behavior, PINNED);
       assert.deepEqual(builds(await history(t.workflowId)), {
         builds: ['v2'],
         failedTasks: 0,
         v2Timer: true,
         activityPids: [v2.proc.pid],
       });
+    }
     const cRun1 = await history(sessionWorkflowId(cc), sessionRun1[2]!.runId);
     assert.ok(cRun1.at(-1)!.workflowExecutionContinuedAsNewEventAttributes, 'C continued as new');
     assert.equal((await versioning(sessionWorkflowId(cc))).buildId, 'v2');

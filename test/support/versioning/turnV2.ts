@@ -4,6 +4,7 @@
 import { setWorkflowOptions, sleep } from '@temporalio/workflow';
 import type { TurnInput, TurnResult } from '../../../workflows/types';
 import { agentTurn as v1Turn, session, toolNames } from '../../../workflows';
+import { pinnedWhenVersioned } from '../../../workflows/versioning';
 
 export { session, toolNames };
 
@@ -16,4 +17,4 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   await sleep(V2_TIMER_MS);
   return result;
 }
-setWorkflowOptions({ versioningBehavior: 'PINNED' }, agentTurn);
+setWorkflowOptions(pinnedWhenVersioned, agentTurn);

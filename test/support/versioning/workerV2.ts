@@ -1,7 +1,7 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { workflowBundlerOptions } from '../../../worker/bundle';
 import { OpenWorkerPlugin } from '../../../worker/plugin';
-import { loadToolModule, workerDeploymentOptions } from '../../../worker/worker';
+import { loadToolModule } from '../../../worker/worker';
 import { deploymentVersion } from '../../../runtime/deployment';
 import { processSettings } from '../../../runtime/settings';
 
@@ -38,7 +38,11 @@ async function main(): Promise<void> {
     taskQueue,
     workflowBundle: { code },
     plugins: [new OpenWorkerPlugin({ model: one('model') ?? 'demo', tools, builtins: true, settings })],
-    ...workerDeploymentOptions(version),
+    // Unlike `openworker-temporal worker` (PINNED by default), so that the test sees the workflows pin
+    // themselves (workflows/versioning.ts), as they do in a worker of yours with another default.
+    ...(version
+      ? { workerDeploymentOptions: { useWorkerVersioning: true, version, defaultVersioningBehavior: 'AUTO_UPGRADE' } }
+      : {}),
   });
   process.once('SIGTERM', () => worker.shutdown());
   process.once('SIGINT', () => worker.shutdown());
