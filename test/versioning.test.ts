@@ -181,6 +181,13 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
       /nondetermin/i,
     );
     await eventually(
+      async () =>
+        JSON.stringify(
+          await temporalCli(['worker', 'deployment', 'describe-version', ...dep, '--build-id', 'v2']),
+        ).includes(w.taskQueue),
+      'v2 polls the task queue',
+    );
+    await eventually(
       () => temporalCli(['worker', 'deployment', 'set-current-version', ...dep, '--build-id', 'v2', '--yes'], false),
       'v2 becomes current',
     );
