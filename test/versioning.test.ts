@@ -1,18 +1,18 @@
 import { strict as assert } from 'node:assert';
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { temporal } from '@temporalio/proto';
-import { sendMessage, turnStatus, waitForTurn } from '../client/session';
-import { sessionWorkflowId } from '../workflows/definitions';
-import { recordHistory } from './support/histories';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { faultSinks } from '../activities/faults';
-import { defaultDataConverter } from '../runtime/dataConverter';
-import { workflowBundlerOptions } from '../worker/bundle';
-import { tmpdir } from 'node:os';
+import { sendMessage, turnStatus, waitForTurn } from '../client/session';
 import type { DevServer } from '../dev/server';
 import { startDevServer } from '../dev/server';
+import { defaultDataConverter } from '../runtime/dataConverter';
+import { workflowBundlerOptions } from '../worker/bundle';
+import { sessionWorkflowId } from '../workflows/definitions';
+import { recordHistory } from './support/histories';
 import { ROOT, runCli } from './support/processes';
 import { emailCall, eventually, scripted, startTurn, uniq } from './support/scenario';
 import { useWorld } from './support/world';
@@ -20,7 +20,7 @@ import { quietLogger } from './support/quietLogger';
 import { V2_TIMER_MS } from './support/versioning/turnV2';
 
 // Deploying while turns wait (docs/deploy.md, "Deploying while turns wait"): real worker processes of two
-// builds under Worker Deployment Versioning on the shared dev server, driven by the Temporal CLI's
+// builds under Worker Deployment Versioning on a dev server, driven by the Temporal CLI's
 // `worker deployment` commands as an operator would. v2's turn starts with a timer, so a v1 turn that
 // v2 replayed would fail with a nondeterminism error: pinning must keep every v1 turn on v1.
 //
@@ -39,6 +39,33 @@ interface Described {
 }
 const summaries = (d: Described) => Object.fromEntries(d.versionSummaries.map((v) => [v.BuildID, v.drainageStatus]));
 const PINNED = temporal.api.enums.v1.VersioningBehavior.VERSIONING_BEHAVIOR_PINNED;
+
+/** Who ran a run: the build IDs that completed its workflow tasks, failed tasks, v2's timer, the workers of its activities. */
+const whoRan = (events: Event[]) => ({
+  builds: [
+    ...new Set(
+      events.flatMap((e) => {
+        const a = e.workflowTaskCompletedEventAttributes;
+        return a ? [a.deploymentVersion?.buildId ?? a.workerVersion?.buildId ?? '(none)'] : [];
+      }),
+    ),
+  ],
+  failedTasks: events.filter((e) => e.workflowTaskFailedEventAttributes).length,
+  v2Timer: events.some(
+    (e) =>
+      e.timerStartedEventAttributes &&
+      Number(e.timerStartedEventAttributes.startToFireTimeout?.nanos) === V2_TIMER_MS * 1e6,
+  ),
+  // Activities (model calls, send_email) follow their pinned turn to its version's workers too.
+  activityPids: [
+    ...new Set(
+      events.flatMap((e) => {
+        const id = e.activityTaskStartedEventAttributes?.identity;
+        return id ? [Number(/(\d+)@|:(\d+)$/.exec(id)?.slice(1).find(Boolean))] : [];
+      }),
+    ),
+  ],
+});
 
 const WORKER_V2 = join(ROOT, 'dist', 'test', 'support', 'versioning', 'workerV2.js');
 
@@ -93,32 +120,6 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
     const c = w.c;
     const history = async (workflowId: string, runId?: string): Promise<Event[]> =>
       (await c.client.workflow.getHandle(workflowId, runId).fetchHistory()).events ?? [];
-    /** The build IDs that completed the run's workflow tasks, and whether any task failed. */
-    const builds = (events: Event[]) => ({
-      builds: [
-        ...new Set(
-          events.flatMap((e) => {
-            const a = e.workflowTaskCompletedEventAttributes;
-            return a ? [a.deploymentVersion?.buildId ?? a.workerVersion?.buildId ?? '(none)'] : [];
-          }),
-        ),
-      ],
-      failedTasks: events.filter((e) => e.workflowTaskFailedEventAttributes).length,
-      v2Timer: events.some(
-        (e) =>
-          e.timerStartedEventAttributes &&
-          Number(e.timerStartedEventAttributes.startToFireTimeout?.nanos) === V2_TIMER_MS * 1e6,
-      ),
-      // Activities (model calls, send_email) follow their pinned turn to its version's workers too.
-      activityPids: [
-        ...new Set(
-          events.flatMap((e) => {
-            const id = e.activityTaskStartedEventAttributes?.identity;
-            return id ? [Number(/(\d+)@|:(\d+)$/.exec(id)?.slice(1).find(Boolean))] : [];
-          }),
-        ),
-      ],
-    });
     const versioning = async (workflowId: string, runId?: string) => {
       const d = await c.client.workflow.getHandle(workflowId, runId).describe();
       const v = d.raw.workflowExecutionInfo?.versioningInfo;
@@ -205,7 +206,7 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
       }, 'a parked turn ends');
       assert.equal(done.state, 'completed');
       assert.equal(done.ledger[0]!.state, 'succeeded');
-      assert.deepEqual(builds(await history(t.workflowId)), {
+      assert.deepEqual(whoRan(await history(t.workflowId)), {
         builds: ['v1'],
         failedTasks: 0,
         v2Timer: false,
@@ -238,7 +239,7 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
     for (const t of [a2!, c2!, d1]) {
       // v2's worker defaults to AUTO_UPGRADE: the turn pins itself.
       assert.equal((await versioning(t.workflowId)).behavior, PINNED);
-      assert.deepEqual(builds(await history(t.workflowId)), {
+      assert.deepEqual(whoRan(await history(t.workflowId)), {
         builds: ['v2'],
         failedTasks: 0,
         v2Timer: true,
