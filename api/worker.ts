@@ -1,8 +1,9 @@
 // openworker-temporal/worker: agent turns in your worker (the plugin), or a worker of their own.
 export { OpenWorkerPlugin } from '../worker/plugin';
 export type { OpenWorkerPluginOptions } from '../worker/plugin';
-export { createWorker } from '../worker/worker';
+export { createWorker, workerDeploymentOptions } from '../worker/worker';
 export type { WorkerConfig } from '../worker/worker';
+export type { DeploymentVersion } from '../runtime/deployment';
 export { defaultDataConverter, defaultPayloadCodecs, endpointCodec } from '../runtime/dataConverter';
 export { defineTool, ToolFailure, UnknownOutcome, isTool } from '../activities/tool';
 export type {

@@ -21,6 +21,9 @@ const FLAG_OF: Record<string, string> = {
   every: '--every',
   scheduleId: '--id',
   timezone: '--timezone',
+  // worker: Worker Deployment Versioning (runtime/deployment.ts).
+  deploymentName: '--deployment-name',
+  buildId: '--build-id',
 };
 
 /** A library error's message with each option named as its command-line flag. */

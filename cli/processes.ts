@@ -63,6 +63,11 @@ function workerCommand(program: Command): void {
         'activities',
       ]),
     )
+    .option(
+      '--deployment-name <name>',
+      'Worker Deployment Versioning: poll as this deployment, with --build-id (default: $OPENWORKER_DEPLOYMENT_NAME, else unversioned); see docs/deploy.md',
+    )
+    .option('--build-id <id>', "this worker's build ID in its deployment (default: $OPENWORKER_BUILD_ID)")
     .action(async (opts, cmd) => {
       const settings = settingsOf(cmd);
       return runWorker({ ...globals(cmd), ...opts, model: opts.model ?? settings.modelSpec }, settings);

@@ -12,6 +12,7 @@ import { createToken } from '../apps/approvals/tokens';
 import { ensureLocalKeyFile } from '../runtime/encryption';
 import { describeMcpTools } from '../activities/mcp/servers';
 import { createWorker } from '../worker/worker';
+import { deploymentVersion } from '../runtime/deployment';
 import { connectClient } from '../client/connection';
 import { formatTurn } from './format';
 import { activeTurn, sendMessage, turnStatus, waitForTurn } from '../client/session';
@@ -101,11 +102,22 @@ export interface RunWorkerOptions {
   approvers?: string;
   only?: 'workflows' | 'activities';
   mcp?: string;
+  deploymentName?: string;
+  buildId?: string;
 }
 
 export async function runWorker(opts: RunWorkerOptions, settings: Settings): Promise<void> {
   installRuntime(settings);
+  // A flag wins over its variable, each on its own: `--build-id` alone with OPENWORKER_DEPLOYMENT_NAME set.
+  const versioned = opts.deploymentName !== undefined || opts.buildId !== undefined;
+  const deployment = versioned
+    ? deploymentVersion({
+        deploymentName: opts.deploymentName ?? settings.deployment?.deploymentName,
+        buildId: opts.buildId ?? settings.deployment?.buildId,
+      })
+    : settings.deployment;
   const { worker, connection, taskQueue, tools, model, approvers, mcp } = await createWorker({
+    ...(deployment ? { deployment } : {}),
     settings,
     address: opts.address,
     namespace: opts.namespace,
@@ -124,8 +136,9 @@ export async function runWorker(opts: RunWorkerOptions, settings: Settings): Pro
     : '';
   // Tests and scripts wait for this line before they send work.
   const polls = opts.only ? `, ${opts.only} only` : '';
+  const version = deployment ? `, deployment ${deployment.deploymentName} build ${deployment.buildId}` : '';
   console.log(
-    `worker ready: task queue ${taskQueue}, model ${model}, tools ${tools.join(', ') || '(none)'}${signing}${polls}`,
+    `worker ready: task queue ${taskQueue}, model ${model}, tools ${tools.join(', ') || '(none)'}${signing}${polls}${version}`,
   );
   try {
     await worker.run(); // returns after SIGINT/SIGTERM once running tool calls finish (shutdown grace)

@@ -39,6 +39,12 @@ export const DYNAMIC_CONFIG: Record<string, unknown> = {
   // 50 MiB history limit even while a turn runs and the session cannot continue as new. A flooded
   // turn or session refuses more with a one-line error (docs/guarantees.md, npm run bench:flood).
   'history.maximumSignalsPerExecution': 2000,
+  // Worker Deployment Versioning (docs/deploy.md, "Deploying while turns wait"): how often a version
+  // that is no longer current checks visibility for open workflows pinned to it, and how long it
+  // counts as draining first whatever visibility says (3 min each by default), so `worker deployment
+  // describe-version` says DRAINED seconds after the last pinned turn closed, not minutes.
+  'matching.wv.VersionDrainageStatusRefreshInterval': '2s',
+  'matching.wv.VersionDrainageStatusVisibilityGracePeriod': '5s',
 };
 
 export type SqliteSync = 'normal' | 'full';

@@ -54,6 +54,9 @@ export const SETTINGS = {
     "where protected calls record 'dispatched': heartbeat (default) or update (the turn's dispatch update)",
   OPENWORKER_NOTIFY:
     "'on': a worker plans calls with `notify`, so each of their parks schedules a notify activity for the approvals app's notifiers (default off)",
+  OPENWORKER_DEPLOYMENT_NAME:
+    "Worker Deployment Versioning: the worker's deployment (with OPENWORKER_BUILD_ID; default: unversioned)",
+  OPENWORKER_BUILD_ID: "Worker Deployment Versioning: the worker's build ID within its deployment",
   OPENWORKER_FAULTS: 'crash testing: fault points to stop at',
   OPENWORKER_FAULT_ACTION: "crash testing: 'kill' to SIGKILL at the point instead of stopping",
 } as const;

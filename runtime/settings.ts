@@ -12,6 +12,8 @@ import type { SmtpConfig } from './smtpConfig';
 import { smtpConfigFromEnv } from './smtpConfig';
 import { DEFAULT_CONTEXT_TOKENS } from '../workflows/context';
 import { stateDirFor } from './stateDir';
+import type { DeploymentVersion } from './deployment';
+import { deploymentVersion } from './deployment';
 
 /**
  * Every setting of the project, parsed and validated once at an entry point (the CLI, createWorker,
@@ -66,6 +68,8 @@ export interface Settings {
   dispatchMarker: 'heartbeat' | 'update';
   /** OPENWORKER_NOTIFY=on: parks of calls this worker plans schedule a notify activity (workflows/notifyParks.ts). */
   notify: boolean;
+  /** OPENWORKER_DEPLOYMENT_NAME and OPENWORKER_BUILD_ID, checked: the version a worker polls as (undefined: unversioned). */
+  deployment?: DeploymentVersion;
   /**
    * OPENWORKER_FAULTS as the process started, for `dev` to hand its first worker. The fault points
    * themselves read the variable when reached (activities/faults.ts).
@@ -173,6 +177,14 @@ export function settingsFrom(env: Env): Settings {
   const smtp = parse(() => smtpConfigFromEnv(env), undefined);
   const faults = readString('OPENWORKER_FAULTS', env);
   const payments = parse(() => paymentsConfigFromEnv(env), undefined);
+  const deployment = parse(
+    () =>
+      deploymentVersion({
+        deploymentName: readString('OPENWORKER_DEPLOYMENT_NAME', env),
+        buildId: readString('OPENWORKER_BUILD_ID', env),
+      }),
+    undefined,
+  );
   const contextTokens = parse(
     // Unset: the model's own window, else the default (activities/context.ts).
     () =>
@@ -217,6 +229,7 @@ export function settingsFrom(env: Env): Settings {
       'heartbeat',
     ),
     notify: parse(() => readChoice('OPENWORKER_NOTIFY', ['on', 'off'] as const, 'off', env), 'off') === 'on',
+    ...(deployment ? { deployment } : {}),
     ...(faults ? { faults } : {}),
     env,
   };

@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { NativeConnection, Worker } from '@temporalio/worker';
+import type { WorkerOptions } from '@temporalio/worker';
 import type { ApproversConfig } from '../activities/approvers';
 import type { Limits } from '../activities/limits';
 import type { McpServerConfig } from '../activities/mcp/config';
@@ -7,6 +8,8 @@ import type { McpToolSet } from '../activities/mcp/pool';
 import type { ModelProvider } from '../activities/model';
 import type { Tool } from '../activities/tool';
 import type { ConnectOptions } from '../runtime/connection';
+import type { DeploymentVersion } from '../runtime/deployment';
+import { deploymentVersion } from '../runtime/deployment';
 import { resolveConnectConfig } from '../runtime/connection';
 import type { Settings } from '../runtime/settings';
 import { processSettings } from '../runtime/settings';
@@ -55,6 +58,18 @@ export interface WorkerConfig extends ConnectOptions {
   log?: (line: string) => void;
   /** Have parks notified (the approvals app's notifiers deliver them). Default: $OPENWORKER_NOTIFY, else off. */
   notify?: boolean;
+  /**
+   * Worker Deployment Versioning: the version this worker polls as (turns and sessions pinned to it,
+   * docs/deploy.md). Default: OPENWORKER_DEPLOYMENT_NAME and OPENWORKER_BUILD_ID, else unversioned.
+   */
+  deployment?: DeploymentVersion;
+}
+
+/** The SDK's options for a versioned worker; the workflows declare themselves PINNED too (workflows/index.ts). */
+export function workerDeploymentOptions(version: DeploymentVersion | undefined): Partial<WorkerOptions> {
+  return version
+    ? { workerDeploymentOptions: { useWorkerVersioning: true, version, defaultVersioningBehavior: 'PINNED' } }
+    : {};
 }
 
 export { DEFAULT_MAX_CACHED_WORKFLOWS } from '../runtime/settings';
@@ -102,6 +117,8 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{
   taskQueue: string;
   tools: string[];
   model: string;
+  /** The version it polls as, when versioned. */
+  deployment?: DeploymentVersion;
   approvers?: ApproversConfig;
   mcp?: McpToolSet;
 }> {
@@ -134,6 +151,7 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{
         ? { stickyQueueScheduleToStartTimeout: config.stickyQueueTimeout }
         : {}),
       maxCachedWorkflows: config.maxCachedWorkflows ?? settings.maxCachedWorkflows,
+      ...workerDeploymentOptions(config.deployment ? deploymentVersion(config.deployment) : settings.deployment),
     });
     return {
       worker,
@@ -141,6 +159,9 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{
       taskQueue: cfg.taskQueue,
       tools: parts.registry.names(),
       model: parts.model.name,
+      ...(worker.options.workerDeploymentOptions?.useWorkerVersioning
+        ? { deployment: worker.options.workerDeploymentOptions.version }
+        : {}),
       ...(parts.approvers ? { approvers: parts.approvers } : {}),
       ...(mcp ? { mcp } : {}),
     };

@@ -40,6 +40,11 @@ export const notifiedSignal = defineSignal<[NotifiedReport]>('notified');
 export const messageSignal = defineSignal<[SessionMessageSignal]>('message');
 export const grantSignal = defineSignal<[GrantSignal]>('grant');
 export const revokeSignal = defineSignal<[RevokeSignal]>('revoke');
+/**
+ * Changes nothing: the workflow task it brings lets an idle session pinned to an old version move to
+ * the current one (docs/deploy.md, "Deploying while turns wait"); sent in a batch by the operator.
+ */
+export const wakeSignal = defineSignal('wake');
 /** Internal: the session sends its active grants to the running turn whenever they change. */
 export const grantsSignal = defineSignal<[GrantsSignal]>('grants');
 /** Internal: the session gives the running turn a message sent meanwhile (workflows/steering.ts). */

@@ -31,6 +31,8 @@ export const PATCHES = {
   inboxMemo: 'inbox-memo-v1',
   /** Asked directly (not through `leanTurn`): a park of a call planned with `notify` schedules the notify activity. */
   notifyActivity: 'notify-activity-v1',
+  /** The session continues as new onto its deployment's new current version (worker versioning). */
+  upgradeOnNewVersion: 'session-upgrade-on-new-version-v1',
 } as const;
 
 /**

@@ -6,6 +6,7 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
+  makeContinueAsNewFunc,
   patched,
   startChild,
   setHandler,
@@ -22,6 +23,7 @@ import {
   sessionStatusQuery,
   steerSignal,
   turnWorkflowId,
+  wakeSignal,
   OpenWorkerSession,
   OpenWorkerState,
 } from './definitions';
@@ -187,6 +189,10 @@ export async function session(input: SessionInput): Promise<void> {
     }),
     { description: 'Transcript, turns and queued messages' },
   );
+  // Nothing to do: the task it brings is enough (the loop below moves the session when its version changed).
+  setHandler(wakeSignal, () => undefined, {
+    description: 'Changes nothing: lets an idle session move to the current worker version (docs/deploy.md)',
+  });
   setHandler(messageTurnQuery, (messageId): MessageTurn => messageTurnIn({ turns, pending, refused }, messageId), {
     description: "One message's turn, its refusal, or that it waits in the queue (a small answer, unlike `session`)",
   });
@@ -279,11 +285,19 @@ export async function session(input: SessionInput): Promise<void> {
   };
 
   if (input.imported?.resume?.length && !turns.length) await runTurn({ resume: input.imported.resume });
+  // Worker Deployment Versioning (docs/deploy.md): a session is pinned like its turns; once the
+  // deployment's current version is another, it moves there between turns, before it starts the next
+  // one, so new turns run the new code. Never true on an unversioned worker: older histories replay.
+  const targetChanged = (): boolean => workflowInfo().targetWorkerDeploymentVersionChanged;
   for (;;) {
-    await condition(() => pending.length > 0 || workflowInfo().continueAsNewSuggested);
-    if (workflowInfo().continueAsNewSuggested || turnsThisRun >= (input.turnsPerRun ?? TURNS_PER_RUN)) {
+    await condition(() => pending.length > 0 || workflowInfo().continueAsNewSuggested || targetChanged());
+    const upgrade = targetChanged() && patched(PATCHES.upgradeOnNewVersion);
+    if (upgrade || workflowInfo().continueAsNewSuggested || turnsThisRun >= (input.turnsPerRun ?? TURNS_PER_RUN)) {
       await condition(allHandlersFinished);
-      return continueAsNew<typeof session>({
+      const next = upgrade
+        ? makeContinueAsNewFunc<typeof session>({ initialVersioningBehavior: 'AUTO_UPGRADE' })
+        : continueAsNew<typeof session>;
+      return next({
         ...input,
         ...(importedInfo ? { imported: importedInfo } : {}),
         ...(grants.length ? { grants } : {}),

@@ -33,13 +33,23 @@ export async function recordHistory(
   workflowId: string,
   name: string,
   address = process.env.TEMPORAL_ADDRESS!,
-  opts: { resetRun?: boolean } = {},
+  opts: { resetRun?: boolean; runId?: string } = {},
 ): Promise<void> {
   if (!process.env.OPENWORKER_RECORD_HISTORIES) return;
   const cli = await resolveTemporalCli(process.env);
   const json = execFileSync(
     cli.path,
-    ['workflow', 'show', '--workflow-id', workflowId, '--output', 'json', '--address', address],
+    [
+      'workflow',
+      'show',
+      '--workflow-id',
+      workflowId,
+      ...(opts.runId ? ['--run-id', opts.runId] : []),
+      '--output',
+      'json',
+      '--address',
+      address,
+    ],
     {
       encoding: 'utf8',
       timeout: 20_000,

@@ -35,6 +35,8 @@ export interface WorkerSpec {
   scope?: Set<ChildProcess>;
   /** Run the worker with its wall clock this many seconds off true time (test/support/clockSkew.ts). */
   clockSkewSeconds?: number;
+  /** A script run instead of `openworker-temporal worker`, taking its flags (a worker of another build). */
+  script?: string;
 }
 
 function waitFor(
@@ -82,7 +84,8 @@ export function exited(proc: ChildProcess): Promise<void> {
 
 export async function spawnWorker(spec: WorkerSpec): Promise<WorkerProcess> {
   const args = [
-    'worker',
+    // A script of its own (test/support/versioning) takes the worker command's flags.
+    ...(spec.script ? [] : ['worker']),
     '--task-queue',
     spec.taskQueue,
     '--model',
@@ -90,7 +93,7 @@ export async function spawnWorker(spec: WorkerSpec): Promise<WorkerProcess> {
     ...(spec.tools ?? []).flatMap((t) => ['--tools', t]),
     ...(spec.extraArgs ?? []),
   ];
-  return spawnCliProcess(args, /worker ready/, 'worker ready line', spec);
+  return spawnCliProcess(args, /worker ready/, 'worker ready line', spec, spec.script);
 }
 
 /**
@@ -102,8 +105,9 @@ export async function spawnCliProcess(
   ready: RegExp,
   what: string,
   spec: Pick<WorkerSpec, 'faults' | 'env' | 'scope' | 'clockSkewSeconds'>,
+  script?: string,
 ): Promise<WorkerProcess> {
-  const args = [CLI, ...cliArgs];
+  const args = [script ?? CLI, ...cliArgs];
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     ...spec.env,
@@ -121,7 +125,8 @@ export async function spawnCliProcess(
   proc.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
   proc.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
   const output = (): string => out;
-  await waitFor(proc, output, ready, what, 30_000);
+  // A script of its own is compiled on the fly (bundling its workflows): give it longer.
+  await waitFor(proc, output, ready, what, script ? 60_000 : 30_000);
   return {
     proc,
     output,

@@ -27,6 +27,8 @@ export interface World {
       address?: string;
       env?: Record<string, string>;
       extraArgs?: string[];
+      /** A script run instead of the CLI's worker command (a worker of another build). */
+      script?: string;
     },
   ): Promise<WorkerProcess>;
 }
@@ -54,6 +56,7 @@ export function useWorld(): World {
       tools: [TOOLS],
       ...(opts.faults ? { faults: opts.faults } : {}),
       ...(opts.extraArgs ? { extraArgs: opts.extraArgs } : {}),
+      ...(opts.script ? { script: opts.script } : {}),
       env: {
         OPENWORKER_SMTP_HOST: '127.0.0.1',
         OPENWORKER_SMTP_PORT: String(world.sink.smtpPort),

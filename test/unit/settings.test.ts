@@ -163,6 +163,11 @@ describe('settings: settingsFrom', () => {
     ],
     ['the update marker', { OPENWORKER_DISPATCH_MARKER: 'update' }, { dispatchMarker: 'update' }],
     ['notifications on', { OPENWORKER_NOTIFY: 'ON' }, { notify: true }],
+    [
+      'a deployment version',
+      { OPENWORKER_DEPLOYMENT_NAME: 'agents', OPENWORKER_BUILD_ID: ' 2026-12-07.a1b2c3 ' },
+      { deployment: { deploymentName: 'agents', buildId: '2026-12-07.a1b2c3' } },
+    ],
     ['faults as started', { OPENWORKER_FAULTS: 'tool.before_dispatch' }, { faults: 'tool.before_dispatch' }],
     [
       'SMTP, secure',
@@ -199,6 +204,11 @@ describe('settings: settingsFrom', () => {
   // Each kind of bad value: a line that names the variable and what it must be.
   const bad: [string, Record<string, string>, RegExp][] = [
     ['not a number', { OPENWORKER_QUERY_TIMEOUT_MS: '15s' }, /^OPENWORKER_QUERY_TIMEOUT_MS must be a whole number 1-/],
+    [
+      'a build ID alone',
+      { OPENWORKER_BUILD_ID: 'b1' },
+      /needs a deployment name: set `deploymentName` or OPENWORKER_DEPLOYMENT_NAME/,
+    ],
     ['below the minimum', { OPENWORKER_QUERY_TIMEOUT_MS: '0' }, /^OPENWORKER_QUERY_TIMEOUT_MS .* got '0'/],
     ['a negative cache', { OPENWORKER_MAX_CACHED_WORKFLOWS: '-1' }, /^OPENWORKER_MAX_CACHED_WORKFLOWS must be a whole/],
     ['a limit of zero', { OPENWORKER_MAX_ARGS_BYTES: '0' }, /^OPENWORKER_MAX_ARGS_BYTES must be a positive whole/],
