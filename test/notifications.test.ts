@@ -161,7 +161,8 @@ describe('notifications pushed by the turn (a notify activity per park)', functi
       'WORKFLOW_TASK_STARTED',
       'WORKFLOW_TASK_COMPLETED',
     ]);
-    assert.equal(events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch').length, 2);
+    // lean-turn-v1 at the start, then notify-activity-v1 and inbox-memo-v1 at the first park.
+    assert.equal(events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch').length, 3);
     await recordHistory(parked.workflowId, 'turn-notify-activity');
   });
 
