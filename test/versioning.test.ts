@@ -84,9 +84,11 @@ function temporalCli(args: string[], json = true): Promise<unknown> {
 describe('deploying while turns wait (Worker Deployment Versioning)', function () {
   this.timeout(240_000);
   let dir: string | undefined;
-  const sharedAddress = process.env.TEMPORAL_ADDRESS;
+  // Read in before(): at describe time the shared server's root hook has not set it yet.
+  let sharedAddress: string | undefined;
   before(async function () {
     this.timeout(90_000);
+    sharedAddress = process.env.TEMPORAL_ADDRESS;
     dir = mkdtempSync(join(tmpdir(), 'openworker-versioning-'));
     server = await startDevServer({
       port: 0,
