@@ -12,6 +12,7 @@ import { createToken } from '../apps/approvals/tokens';
 import { ensureLocalKeyFile } from '../runtime/encryption';
 import { describeMcpTools } from '../activities/mcp/servers';
 import { createWorker } from '../worker/worker';
+import { runtimeTelemetry } from '../worker/metrics';
 import { connectClient } from '../client/connection';
 import { formatTurn } from './format';
 import { activeTurn, sendMessage, turnStatus, waitForTurn } from '../client/session';
@@ -21,7 +22,11 @@ import type { Settings } from '../runtime/settings';
 // Each takes the settings cli/main.ts read.
 
 function installRuntime(settings: Settings): void {
-  Runtime.install({ logger: new DefaultLogger(settings.logLevel as LogLevel) });
+  Runtime.install({
+    logger: new DefaultLogger(settings.logLevel as LogLevel),
+    // Metrics (OTEL_METRICS_EXPORTER=prometheus, or an OTLP endpoint): docs/observability.md.
+    telemetryOptions: runtimeTelemetry(settings.telemetry),
+  });
 }
 
 function untilSignal(): Promise<NodeJS.Signals> {
@@ -105,7 +110,7 @@ export interface RunWorkerOptions {
 
 export async function runWorker(opts: RunWorkerOptions, settings: Settings): Promise<void> {
   installRuntime(settings);
-  const { worker, connection, taskQueue, tools, model, approvers, mcp } = await createWorker({
+  const { worker, connection, taskQueue, tools, model, approvers, mcp, flushTraces } = await createWorker({
     settings,
     address: opts.address,
     namespace: opts.namespace,
@@ -132,6 +137,7 @@ export async function runWorker(opts: RunWorkerOptions, settings: Settings): Pro
   } finally {
     await mcp?.close();
     await connection.close();
+    await flushTraces?.();
   }
 }
 

@@ -40,7 +40,18 @@ export async function connectClient(options: ConnectOptions = {}): Promise<OpenW
       `cannot reach Temporal at ${cfg.address} (${(err as Error).message}); start one with 'openworker-temporal server' or set TEMPORAL_ADDRESS`,
     );
   }
-  const client = new Client({ connection, namespace: cfg.namespace, dataConverter: defaultDataConverter(settings) });
+  // OTEL_* set: the workflows this client starts and signals carry its trace context (docs/observability.md).
+  // Loaded only then: the OpenTelemetry SDK is no part of a command's start otherwise.
+  const tracing = settings.telemetry.traces
+    ? // eslint-disable-next-line @typescript-eslint/no-require-imports
+      (require('../worker/telemetry') as typeof import('../worker/telemetry')).clientTracing(settings.telemetry)
+    : undefined;
+  const client = new Client({
+    connection,
+    namespace: cfg.namespace,
+    dataConverter: defaultDataConverter(settings),
+    ...(tracing ? { interceptors: { workflow: [tracing.interceptor] } } : {}),
+  });
   return {
     client,
     connection,
@@ -48,6 +59,9 @@ export async function connectClient(options: ConnectOptions = {}): Promise<OpenW
     namespace: cfg.namespace,
     taskQueue: cfg.taskQueue,
     settings,
-    close: () => connection.close(),
+    close: async () => {
+      await connection.close();
+      await tracing?.flush();
+    },
   };
 }

@@ -12,6 +12,8 @@ import type { Settings } from '../runtime/settings';
 import { processSettings } from '../runtime/settings';
 import { workflowBundlerOptions } from './bundle';
 import { OpenWorkerPlugin, pluginParts } from './plugin';
+import type { TracingOptions } from './telemetry';
+import { tracingFromSettings, tracingPlugin } from './telemetry';
 import { attachMcp, loadToolModule, mcpConfigs, ownTools } from './tools';
 import { AGENT_WORKFLOWS_MODULE, prebuiltBundle } from './workflowModules';
 
@@ -53,6 +55,11 @@ export interface WorkerConfig extends ConnectOptions {
   mcp?: McpServerConfig[] | string;
   /** Lines worth an operator's eye (an MCP connection closed, a tool list that changed). Default: stderr. */
   log?: (line: string) => void;
+  /**
+   * Traces (docs/observability.md): where spans go, or false for none. Default: OTLP/HTTP when
+   * OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) is set, else none.
+   */
+  tracing?: TracingOptions | false;
 }
 
 export { DEFAULT_MAX_CACHED_WORKFLOWS } from '../runtime/settings';
@@ -102,11 +109,14 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{
   model: string;
   approvers?: ApproversConfig;
   mcp?: McpToolSet;
+  /** Exports the spans still buffered: call it after the worker stopped. Present when the worker traces. */
+  flushTraces?: () => Promise<void>;
 }> {
   const settings = config.settings ?? processSettings();
   const cfg = resolveConnectConfig(config, settings);
   const own = await resolveTools(config, settings);
   const log = config.log ?? ((line: string) => console.error(line));
+  const tracing = config.tracing === false ? undefined : (config.tracing ?? tracingFromSettings(settings.telemetry));
   // MCP is connected here, before the worker exists, so the caller learns its tools up front.
   const parts = pluginParts({ ...config, settings, tools: own, builtins: false, mcp: [], only: undefined });
   // Every worker connects, a workflows-only one too: it runs the reads, as local activities.
@@ -118,11 +128,16 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{
       namespace: cfg.namespace,
       taskQueue: cfg.taskQueue,
       plugins: [
+        // First: the turn's tracing interceptors are added when OpenWorkerPlugin sees the SDK's.
+        ...(tracing ? [tracingPlugin(tracing)] : []),
         new OpenWorkerPlugin({
           parts: { ...parts, ...(config.only === 'activities' ? { only: 'activities' } : {}) },
           settings,
         }),
       ],
+      // Tracing: the worker bundles at start, so the SDK's workflow interceptors join the bundle (the
+      // prebuilt one has none); OpenWorkerPlugin adds the turn's before them.
+      ...(tracing ? { workflowsPath: AGENT_WORKFLOWS_MODULE } : {}),
       // A workflows-only worker still runs the turn's local activities (reads): it just takes no
       // activity tasks from the queue.
       ...(config.only === 'workflows' ? { enableNonLocalActivities: false } : {}),
@@ -141,6 +156,7 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{
       model: parts.model.name,
       ...(parts.approvers ? { approvers: parts.approvers } : {}),
       ...(mcp ? { mcp } : {}),
+      ...(tracing ? { flushTraces: () => tracing.spanProcessor.forceFlush() } : {}),
     };
   } catch (err) {
     await mcp?.close();

@@ -1,10 +1,25 @@
 import { log, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { InvariantParked } from './call';
+import { createCallTelemetry } from './callTelemetry';
 import { OpenWorkerState } from './definitions';
 import { renderDetails } from './details';
 import type { LedgerInput } from './ledger';
 import { applyLedgerSafely, liveTurnState } from './ledger';
 import type { DecisionRecord, LedgerEntry, RecoverSignal, TurnInput, TurnState, TurnStatus } from './types';
+
+/** The ledger's map: every entry set (a new call, a write) is also told to `observe` (metrics, wait spans). */
+class ObservedLedger extends Map<string, LedgerEntry> {
+  constructor(private readonly observe: (before: LedgerEntry | undefined, after: LedgerEntry) => void) {
+    super();
+  }
+
+  override set(key: string, value: LedgerEntry): this {
+    const before = this.get(key);
+    super.set(key, value);
+    this.observe?.(before, value);
+    return this;
+  }
+}
 
 export interface TurnEnd {
   state: TurnState;
@@ -17,7 +32,7 @@ export interface TurnEnd {
  * `OpenWorkerState` search attribute and the Web UI's current details, kept in step on every write.
  */
 export function createTurnLedger(input: Pick<TurnInput, 'sessionId' | 'turn'>, iteration: () => number) {
-  const ledger = new Map<string, LedgerEntry>();
+  const ledger = new ObservedLedger(createCallTelemetry(input));
   const decisions: DecisionRecord[] = [];
   const recoveries = new Map<string, RecoverSignal>();
   let ended: TurnEnd | undefined;

@@ -118,6 +118,7 @@ describe('settings: settingsFrom', () => {
       approvalsTokens: '/s/approvals-tokens.json',
       keysDir: join(homedir(), '.openworker', 'keys'),
       dispatchMarker: 'heartbeat',
+      telemetry: {},
     };
     const { env: _env, ...got } = s;
     assert.deepEqual(got, want);
