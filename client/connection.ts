@@ -4,6 +4,7 @@ import { resolveConnectConfig } from '../runtime/connection';
 import { defaultDataConverter } from '../runtime/dataConverter';
 import type { Settings } from '../runtime/settings';
 import { processSettings } from '../runtime/settings';
+import { clientTracing } from '../worker/telemetry';
 
 export type { ConnectOptions, ResolvedConnectConfig } from '../runtime/connection';
 
@@ -41,11 +42,7 @@ export async function connectClient(options: ConnectOptions = {}): Promise<OpenW
     );
   }
   // OTEL_* set: the workflows this client starts and signals carry its trace context (docs/observability.md).
-  // Loaded only then: the OpenTelemetry SDK is no part of a command's start otherwise.
-  const tracing = settings.telemetry.traces
-    ? // eslint-disable-next-line @typescript-eslint/no-require-imports
-      (require('../worker/telemetry') as typeof import('../worker/telemetry')).clientTracing(settings.telemetry)
-    : undefined;
+  const tracing = clientTracing(settings.telemetry);
   const client = new Client({
     connection,
     namespace: cfg.namespace,
