@@ -1,4 +1,7 @@
 import { strict as assert } from 'node:assert';
+import type { Server } from 'node:http';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -151,8 +154,23 @@ describe('OpenTelemetry: traces and metrics', function () {
   describe('metrics (worker process, Prometheus endpoint)', () => {
     const w = useWorld();
 
-    it('counts parks, decisions, time to decision, recovery_required and unknown outcomes', async () => {
+    let collector: Server | undefined;
+    after(() => collector?.close());
+
+    it('counts parks, decisions, time to decision, recovery_required and unknown outcomes; OTEL_* sends spans over OTLP/HTTP', async () => {
       const port = await freePort();
+      // A stand-in for the collector's OTLP/HTTP receiver: what the worker POSTs to /v1/traces.
+      const posted: string[] = [];
+      collector = createServer((req, res) => {
+        let body = '';
+        req.on('data', (d: Buffer) => (body += d.toString()));
+        req.on('end', () => {
+          if (req.url === '/v1/traces') posted.push(body);
+          res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+        });
+      });
+      await new Promise<void>((r) => collector!.listen(0, '127.0.0.1', r));
+      const otlp = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
       const log = join(dir, 'metrics-recorder.jsonl');
       const mcp = join(dir, 'metrics-mcp.json');
       writeFileSync(mcp, JSON.stringify(recorderServers(log)));
@@ -165,7 +183,13 @@ describe('OpenTelemetry: traces and metrics', function () {
         ]),
         {
           extraArgs: ['--mcp', mcp],
-          env: { OTEL_METRICS_EXPORTER: 'prometheus', OTEL_EXPORTER_PROMETHEUS_PORT: String(port) },
+          env: {
+            OTEL_METRICS_EXPORTER: 'prometheus',
+            OTEL_EXPORTER_PROMETHEUS_PORT: String(port),
+            OTEL_EXPORTER_OTLP_ENDPOINT: otlp,
+            OTEL_SERVICE_NAME: 'otel-test',
+            OTEL_BSP_SCHEDULE_DELAY: '200',
+          },
         },
       );
       const sessionId = uniq('otel-m');
@@ -215,6 +239,11 @@ describe('OpenTelemetry: traces and metrics', function () {
           return want.every(([k, v]) => values.get(k) === v) && values;
         },
         `the worker's /metrics shows ${want.map(([k]) => k).join(', ')}`,
+      );
+      // The spans reached the OTLP endpoint, the approval wait among them, under the service name.
+      await eventually(
+        async () => posted.some((b) => b.includes('ApprovalWait:rec__note') && b.includes('otel-test')),
+        'the worker posts the approval wait span to /v1/traces',
       );
       // Labels are tool, wait and outcome (and the SDK's namespace, task queue, workflow type): never IDs.
       for (const key of scraped.keys())
