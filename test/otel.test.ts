@@ -209,17 +209,11 @@ describe('OpenTelemetry: traces and metrics', function () {
         const s = await turnStatus(w.c, t2.workflowId);
         return s.ledger[0]?.state === 'recovery_required';
       }, 'the call parks in recovery_required');
-      const res = await runCli([
-        'recover',
-        sessionId,
-        'h1',
-        '--decision',
-        'failed',
-        '--by',
-        'ops',
-        '--task-queue',
-        w.taskQueue,
-      ]);
+      // The command traces too (OTEL_* set): its signal's span reaches the endpoint when it exits.
+      const res = await runCli(
+        ['recover', sessionId, 'h1', '--decision', 'failed', '--by', 'ops', '--task-queue', w.taskQueue],
+        { env: { OTEL_EXPORTER_OTLP_ENDPOINT: otlp, OTEL_METRICS_EXPORTER: 'none' } },
+      );
       assert.equal(res.code, 0, res.stderr);
       await turnClosed(w.c, t2);
 
@@ -244,6 +238,10 @@ describe('OpenTelemetry: traces and metrics', function () {
       await eventually(
         async () => posted.some((b) => b.includes('ApprovalWait:rec__note') && b.includes('otel-test')),
         'the worker posts the approval wait span to /v1/traces',
+      );
+      assert.ok(
+        posted.some((b) => b.includes('SignalWorkflow:recover')),
+        'the recover command posted its SignalWorkflow:recover span',
       );
       // Labels are tool, wait and outcome (and the SDK's namespace, task queue, workflow type): never IDs.
       for (const key of scraped.keys())

@@ -137,7 +137,7 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{
       ],
       // Tracing: the worker bundles at start, so the SDK's workflow interceptors join the bundle (the
       // prebuilt one has none); OpenWorkerPlugin adds the turn's before them.
-      ...(tracing ? { workflowsPath: AGENT_WORKFLOWS_MODULE } : {}),
+      ...(tracing && config.only !== 'activities' ? { workflowsPath: AGENT_WORKFLOWS_MODULE } : {}),
       // A workflows-only worker still runs the turn's local activities (reads): it just takes no
       // activity tasks from the queue.
       ...(config.only === 'workflows' ? { enableNonLocalActivities: false } : {}),
