@@ -24,6 +24,7 @@ import type {
 } from '../workflows/types';
 import type { ContextStore } from '../runtime/contextStore';
 import { faultPoint } from './faults';
+import { tagToolSpan } from './tracing';
 import { compact, contextDeps, readContext, storeStep } from './context';
 import type { ActivityClock } from './serverClock';
 import { activityClock, windowPassed } from './serverClock';
@@ -244,6 +245,7 @@ export function createActivities({
       const startedLocal = performance.now();
       const { info } = ctx;
       const attempt = input.attemptBase + info.attempt;
+      tagToolSpan({ tool: input.tool, executionId: input.executionId, attempt });
       // A refusal proves only that this attempt did not run: after an earlier attempt of this run
       // (which may have called the tool, on a build that still had it), the outcome stays unknown.
       const refuse = (why: string, type: string): ApplicationFailure =>

@@ -26,3 +26,8 @@ export { sendEmailTool } from '../activities/tools/sendEmail';
 export { createPaymentTool } from '../activities/tools/payments';
 export { settingsFrom, SettingsError } from '../runtime/settings';
 export type { Settings } from '../runtime/settings';
+// Traces and metrics (docs/observability.md).
+export { tracingPlugin, tracingFromSettings } from '../worker/telemetry';
+export type { TracingOptions } from '../worker/telemetry';
+export { runtimeTelemetry } from '../worker/metrics';
+export { AGENT_WORKFLOWS_MODULE } from '../worker/workflowModules';

@@ -13,6 +13,7 @@ import { ensureLocalKeyFile } from '../runtime/encryption';
 import { describeMcpTools } from '../activities/mcp/servers';
 import { createWorker } from '../worker/worker';
 import { deploymentVersion } from '../runtime/deployment';
+import { runtimeTelemetry } from '../worker/metrics';
 import { connectClient } from '../client/connection';
 import { formatTurn } from './format';
 import { activeTurn, sendMessage, turnStatus, waitForTurn } from '../client/session';
@@ -22,7 +23,11 @@ import type { Settings } from '../runtime/settings';
 // Each takes the settings cli/main.ts read.
 
 function installRuntime(settings: Settings): void {
-  Runtime.install({ logger: new DefaultLogger(settings.logLevel as LogLevel) });
+  Runtime.install({
+    logger: new DefaultLogger(settings.logLevel as LogLevel),
+    // Metrics (OTEL_METRICS_EXPORTER=prometheus, or an OTLP endpoint): docs/observability.md.
+    telemetryOptions: runtimeTelemetry(settings.telemetry),
+  });
 }
 
 function untilSignal(): Promise<NodeJS.Signals> {
@@ -116,7 +121,7 @@ export async function runWorker(opts: RunWorkerOptions, settings: Settings): Pro
         buildId: opts.buildId ?? settings.deployment?.buildId,
       })
     : settings.deployment;
-  const { worker, connection, taskQueue, tools, model, approvers, mcp } = await createWorker({
+  const { worker, connection, taskQueue, tools, model, approvers, mcp, flushTraces } = await createWorker({
     ...(deployment ? { deployment } : {}),
     settings,
     address: opts.address,
@@ -145,6 +150,7 @@ export async function runWorker(opts: RunWorkerOptions, settings: Settings): Pro
   } finally {
     await mcp?.close();
     await connection.close();
+    await flushTraces?.();
   }
 }
 

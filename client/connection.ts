@@ -4,6 +4,7 @@ import { resolveConnectConfig } from '../runtime/connection';
 import { defaultDataConverter } from '../runtime/dataConverter';
 import type { Settings } from '../runtime/settings';
 import { processSettings } from '../runtime/settings';
+import { clientTracing } from '../worker/telemetry';
 
 export type { ConnectOptions, ResolvedConnectConfig } from '../runtime/connection';
 
@@ -40,7 +41,14 @@ export async function connectClient(options: ConnectOptions = {}): Promise<OpenW
       `cannot reach Temporal at ${cfg.address} (${(err as Error).message}); start one with 'openworker-temporal server' or set TEMPORAL_ADDRESS`,
     );
   }
-  const client = new Client({ connection, namespace: cfg.namespace, dataConverter: defaultDataConverter(settings) });
+  // OTEL_* set: the workflows this client starts and signals carry its trace context (docs/observability.md).
+  const tracing = clientTracing(settings.telemetry);
+  const client = new Client({
+    connection,
+    namespace: cfg.namespace,
+    dataConverter: defaultDataConverter(settings),
+    ...(tracing ? { interceptors: { workflow: [tracing.interceptor] } } : {}),
+  });
   return {
     client,
     connection,
@@ -48,6 +56,9 @@ export async function connectClient(options: ConnectOptions = {}): Promise<OpenW
     namespace: cfg.namespace,
     taskQueue: cfg.taskQueue,
     settings,
-    close: () => connection.close(),
+    close: async () => {
+      await connection.close();
+      await tracing?.flush();
+    },
   };
 }

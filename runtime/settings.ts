@@ -7,6 +7,8 @@ import { limitsFromEnv } from './limitsConfig';
 import type { PayloadStoreConfig } from './payloadStorage';
 import type { PaymentsConfig } from './paymentsConfig';
 import { paymentsConfigFromEnv } from './paymentsConfig';
+import type { TelemetrySettings } from './telemetry';
+import { telemetryFrom } from './telemetry';
 import { payloadStoreConfig } from './payloadStorage';
 import type { SmtpConfig } from './smtpConfig';
 import { smtpConfigFromEnv } from './smtpConfig';
@@ -75,6 +77,8 @@ export interface Settings {
    * themselves read the variable when reached (activities/faults.ts).
    */
   faults?: string;
+  /** Traces and metrics: the standard OTEL_* variables (runtime/telemetry.ts); empty when none is set. */
+  telemetry: TelemetrySettings;
   /**
    * The environment these settings were read from, for what other libraries and processes read:
    * TEMPORAL_* (the Temporal client configuration), AWS_* (the S3 client), provider API keys,
@@ -224,6 +228,7 @@ export function settingsFrom(env: Env): Settings {
     ...(approverKey ? { approverKey } : {}),
     ...(smtp ? { smtp } : {}),
     ...(payments ? { payments } : {}),
+    telemetry: parse(() => telemetryFrom(env), {}),
     dispatchMarker: parse(
       () => readChoice('OPENWORKER_DISPATCH_MARKER', ['heartbeat', 'update'] as const, 'heartbeat', env),
       'heartbeat',

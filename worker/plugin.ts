@@ -142,7 +142,7 @@ export class OpenWorkerPlugin extends SimplePlugin {
   }
 
   configureWorker(options: WorkerOptions): WorkerOptions {
-    const configured = super.configureWorker(options);
+    const configured = withTurnTracing(super.configureWorker(options));
     return {
       ...configured,
       ...(this.parts().only === 'activities' ? {} : workflowsFor(configured)),
@@ -162,12 +162,19 @@ export class OpenWorkerPlugin extends SimplePlugin {
 
   /** A replayer gets the same workflows (and data converter), so your histories replay with the plugin. */
   configureReplayWorker(options: ReplayWorkerOptions): ReplayWorkerOptions {
-    const configured = super.configureReplayWorker(options);
+    const configured = withTurnTracing(super.configureReplayWorker(options));
     return { ...configured, sinks: { ...faultSinks(), ...configured.sinks }, ...workflowsFor(configured) };
   }
 
   configureBundler(options: BundleOptions): BundleOptions {
-    return withBundlerOptions({ ...options, workflowsPath: workflowsPathWith(options.workflowsPath) });
+    const modules = withTurnTracing({ interceptors: { workflowModules: options.workflowInterceptorModules } });
+    return withBundlerOptions({
+      ...options,
+      workflowsPath: workflowsPathWith(options.workflowsPath),
+      ...(modules.interceptors?.workflowModules
+        ? { workflowInterceptorModules: modules.interceptors.workflowModules }
+        : {}),
+    });
   }
 
   async runWorker(worker: Worker, next: (w: Worker) => Promise<void>): Promise<void> {
@@ -199,6 +206,24 @@ function workflowsFor(options: WorkerOptions | ReplayWorkerOptions): Partial<Wor
   return {
     workflowsPath: workflowsPathWith(options.workflowsPath ?? AGENT_WORKFLOWS_MODULE),
     bundlerOptions: withBundlerOptions(options.bundlerOptions ?? {}),
+  };
+}
+
+/** The SDK's workflow tracing interceptors (OpenTelemetryPlugin adds them). */
+const OTEL_WORKFLOW_MODULE = /[\\/]interceptors-opentelemetry[\\/]lib[\\/]workflow-interceptors(\.js)?$/;
+/** The turn's: one trace per turn, the waits as spans (workflows/tracing.ts). */
+const TURN_TRACING_MODULE = require.resolve('../workflows/tracing');
+
+/**
+ * With the SDK's tracing interceptors present, the turn's go before them (they pick the context the
+ * SDK's spans start in). Without them, none: a worker that does not trace runs no interceptor.
+ */
+function withTurnTracing<T extends Pick<WorkerOptions, 'interceptors'>>(options: T): T {
+  const modules = options.interceptors?.workflowModules ?? [];
+  if (!modules.some((m) => OTEL_WORKFLOW_MODULE.test(m)) || modules.includes(TURN_TRACING_MODULE)) return options;
+  return {
+    ...options,
+    interceptors: { ...options.interceptors, workflowModules: [TURN_TRACING_MODULE, ...modules] },
   };
 }
 

@@ -15,6 +15,8 @@ import type { Settings } from '../runtime/settings';
 import { processSettings } from '../runtime/settings';
 import { workflowBundlerOptions } from './bundle';
 import { OpenWorkerPlugin, pluginParts } from './plugin';
+import type { TracingOptions } from './telemetry';
+import { tracingFromSettings, tracingPlugin } from './telemetry';
 import { attachMcp, loadToolModule, mcpConfigs, ownTools } from './tools';
 import { AGENT_WORKFLOWS_MODULE, prebuiltBundle } from './workflowModules';
 
@@ -63,6 +65,11 @@ export interface WorkerConfig extends ConnectOptions {
    * docs/deploy.md). Default: OPENWORKER_DEPLOYMENT_NAME and OPENWORKER_BUILD_ID, else unversioned.
    */
   deployment?: DeploymentVersion;
+  /**
+   * Traces (docs/observability.md): where spans go, or false for none. Default: OTLP/HTTP when
+   * OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) is set, else none.
+   */
+  tracing?: TracingOptions | false;
 }
 
 /** The SDK's options for a versioned worker; the workflows declare themselves PINNED too (workflows/index.ts). */
@@ -121,11 +128,14 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{
   deployment?: DeploymentVersion;
   approvers?: ApproversConfig;
   mcp?: McpToolSet;
+  /** Exports the spans still buffered: call it after the worker stopped. Present when the worker traces. */
+  flushTraces?: () => Promise<void>;
 }> {
   const settings = config.settings ?? processSettings();
   const cfg = resolveConnectConfig(config, settings);
   const own = await resolveTools(config, settings);
   const log = config.log ?? ((line: string) => console.error(line));
+  const tracing = config.tracing === false ? undefined : (config.tracing ?? tracingFromSettings(settings.telemetry));
   // MCP is connected here, before the worker exists, so the caller learns its tools up front.
   const parts = pluginParts({ ...config, settings, tools: own, builtins: false, mcp: [], only: undefined });
   // Every worker connects, a workflows-only one too: it runs the reads, as local activities.
@@ -137,11 +147,16 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{
       namespace: cfg.namespace,
       taskQueue: cfg.taskQueue,
       plugins: [
+        // First: the turn's tracing interceptors are added when OpenWorkerPlugin sees the SDK's.
+        ...(tracing ? [tracingPlugin(tracing)] : []),
         new OpenWorkerPlugin({
           parts: { ...parts, ...(config.only === 'activities' ? { only: 'activities' } : {}) },
           settings,
         }),
       ],
+      // Tracing: the worker bundles at start, so the SDK's workflow interceptors join the bundle (the
+      // prebuilt one has none); OpenWorkerPlugin adds the turn's before them.
+      ...(tracing && config.only !== 'activities' ? { workflowsPath: AGENT_WORKFLOWS_MODULE } : {}),
       // A workflows-only worker still runs the turn's local activities (reads): it just takes no
       // activity tasks from the queue.
       ...(config.only === 'workflows' ? { enableNonLocalActivities: false } : {}),
@@ -164,6 +179,7 @@ export async function createWorker(config: WorkerConfig = {}): Promise<{
         : {}),
       ...(parts.approvers ? { approvers: parts.approvers } : {}),
       ...(mcp ? { mcp } : {}),
+      ...(tracing ? { flushTraces: () => tracing.spanProcessor.forceFlush() } : {}),
     };
   } catch (err) {
     await mcp?.close();

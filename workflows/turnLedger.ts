@@ -1,11 +1,26 @@
 import { log, setCurrentDetails, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { InvariantParked } from './call';
+import { createCallTelemetry } from './callTelemetry';
 import { INBOX_MEMO, OpenWorkerState } from './definitions';
 import { renderDetails } from './details';
 import { type InboxMemo, inboxRows, isParked } from './inboxRows';
 import type { LedgerInput } from './ledger';
 import { applyLedgerSafely, liveTurnState } from './ledger';
 import type { DecisionRecord, LedgerEntry, RecoverSignal, TurnInput, TurnState, TurnStatus } from './types';
+
+/** The ledger's map: every entry set (a new call, a write) is also told to `observe` (metrics, wait spans). */
+class ObservedLedger extends Map<string, LedgerEntry> {
+  constructor(private readonly observe: (before: LedgerEntry | undefined, after: LedgerEntry) => void) {
+    super();
+  }
+
+  override set(key: string, value: LedgerEntry): this {
+    const before = this.get(key);
+    super.set(key, value);
+    this.observe?.(before, value);
+    return this;
+  }
+}
 
 export interface TurnEnd {
   state: TurnState;
@@ -23,7 +38,7 @@ export function createTurnLedger(
   iteration: () => number,
   memoApplies: () => boolean = () => false,
 ) {
-  const ledger = new Map<string, LedgerEntry>();
+  const ledger = new ObservedLedger(createCallTelemetry(input));
   const decisions: DecisionRecord[] = [];
   const recoveries = new Map<string, RecoverSignal>();
   let ended: TurnEnd | undefined;

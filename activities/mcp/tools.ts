@@ -2,6 +2,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Tool, ToolContext } from '../tool';
+import { traceMeta } from '../tracing';
 import { ToolFailure, UnknownOutcome, defineTool } from '../tool';
 import type { CallFailure } from './outcomes';
 import { classifyCallError, errorResultRan, textOf, valueOf } from './outcomes';
@@ -45,7 +46,8 @@ async function send(lease: McpLease, t: McpTool, args: Record<string, unknown>, 
         params: {
           name: t.tool,
           arguments: args,
-          _meta: { [EXECUTION_ID_META]: ctx.executionId, [ATTEMPT_META]: ctx.attempt },
+          // The trace's W3C context (traceparent, tracestate) when the worker traces (docs/observability.md).
+          _meta: { ...traceMeta(), [EXECUTION_ID_META]: ctx.executionId, [ATTEMPT_META]: ctx.attempt },
         },
       },
       CallToolResultSchema,

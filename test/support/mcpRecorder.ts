@@ -15,6 +15,8 @@ const server = new McpServer({ name: 'recorder', version: '1.0.0' });
 const meta = (extra: { _meta?: Record<string, unknown> }) => ({
   executionId: extra._meta?.['openworker/executionId'],
   attempt: extra._meta?.['openworker/attempt'],
+  // W3C trace context, when the worker traces (test/otel.test.ts).
+  traceparent: extra._meta?.traceparent,
 });
 
 server.registerTool(

@@ -119,6 +119,7 @@ describe('settings: settingsFrom', () => {
       keysDir: join(homedir(), '.openworker', 'keys'),
       dispatchMarker: 'heartbeat',
       notify: false,
+      telemetry: {},
     };
     const { env: _env, ...got } = s;
     assert.deepEqual(got, want);
