@@ -1,11 +1,14 @@
 import { strict as assert } from 'node:assert';
 import { execFile } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { faultSinks } from '../activities/faults';
+import { startApprovalsServer } from '../apps/approvals/serve';
 import { sendMessage, turnStatus, waitForTurn } from '../client/session';
 import type { DevServer } from '../dev/server';
 import { startDevServer } from '../dev/server';
@@ -61,11 +64,29 @@ const whoRan = (events: Event[]) => ({
     ...new Set(
       events.flatMap((e) => {
         const id = e.activityTaskStartedEventAttributes?.identity;
-        return id ? [Number(/(\d+)@|:(\d+)$/.exec(id)?.slice(1).find(Boolean))] : [];
+        return id && !notifyScheduled(events).has(String(e.activityTaskStartedEventAttributes!.scheduledEventId))
+          ? [Number(/(\d+)@|:(\d+)$/.exec(id)?.slice(1).find(Boolean))]
+          : [];
+      }),
+    ),
+  ],
+  // Except a park's notify activity: its queue is no version's, the unversioned notifier takes it.
+  notifiers: [
+    ...new Set(
+      events.flatMap((e) => {
+        const a = e.activityTaskStartedEventAttributes;
+        return a && notifyScheduled(events).has(String(a.scheduledEventId)) ? [String(a.identity).split('@')[0]] : [];
       }),
     ),
   ],
 });
+/** The event IDs of the notify activities a run scheduled. */
+const notifyScheduled = (events: Event[]) =>
+  new Set(
+    events
+      .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'notifyPark')
+      .map((e) => String(e.eventId)),
+  );
 
 const WORKER_V2 = join(ROOT, 'dist', 'test', 'support', 'versioning', 'workerV2.js');
 
@@ -79,6 +100,21 @@ function temporalCli(args: string[], json = true): Promise<unknown> {
       resolve(json && stdout.trim() ? JSON.parse(stdout) : stdout);
     }),
   );
+}
+
+/** A webhook receiver that keeps the Idempotency-Key of each POST. */
+async function receiver() {
+  const keys: string[] = [];
+  const server = http.createServer((req, res) => {
+    keys.push(String(req.headers['idempotency-key']));
+    req.resume().on('end', () => res.writeHead(200).end('ok'));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    keys,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 }
 
 describe('deploying while turns wait (Worker Deployment Versioning)', function () {
@@ -105,6 +141,11 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
   const w = useWorld();
+  // The approvals app and the webhook receiver, closed even when the test fails.
+  const closers: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const close of closers.splice(0)) await close();
+  });
 
   it('parked turns finish on v1, new turns and upgraded sessions run on v2, then v1 is drained and deleted', async () => {
     const t0 = Date.now();
@@ -139,8 +180,17 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
         ).count ?? 0,
       );
 
-    // v1: the released build, made current.
-    const v1 = await w.worker(model, { extraArgs: [...dep, '--build-id', 'v1'] });
+    // v1: the released build, made current, with notifications on; the approvals app's notifier (an
+    // unversioned activity worker on `<queue>-notify`) POSTs to a receiver here.
+    const v1 = await w.worker(model, { extraArgs: [...dep, '--build-id', 'v1'], env: { OPENWORKER_NOTIFY: 'on' } });
+    const hook = await receiver();
+    const approvals = await startApprovalsServer(c, {
+      port: 0,
+      tokensFile: join(dir!, 'tokens.json'),
+      notify: [hook.url],
+      publicUrl: 'https://approvals.example.com/',
+    });
+    closers.push(hook.close, approvals.close);
     assert.match(v1.output(), new RegExp(`deployment ${deployment} build v1`));
     await eventually(
       () => temporalCli(['worker', 'deployment', 'set-current-version', ...dep, '--build-id', 'v1', '--yes'], false),
@@ -156,6 +206,19 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
       const res = await runCli(['approve', sessionId, 'c1', '--by', 'alice', '--task-queue', w.taskQueue]);
       assert.equal(res.code, 0, res.stderr);
     };
+    // A pinned turn's notify activity is delivered: its queue is in no version, so the server hands it
+    // to the unversioned notifier (docs/deploy.md, "Notifications").
+    const notified = await Promise.all(
+      parked
+        .slice(0, 2)
+        .map((t) =>
+          eventually(
+            async () => (await turnStatus(c, t.workflowId)).ledger[0]!.events.find((x) => x.type === 'notified'),
+            'a pinned turn notified',
+          ),
+        ),
+    );
+    for (const n of notified) assert.deepEqual([n.delivered, n.failed, /^approvals-/.test(String(n.by))], [1, 0, true]);
     await Promise.all([cc, e].map(approve));
     for (const t of parked.slice(2))
       await eventually(async () => (await turnStatus(c, t.workflowId)).closed, 'C and E turn 1 ends');
@@ -213,9 +276,16 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
         failedTasks: 0,
         v2Timer: false,
         activityPids: [v1.proc.pid],
+        notifiers: [String(notified[0]!.by)],
       });
     }
     assert.equal(w.sink.messages().length, 4, 'one email per approval');
+    for (const t of parked.slice(0, 2))
+      assert.equal(
+        hook.keys.filter((k) => k === `${t.ledger[0]!.executionId}:approval`).length,
+        1,
+        'one POST per park',
+      );
 
     mark('parked turns finished on v1');
     // A and B continue as new onto v2 once their turn ended; C only when a message comes.
@@ -246,6 +316,7 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
         failedTasks: 0,
         v2Timer: true,
         activityPids: [v2.proc.pid],
+        notifiers: [],
       });
     }
     const cRun1 = await history(sessionWorkflowId(cc), sessionRun1[2]!.runId);
