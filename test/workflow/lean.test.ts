@@ -90,8 +90,10 @@ describe('workflow tier: a lean turn', function () {
     assert.equal(r.state, 'completed');
     assert.equal(r.ledger[0]!.state, 'succeeded');
     const events = (await h.fetchHistory()).events ?? [];
-    assert.deepEqual(markers(events), [PATCHES.leanTurn]);
-    assert.deepEqual(upserts(events), ['patches', 'running', 'awaiting_approval', 'running', 'completed']);
+    // The park asks inbox-memo-v1 (never implied by the lean marker): the inbox reads its memo rows.
+    assert.deepEqual(markers(events), [PATCHES.leanTurn, PATCHES.inboxMemo]);
+    // Its marker's own upsert follows the state's (the memo is asked once the state is parked).
+    assert.deepEqual(upserts(events), ['patches', 'running', 'awaiting_approval', 'patches', 'running', 'completed']);
     await assertLive(h, r);
     await tier.record(h, 'turn-lean-parked');
   });
