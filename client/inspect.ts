@@ -1,4 +1,3 @@
-import type { Question } from '../workflows/answers';
 import {
   type InboxMemo,
   type InboxRow,
@@ -86,29 +85,11 @@ export async function showSession(client: ClientLike, sessionId: string): Promis
   };
 }
 
-export interface InboxItem {
+/** One waiting call as the inbox lists it: its memo row (workflows/inboxRows.ts), where it lives, and the notification read on this host's clock. */
+export interface InboxItem extends Omit<InboxRow, 'notification'> {
   sessionId: string;
   turn: number;
   workflowId: string;
-  toolCallId: string;
-  executionId: string;
-  tool: string;
-  target?: string;
-  state: ParkedState;
-  since: string;
-  /** ask_user: the question waiting for an answer (answer it with `answer`). */
-  question?: Question;
-  argsDigest: string;
-  /** The arguments' first keys, each value clipped: the call's page (`show`, callView) has them whole. */
-  argsPreview: Record<string, string>;
-  attempts: number;
-  reason?: string;
-  /** A decided retry waiting out the last attempt's window (the call stays here until it runs). */
-  fence?: { until: string; attempt: number; by: string };
-  /** What a retry does about an earlier attempt that may still land (asks reconcile(), or nothing can). */
-  retryNote?: string;
-  /** Decisions on this call the turn did not apply, with why. */
-  notApplied?: NotApplied[];
   /** Whether this park's notification was sent (or is claimed by a notifier). */
   notification: NotificationState;
 }
