@@ -95,7 +95,7 @@ export interface InboxItem extends Omit<InboxRow, 'notification'> {
 }
 
 export interface InboxFilter {
-  /** How long one turn may take to answer (default: the CLI's query timeout); a notifier asks again soon. */
+  /** How long a turn without a memo (started before inbox-memo-v1) may take to answer its query (default: the CLI's query timeout). */
   deadlineMs?: number;
   sessionId?: string;
   tool?: string;
@@ -109,7 +109,7 @@ export interface InboxFilter {
 
 export { PARKED_STATES, type ParkedState };
 
-/** A row's claim is live by this host's clock: advisory, it only decides when a notifier asks again. */
+/** A legacy notifier's claim (turns from before notify-activity-v1) is live by this host's clock: advisory, shown only. */
 function notificationOf(n: RowNotification, nowMs: number): NotificationState {
   const live = n.claimedUntil && Date.parse(n.claimedUntil) > nowMs;
   return {
