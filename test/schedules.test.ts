@@ -84,7 +84,9 @@ describe('scheduled turns (Temporal Schedules)', function () {
       [['send_email', 2]],
     );
 
-    // Run 2 while run 1's turn waits for a decision: skipped, nothing queued.
+    // Run 2 while run 1's turn waits for a decision: skipped, nothing queued. Two actions in one
+    // second share a workflow ID (and so a message ID), so run 2 starts in a later second.
+    await afterSecondOf(first.messageId!);
     const second = await json<ScheduledRunView>('schedule', 'trigger', scheduleId);
     assert.equal(second.delivered, false);
     assert.match(second.skipped!, new RegExp(`previous scheduled message ${first.messageId} is still open .*turn 2`));
@@ -242,3 +244,10 @@ describe('scheduled turns (Temporal Schedules)', function () {
     await deleteSchedule(w.c, scheduleId);
   });
 });
+
+/** Waits until the wall clock has left the second stamped at the end of a scheduled message ID. */
+async function afterSecondOf(messageId: string): Promise<void> {
+  const stamp = Date.parse(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/.exec(messageId)?.[0] ?? '');
+  assert.ok(Number.isFinite(stamp), `no time at the end of ${messageId}`);
+  while (Date.now() < stamp + 1000) await new Promise((r) => setTimeout(r, stamp + 1000 - Date.now() + 5));
+}
