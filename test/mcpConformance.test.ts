@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict';
+import { EXECUTION_ID_META } from '../activities/mcp/tools';
+import type { ScenarioResult } from './support/conformance';
+import { expectedFailures, failedChecks, runClientScenarios } from './support/conformance';
+
+// The client scenarios of @modelcontextprotocol/conformance (pinned in package.json), each run
+// against our MCP client code by test/support/conformanceClient.ts. A scenario passes unless it is
+// in test/fixtures/mcp-conformance-expected-failures.json, with the reason; one listed there must
+// still fail, so the list cannot outlive what it describes. No Temporal: localhost servers only.
+
+describe('MCP conformance: the client scenarios', function () {
+  this.timeout(90_000);
+  let summary: string[];
+  let results: ScenarioResult[];
+  const byName = (name: string): ScenarioResult => {
+    const r = results.find((x) => x.scenario === name);
+    assert.ok(r, `no result for scenario ${name}`);
+    return r;
+  };
+
+  before(async () => {
+    ({ summary, results } = await runClientScenarios({ clientTimeoutMs: 20_000, totalMs: 75_000 }));
+  });
+
+  it('runs every client scenario of the suite, and the expected failures name only those', () => {
+    assert.ok(summary.includes('initialize') && summary.includes('tools_call'), `suite ran: ${summary.join(', ')}`);
+    assert.deepEqual(results.map((r) => r.scenario).sort(), [...summary].sort(), 'a scenario left no checks');
+    const unknown = Object.keys(expectedFailures()).filter((name) => !summary.includes(name));
+    assert.deepEqual(unknown, [], 'expected failures that the suite no longer has');
+  });
+
+  it('passes every scenario not listed as an expected failure, and fails every listed one', () => {
+    const expected = expectedFailures();
+    const wrong = results.flatMap((r) => {
+      const failed = failedChecks(r.checks);
+      if (r.scenario in expected)
+        return failed.length ? [] : [`${r.scenario} passes now: take it out of the expected failures`];
+      if (failed.length === 0) return [];
+      const why = failed.map((c) => `${c.id}: ${c.errorMessage ?? JSON.stringify(c.details)}`).join('; ');
+      return [`${r.scenario} fails: ${why}\n  client stdout: ${r.stdout.trim()}\n  client stderr: ${r.stderr.trim()}`];
+    });
+    assert.deepEqual(wrong, []);
+  });
+
+  it('tools_call runs through our tool: the server gets the execution ID in _meta and the result comes back', () => {
+    const r = byName('tools_call');
+    const call = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { executionId: string; result: unknown };
+    assert.equal(call.result, 'The sum of 2 and 3 is 5');
+    const sent = r.checks.flatMap((c) => {
+      const body = (c.details as { body?: { method?: string; params?: { _meta?: Record<string, unknown> } } })?.body;
+      return c.id === 'incoming-request' && body?.method === 'tools/call' ? [body.params?._meta] : [];
+    });
+    assert.deepEqual(
+      sent.map((m) => m?.[EXECUTION_ID_META]),
+      [call.executionId],
+    );
+  });
+});
