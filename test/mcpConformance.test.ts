@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { EXECUTION_ID_META } from '../activities/mcp/tools';
+import { packageVersion } from '../runtime/stateDir';
 import type { ScenarioResult } from './support/conformance';
 import { expectedFailures, failedChecks, passed, runClientScenarios } from './support/conformance';
 
@@ -42,6 +43,12 @@ describe('MCP conformance: the client scenarios', function () {
       return [`${r.scenario} fails: ${why}\n  client stdout: ${r.stdout.trim()}\n  client stderr: ${r.stderr.trim()}`];
     });
     assert.deepEqual(wrong, []);
+  });
+
+  it("initialize: the client names itself, with the package's version", () => {
+    const init = byName('initialize').checks.find((c) => c.id === 'mcp-client-initialization');
+    const details = init?.details as { clientName?: string; clientVersion?: string } | undefined;
+    assert.deepEqual([details?.clientName, details?.clientVersion], ['openworker-temporal', packageVersion()]);
   });
 
   it('tools_call runs through our tool: the server gets the execution ID in _meta and the result comes back', () => {
