@@ -87,6 +87,7 @@ async function runSuite(
   out: string,
   opts: { clientTimeoutMs: number; totalMs: number },
 ): Promise<{ code: number | null; log: string }> {
+  const what = selection.join(' ');
   const args = [
     ...NODE_FLAGS,
     SUITE_CLI,
@@ -111,10 +112,14 @@ async function runSuite(
       // already gone
     }
   };
-  const timer = setTimeout(killGroup, opts.totalMs);
+  let timedOut = false;
+  const timer = setTimeout(() => ((timedOut = true), killGroup()), opts.totalMs);
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
   clearTimeout(timer);
   killGroup(); // a client the suite left behind
+  // Partial results would read as scenarios that failed; say what happened instead.
+  if (timedOut)
+    throw new Error(`the conformance suite (${what}) did not end within ${opts.totalMs} ms:\n${log.slice(-2000)}`);
   return { code, log };
 }
 
@@ -142,7 +147,7 @@ function readResults(out: string): ScenarioResult[] {
 export async function runClientScenarios(
   opts: { clientTimeoutMs?: number; totalMs?: number } = {},
 ): Promise<{ summary: string[]; results: ScenarioResult[] }> {
-  const bounds = { clientTimeoutMs: opts.clientTimeoutMs ?? 20_000, totalMs: opts.totalMs ?? 60_000 };
+  const bounds = { clientTimeoutMs: opts.clientTimeoutMs ?? 30_000, totalMs: opts.totalMs ?? 60_000 };
   const all = mkdtempSync(join(tmpdir(), 'mcp-conformance-'));
   const alone = mkdtempSync(join(tmpdir(), 'mcp-conformance-alone-'));
   try {
