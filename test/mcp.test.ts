@@ -1,5 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -128,6 +130,23 @@ describe('MCP servers: tools and their policies (real servers over stdio)', func
       connectMcp(bad!),
       /^Error: MCP server 'gone' \('.*no-such-binary'\) did not start or answer: /,
     );
+  });
+
+  it('a server that turns the start away: the start fails with why, and no line says a next call will reopen it', async () => {
+    // What an OAuth-only server does without a token (the conformance suite's auth scenarios).
+    const http = createServer((_req, res) => res.writeHead(401, { 'content-type': 'application/json' }).end('{}'));
+    await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+      const lines: string[] = [];
+      await assert.rejects(
+        startMcp(parseMcpConfig({ servers: { locked: { url } } }, 'test', process.env), { log: (l) => lines.push(l) }),
+        /MCP server 'locked' \(http:.*\) did not start or answer: Streamable HTTP error/,
+      );
+      assert.deepEqual(lines, []);
+    } finally {
+      http.close();
+    }
   });
 });
 

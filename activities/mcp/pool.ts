@@ -99,7 +99,9 @@ function serverPool(config: McpServerConfig, log: Log, accept: () => boolean): S
           .catch((err: Error) => log(`mcp ${name}: could not list its tools again: ${err.message}`));
       },
       onClose: () => {
-        if (!closing && !conn.retired) log(`mcp ${name}: connection closed; the next call opens it again`);
+        // Only one that served: a connection that fails as it opens closes too, and its error says why.
+        if (listedHere && !closing && !conn.retired)
+          log(`mcp ${name}: connection closed; the next call opens it again`);
         retire(conn);
       },
     });

@@ -4,6 +4,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ListToolsResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
+import { packageVersion } from '../../runtime/stateDir';
 import type { McpServerConfig } from './config';
 import { policyFor, type McpAnnotations, type McpToolPolicy } from './policy';
 
@@ -34,6 +35,7 @@ export interface ConnectOptions {
 export const START_AND_LIST_TIMEOUT_MS = 30_000;
 const MAX_PAGES = 100;
 const LINE_CAP = 300;
+let clientVersion: string | undefined;
 
 function transportFor(server: McpServerConfig, log: (line: string) => void) {
   if (server.transport === 'http')
@@ -57,7 +59,8 @@ function transportFor(server: McpServerConfig, log: (line: string) => void) {
 export async function connectMcp(server: McpServerConfig, opts: ConnectOptions = {}): Promise<Client> {
   const onToolsChanged = opts.onToolsChanged;
   const client = new Client(
-    { name: 'openworker-temporal', version: '0.1.0' },
+    // What the server sees in initialize's clientInfo (the conformance suite checks both are given).
+    { name: 'openworker-temporal', version: (clientVersion ??= packageVersion()) },
     onToolsChanged ? { listChanged: { tools: { autoRefresh: false, onChanged: () => onToolsChanged() } } } : {},
   );
   if (opts.onClose) client.onclose = opts.onClose;
