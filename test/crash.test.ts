@@ -89,13 +89,16 @@ describe('crashes at precise points (SIGKILL)', function () {
 
   it('reconcile: crash after dispatch, before the send → reconcile says not applied → exactly one re-run', async () => {
     const sessionId = uniq('rec-not');
-    const w1 = await worker(emailScript(), { faults: 'tool.after_dispatch@send_email', reconcile: true });
+    // The retry waits out the fence (dispatch + the send's start-to-close + 2 s): a shorter send timeout
+    // than the world's 15 s (as fencedRetry.test.ts) shortens that wait; a send to the sink takes milliseconds.
+    const env = { OPENWORKER_SMTP_TIMEOUT: '8s' };
+    const w1 = await worker(emailScript(), { faults: 'tool.after_dispatch@send_email', reconcile: true, env });
     const parked = await startTurn(w.c, sessionId, 'send the invoice');
     await approve(w.c, { sessionId, toolCallId: 'm1', by: 'alice' });
     const executionId = await w1.faultReached('tool.after_dispatch');
     assert.equal(w.sink.deliveries(messageIdFor(executionId)), 0);
     await w1.kill('SIGKILL');
-    await worker(emailScript(), { reconcile: true });
+    await worker(emailScript(), { reconcile: true, env });
     const done = await until(parked, (x) => x.closed, 'turn completes');
     assert.equal(done.state, 'succeeded');
     assert.equal(done.runs, 2, 'one re-run');

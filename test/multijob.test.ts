@@ -36,9 +36,9 @@ import { TOOLS, eventually, scripted, startTurn, uniq } from './support/scenario
 // the session's history, no ledger invariant violation, the turn closed or waits for a human with a
 // reason, deliveries ≤ approvals and retries applied, every decision audited (applied, or ignored
 // with a reason). A waiting turn is finished (cancel or decide) and must close.
-// Seeded and bounded: MULTIJOB_SEED=<n>|random, MULTIJOB_RUNS, MULTIJOB_BUDGET_MS (new cases start
-// only within it; the first failure adds MULTIJOB_SHRINK_MS for shrinking); MULTIJOB_VERBOSE=1
-// prints each case. Own variables, not SOAK_*: the soak runs both tiers with different budgets.
+// Seeded and bounded: MULTIJOB_SEED=<n>|random, MULTIJOB_RUNS, MULTIJOB_BUDGET_MS (past the first
+// CI_CASES, new cases start only within it; the first failure adds MULTIJOB_SHRINK_MS for shrinking);
+// MULTIJOB_VERBOSE=1 prints each case. Own variables, not SOAK_*: the soak runs both tiers with different budgets.
 // `npm test` runs a small budget (~65 s of cases, ~90 s in all); `npm run test:soak` runs more.
 // A failure prints the seed and the shrunk case (fast-check's report: seed, path, counterexample),
 // with the turn's raw history and the call's ledger.
@@ -49,6 +49,12 @@ const SEED =
     : Number(process.env.MULTIJOB_SEED ?? 1414);
 const RUNS = Number(process.env.MULTIJOB_RUNS ?? 7);
 const BUDGET_MS = Number(process.env.MULTIJOB_BUDGET_MS ?? 65_000);
+/**
+ * The cases `npm test` runs always run (with the default seed: the regression, then draws that take each
+ * start, both policies and every job kind): on a loaded machine the budget alone ran 4 of the 7, and so
+ * never the one `recovery` start.
+ */
+const CI_CASES = 7;
 /** Time for shrinking once a case failed. */
 const SHRINK_MS = Number(process.env.MULTIJOB_SHRINK_MS ?? 180_000);
 /** One case, worst case: three workers, an activity timeout, a reconcile fence, the finishing rounds. */
@@ -320,7 +326,7 @@ describe('several jobs in one activation (fast-check, real processes)', function
       ...(process.env.MULTIJOB_CASE ? [JSON.parse(process.env.MULTIJOB_CASE) as Case] : []),
     ].map((k) => [k]);
     const property = fc.asyncProperty(caseArb, async (k) => {
-      if (Date.now() > deadline) return;
+      if (runs >= CI_CASES && Date.now() > deadline) return;
       runs++;
       const procs = new Set<ChildProcess>();
       let timer: NodeJS.Timeout | undefined;
@@ -343,6 +349,6 @@ describe('several jobs in one activation (fast-check, real processes)', function
     });
     await fc.assert(property, { seed: SEED, numRuns: RUNS, examples });
     console.log(`      multijob: ${runs} cases, seed ${SEED}`);
-    assert.ok(runs >= 1, `no case ran within ${BUDGET_MS} ms`);
+    assert.ok(runs >= Math.min(RUNS, CI_CASES), `only ${runs} cases ran`);
   });
 });

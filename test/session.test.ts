@@ -3,7 +3,7 @@ import { approve } from '../client/decisions';
 import { showSession } from '../client/inspect';
 import { sendMessage, sessionStatus, waitForTurn } from '../client/session';
 import { sessionWorkflowId } from '../workflows/definitions';
-import { runCli } from './support/processes';
+import { runClis } from './support/processes';
 import { useWorld } from './support/world';
 import { eventually, scripted, startTurn, uniq } from './support/scenario';
 
@@ -110,8 +110,10 @@ describe('sessions', function () {
       [['worker', '--tools', './nope.mjs'], /--tools .\/nope.mjs: file not found/],
       [['frobnicate'], /unknown command 'frobnicate'/],
     ];
-    for (const [args, want] of cases) {
-      const res = await runCli([...args, '--task-queue', w.taskQueue]);
+    // Each is refused before anything is sent, so they run side by side.
+    const results = await runClis(cases.map(([args]) => [...args, '--task-queue', w.taskQueue]));
+    for (const [i, [args, want]] of cases.entries()) {
+      const res = results[i]!;
       assert.notEqual(res.code, 0, `${args.join(' ')} should fail`);
       const lines = res.stderr.trim().split('\n');
       assert.equal(lines.length, 1, `${args.join(' ')}: one line expected:\n${res.stderr}`);

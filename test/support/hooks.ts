@@ -6,7 +6,9 @@ import { startDevServer } from '../../dev/server';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { stopAllProcesses } from './processes';
 
-// One file-backed Temporal dev server for the whole run; tests that restart a server start their own.
+// One file-backed Temporal dev server per mocha run, or per test file under `npm test`, which runs two
+// files at a time (.mocharc.json: parallel mode runs root hooks once per file). Tests that restart a
+// server start their own.
 
 // The pinned AWS SDK's Node 20 notice is about its 2027 releases; keep it out of every test's output.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
