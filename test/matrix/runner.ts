@@ -9,6 +9,8 @@ import { turnStatus } from '../../client/session';
 import type { DevServer } from '../../dev/server';
 import { startDevServer } from '../../dev/server';
 import type { LedgerEntry } from '../../workflows/types';
+import { argsDigest } from '../../workflows/identity';
+import { isProtected } from '../../workflows/policy';
 import type { CliResult, WorkerProcess } from '../support/processes';
 import { runCli, spawnWorker } from '../support/processes';
 import { recordHistory } from '../support/histories';
@@ -16,7 +18,9 @@ import { TOOLS, eventually, scripted, startTurn, uniq } from '../support/scenari
 import { checkBarrier } from './barriers';
 import type { Cell, Expect } from './cells';
 import { RECORDED, fixtureName, pointFor } from './cells';
+import type { CheckInput } from './checker';
 import { check } from './checker';
+import { exportHistory, runsOf } from './histories';
 import type { Peer } from './peers';
 import { SCENARIOS } from './scenarios';
 
@@ -255,7 +259,7 @@ export async function runWith(
           `${cell.id}: the turn closes`,
           60_000,
         );
-        const checks = check({
+        const input: CheckInput = {
           id: cell.id,
           policy: cell.policy,
           ...(t.expect === null ? {} : { expect: t.expect ?? cell.expect }),
@@ -268,7 +272,26 @@ export async function runWith(
           history: await c().client.workflow.getHandle(t.workflowId).fetchHistory(),
           observation: await peer.observe(t.executionId),
           peer,
-        });
+        };
+        // Written before the checks, so a cell that fails them is in the independent checker's input too.
+        exportHistory(
+          {
+            cell: cell.id,
+            executionId: input.executionId,
+            toolCallId: input.toolCallId,
+            args: input.args,
+            argsDigest: argsDigest(input.args),
+            tool: peer.tool,
+            policy: cell.policy,
+            protected: isProtected('external', cell.policy),
+            runs: await runsOf(c(), t.workflowId, input.history),
+            decisions: input.status.decisions,
+            observation: input.observation,
+            peer,
+          },
+          fixtureName(cell.id),
+        );
+        const checks = check(input);
         const all = [...(t.extraChecks ?? []), ...checks];
         if (RECORDED.has(cell.id))
           await recordHistory(t.workflowId, fixtureName(cell.id), server?.address, {
