@@ -112,8 +112,9 @@ describe('fault matrix: F1–F14 × manual / idempotent / reconcile × HTTP / SM
     const kills = ok.reduce((n, s) => n + s.report.workersKilled, 0);
     const restarts = ok.reduce((n, s) => n + s.report.serverRestarts, 0);
     const checks = ok.reduce((n, s) => n + s.report.checks.length, 0);
+    const exportMs = ok.reduce((n, s) => n + (s.report.exportMs ?? 0), 0);
     console.log(
-      `      matrix: ${ok.length}/${all.length} cells passed, ${checks} invariant checks, ${kills} worker SIGKILLs, ${restarts} server restarts, ${Math.round((Date.now() - started) / 1000)} s`,
+      `      matrix: ${ok.length}/${all.length} cells passed, ${checks} invariant checks, ${kills} worker SIGKILLs, ${restarts} server restarts, ${Math.round((Date.now() - started) / 1000)} s (history export ${exportMs} ms in all)`,
     );
   });
 

@@ -17,6 +17,7 @@ const REASONS: Record<string, RegExp> = {
   'effect-without-run': /before any run of the call/,
   'decided-success-without-effect': /success decided before the effect existed/,
   'approved-after-reject': /approved after it was rejected/,
+  'protected-retried': /a protected call was retried by Temporal/,
 };
 
 describe('independent checker (checker/porcupine)', function () {

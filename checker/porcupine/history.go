@@ -62,6 +62,7 @@ type Op struct {
 	RunID   string `json:"runId,omitempty"`
 	// Filled from the call when read: the model needs it per operation.
 	NeedsApproval bool `json:"-"`
+	Protected     bool `json:"-"`
 }
 
 var kinds = map[string]bool{
@@ -125,6 +126,7 @@ func readHistory(path string) (History, error) {
 		// are checked as calls that need an approval.
 		c, ok := calls[op.ExecutionID]
 		op.NeedsApproval = !ok || c.NeedsApproval
+		op.Protected = ok && c.Protected
 	}
 	return h, nil
 }

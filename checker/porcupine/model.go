@@ -54,6 +54,10 @@ func step(s state, op *Op) (bool, state, string) {
 		if op.NeedsApproval && !s.approved {
 			return false, s, "the tool's activity ran without an approval"
 		}
+		// Recovery policy: only a person (or reconcile) starts a protected call again, as a new run.
+		if op.Protected && op.Attempt > 1 {
+			return false, s, "a protected call was retried by Temporal (attempt > 1 of one run)"
+		}
 		s.invocations++
 	case "request", "effect":
 		if op.Foreign {

@@ -19,6 +19,7 @@ var badReasons = map[string]string{
 	"effect-without-run":             "before any run of the call",
 	"decided-success-without-effect": "success decided before the effect existed",
 	"approved-after-reject":          "approved after it was rejected",
+	"protected-retried":              "a protected call was retried by Temporal",
 }
 
 func TestCraftedHistories(t *testing.T) {

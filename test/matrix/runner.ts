@@ -45,6 +45,8 @@ export interface CellReport {
   workersKilled: number;
   serverRestarts: number;
   checks: string[];
+  /** Time spent writing the cell's history for checker/porcupine. */
+  exportMs?: number;
 }
 
 const TIMEOUT_MS = 150_000;
@@ -274,6 +276,7 @@ export async function runWith(
           peer,
         };
         // Written before the checks, so a cell that fails them is in the independent checker's input too.
+        const exportStarted = Date.now();
         exportHistory(
           {
             cell: cell.id,
@@ -291,6 +294,7 @@ export async function runWith(
           },
           fixtureName(cell.id),
         );
+        const exportMs = Date.now() - exportStarted;
         const checks = check(input);
         const all = [...(t.extraChecks ?? []), ...checks];
         if (RECORDED.has(cell.id))
@@ -304,6 +308,7 @@ export async function runWith(
           workersKilled: scope.kills,
           serverRestarts: scope.restarts,
           checks: all,
+          exportMs,
         };
       },
     };
