@@ -69,10 +69,8 @@ const msOf = (iso: string): bigint => BigInt(Date.parse(iso)) * MS;
 let dir: string | undefined;
 /** Where this process writes histories: $OPENWORKER_HISTORY_DIR, or a temporary directory. */
 export function historyDir(): string {
-  if (!dir) {
-    dir = process.env.OPENWORKER_HISTORY_DIR || mkdtempSync(join(tmpdir(), 'openworker-histories-'));
-    mkdirSync(dir, { recursive: true });
-  }
+  dir ??= process.env.OPENWORKER_HISTORY_DIR || mkdtempSync(join(tmpdir(), 'openworker-histories-'));
+  mkdirSync(dir, { recursive: true }); // again each time: the matrix removes it once checked, later tiers write on
   return dir;
 }
 
@@ -100,40 +98,13 @@ function temporalOps(h: CellHistory, runId: string, history: History): Timed[] {
   const events = history.events ?? [];
   const out: Timed[] = [];
   const end = events.length ? nsOf(events.at(-1)!) : 0n;
-  const audit = new Map(h.decisions.filter((d) => d.decisionId).map((d) => [d.decisionId!, d]));
   const scheduled = new Map<string, { type: string; input: ToolActivityInput; at: bigint; id: string }>();
   const started = new Map<string, number>();
   for (const ev of events) {
     const at = nsOf(ev);
     const base = { source: 'temporal' as const, event: Number(ev.eventId), runId };
     const sig = ev.workflowExecutionSignaledEventAttributes;
-    if (sig && ['approve', 'reject', 'recover', 'decisions'].includes(sig.signalName ?? '')) {
-      const payload = decode(sig.input)[0] as Record<string, unknown>;
-      const items = sig.signalName === 'decisions' ? (payload.decisions as Record<string, unknown>[]) : [payload];
-      for (const d of items) {
-        const kind = String(d.kind ?? sig.signalName);
-        const executionId = String(
-          d.executionId ?? (d.toolCallId === h.toolCallId ? h.executionId : `?${d.toolCallId}`),
-        );
-        const rec = d.decisionId ? audit.get(String(d.decisionId)) : undefined;
-        // Applied when the turn's task saw it: the audit's time (workflow time, ms); else until the run's end.
-        const applied = rec ? msOf(rec.at) + MS - 1n : end;
-        out.push({
-          ...base,
-          executionId,
-          kind: kind === 'recover' ? 'decide' : (kind as 'approve' | 'reject'),
-          call: at,
-          return: applied > at ? applied : at,
-          outcome: rec?.outcome ?? 'unknown',
-          ...(kind === 'approve'
-            ? { bound: executionId === h.executionId && (d.argsDigest === undefined || d.argsDigest === h.argsDigest) }
-            : {}),
-          ...(typeof d.decision === 'string' ? { decision: d.decision } : {}),
-          ...(d.by ? { by: String(d.by) } : {}),
-          ...(d.decisionId ? { decisionId: String(d.decisionId) } : {}),
-        });
-      }
-    }
+    if (sig) out.push(...decisionOps(h, sig, { ...base, at, end }));
     const sch = ev.activityTaskScheduledEventAttributes;
     if (sch && ['executeTool', 'reconcileTool'].includes(sch.activityType?.name ?? '')) {
       const input = decode(sch.input)[0] as ToolActivityInput;
@@ -184,6 +155,39 @@ function temporalOps(h: CellHistory, runId: string, history: History): Timed[] {
         outcome: 'open',
       });
   return out;
+}
+
+/** A decision signal's operations (a batch has several): when it arrived, and until the turn applied it. */
+function decisionOps(
+  h: CellHistory,
+  sig: temporal.api.history.v1.IWorkflowExecutionSignaledEventAttributes,
+  at: { source: 'temporal'; event: number; runId: string; at: bigint; end: bigint },
+): Timed[] {
+  if (!['approve', 'reject', 'recover', 'decisions'].includes(sig.signalName ?? '')) return [];
+  const payload = decode(sig.input)[0] as Record<string, unknown>;
+  const items = sig.signalName === 'decisions' ? (payload.decisions as Record<string, unknown>[]) : [payload];
+  const { at: arrived, end, ...base } = at;
+  return items.map((d) => {
+    const kind = String(d.kind ?? sig.signalName);
+    const executionId = String(d.executionId ?? (d.toolCallId === h.toolCallId ? h.executionId : `?${d.toolCallId}`));
+    const rec = d.decisionId ? h.decisions.find((x) => x.decisionId === d.decisionId) : undefined;
+    // Applied when the turn's task saw it: the audit's time (workflow time, ms); else until the run's end.
+    const applied = rec ? msOf(rec.at) + MS - 1n : end;
+    return {
+      ...base,
+      executionId,
+      kind: kind === 'recover' ? 'decide' : (kind as 'approve' | 'reject'),
+      call: arrived,
+      return: applied > arrived ? applied : arrived,
+      outcome: rec?.outcome ?? 'unknown',
+      ...(kind === 'approve'
+        ? { bound: executionId === h.executionId && (d.argsDigest === undefined || d.argsDigest === h.argsDigest) }
+        : {}),
+      ...(typeof d.decision === 'string' ? { decision: d.decision } : {}),
+      ...(d.by ? { by: String(d.by) } : {}),
+      ...(d.decisionId ? { decisionId: String(d.decisionId) } : {}),
+    };
+  });
 }
 
 /** The external system's ledger for the key: requests and effects, this call's or another caller's. */
