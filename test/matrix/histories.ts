@@ -5,7 +5,12 @@ import { join } from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import type { OpenWorkerClient } from '../../client/connection';
-import type { DecisionRecord, ReconcileAnswer, ToolActivityInput } from '../../workflows/types';
+import { turnStatus } from '../../client/session';
+import { argsDigest } from '../../workflows/identity';
+import { isProtected } from '../../workflows/policy';
+import type { DecisionRecord, ReconcileAnswer, ToolActivityInput, TurnStatus } from '../../workflows/types';
+import type { Policy } from './cells';
+import { fixtureName } from './cells';
 import type { Peer, PeerObservation } from './peers';
 
 /**
@@ -209,6 +214,44 @@ function peerOps(h: CellHistory): Timed[] {
       ...(foreign ? { foreign } : {}),
     };
   });
+}
+
+/** One call of a cell, as the exporter needs it. */
+export interface CellCall {
+  cell: string;
+  policy: Policy;
+  peer: Peer;
+  workflowId: string;
+  executionId: string;
+  toolCallId: string;
+  args: Record<string, unknown>;
+}
+
+/**
+ * Reads what `have` lacks (the turn's status, its latest history, the peer's ledger) and every
+ * earlier run, then writes the call's history; returns the milliseconds it took. A turn still
+ * running (a cell that failed before its end) gives a prefix of its history: the model checks prefixes.
+ */
+export async function exportCell(
+  c: OpenWorkerClient,
+  call: CellCall,
+  have: { status?: TurnStatus; history?: History; observation?: PeerObservation } = {},
+): Promise<number> {
+  const started = Date.now();
+  const history = have.history ?? (await c.client.workflow.getHandle(call.workflowId).fetchHistory());
+  exportHistory(
+    {
+      ...call,
+      argsDigest: argsDigest(call.args),
+      tool: call.peer.tool,
+      protected: isProtected('external', call.policy),
+      runs: await runsOf(c, call.workflowId, history),
+      decisions: (have.status ?? (await turnStatus(c, call.workflowId))).decisions,
+      observation: have.observation ?? (await call.peer.observe(call.executionId)),
+    },
+    fixtureName(call.cell),
+  );
+  return Date.now() - started;
 }
 
 /** Builds the cell's history and writes it to historyDir(); returns the file and its operation count. */

@@ -9,8 +9,6 @@ import { turnStatus } from '../../client/session';
 import type { DevServer } from '../../dev/server';
 import { startDevServer } from '../../dev/server';
 import type { LedgerEntry } from '../../workflows/types';
-import { argsDigest } from '../../workflows/identity';
-import { isProtected } from '../../workflows/policy';
 import type { CliResult, WorkerProcess } from '../support/processes';
 import { runCli, spawnWorker } from '../support/processes';
 import { recordHistory } from '../support/histories';
@@ -20,7 +18,8 @@ import type { Cell, Expect } from './cells';
 import { RECORDED, fixtureName, pointFor } from './cells';
 import type { CheckInput } from './checker';
 import { check } from './checker';
-import { exportHistory, runsOf } from './histories';
+import type { CellCall } from './histories';
+import { exportCell } from './histories';
 import type { Peer } from './peers';
 import { SCENARIOS } from './scenarios';
 
@@ -138,6 +137,8 @@ export async function runWith(
   let client: OpenWorkerClient | undefined;
   const retired: OpenWorkerClient[] = [];
   let deadline: NodeJS.Timeout | undefined;
+  /** The cell's first call, until finish() exports it; a cell that fails first exports it on the way out. */
+  let current: CellCall | undefined;
   try {
     const { plan } = cell.row;
     if (plan.restartServer) {
@@ -198,6 +199,16 @@ export async function runWith(
         const entry = parked.ledger.at(-1);
         if (parked.state !== 'awaiting_approval' || !entry)
           throw new Error(`expected the call to wait for approval, got ${parked.state}`);
+        const { executionId, toolCallId } = entry;
+        current ??= {
+          cell: cell.id,
+          policy: cell.policy,
+          peer,
+          workflowId: parked.workflowId,
+          args,
+          executionId,
+          toolCallId,
+        };
         return { sessionId, turn: parked.turn, workflowId: parked.workflowId, entry };
       },
       approve: async (t) => {
@@ -276,25 +287,10 @@ export async function runWith(
           peer,
         };
         // Written before the checks, so a cell that fails them is in the independent checker's input too.
-        const exportStarted = Date.now();
-        exportHistory(
-          {
-            cell: cell.id,
-            executionId: input.executionId,
-            toolCallId: input.toolCallId,
-            args: input.args,
-            argsDigest: argsDigest(input.args),
-            tool: peer.tool,
-            policy: cell.policy,
-            protected: isProtected('external', cell.policy),
-            runs: await runsOf(c(), t.workflowId, input.history),
-            decisions: input.status.decisions,
-            observation: input.observation,
-            peer,
-          },
-          fixtureName(cell.id),
-        );
-        const exportMs = Date.now() - exportStarted;
+        const { executionId, toolCallId } = input;
+        const call = { cell: cell.id, policy: cell.policy, peer, workflowId: t.workflowId, executionId, toolCallId };
+        current = undefined;
+        const exportMs = await exportCell(c(), { ...call, args: input.args }, input);
         const checks = check(input);
         const all = [...(t.extraChecks ?? []), ...checks];
         if (RECORDED.has(cell.id))
@@ -320,6 +316,10 @@ export async function runWith(
     ]);
   } finally {
     clearTimeout(deadline);
+    if (current && client) {
+      const bounded = new Promise<void>((resolve) => setTimeout(resolve, 15_000).unref());
+      await Promise.race([exportCell(client, current).catch(() => undefined), bounded]);
+    }
     await scope.stop();
     await Promise.all([client, ...retired].map((x) => x?.close().catch(() => undefined)));
     await server?.stop();
