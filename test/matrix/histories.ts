@@ -88,9 +88,11 @@ export function previousRunId(history: History): string | undefined {
   return history.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || undefined;
 }
 
+const LATEST = 'latest';
+
 /** Every run of the turn, oldest first, following previousRunId from the latest (whose history is given). */
 export async function runsOf(c: OpenWorkerClient, workflowId: string, latest: History): Promise<CellHistory['runs']> {
-  const runs: CellHistory['runs'] = [{ runId: 'latest', history: latest }];
+  const runs: CellHistory['runs'] = [{ runId: LATEST, history: latest }];
   for (let prev = previousRunId(latest); prev && runs.length < 5; prev = previousRunId(runs[0]!.history))
     runs.unshift({ runId: prev, history: await c.client.workflow.getHandle(workflowId, prev).fetchHistory() });
   return runs;
@@ -175,7 +177,9 @@ function decisionOps(
   return items.map((d) => {
     const kind = String(d.kind ?? sig.signalName);
     const executionId = String(d.executionId ?? (d.toolCallId === h.toolCallId ? h.executionId : `?${d.toolCallId}`));
-    const rec = d.decisionId ? h.decisions.find((x) => x.decisionId === d.decisionId) : undefined;
+    // The audit is the latest run's: an earlier run's signal (a reset re-applies it, with the same ID) stays unknown.
+    const rec =
+      d.decisionId && at.runId === LATEST ? h.decisions.find((x) => x.decisionId === d.decisionId) : undefined;
     // Applied when the turn's task saw it: the audit's time (workflow time, ms); else until the run's end.
     const applied = rec ? msOf(rec.at) + MS - 1n : end;
     return {
