@@ -18,6 +18,7 @@ const REASONS: Record<string, RegExp> = {
   'decided-success-without-effect': /success decided before the effect existed/,
   'approved-after-reject': /approved after it was rejected/,
   'protected-retried': /a protected call was retried by Temporal/,
+  'two-settling-decisions': /a second recovery decision applied after a person settled the call/,
 };
 
 describe('independent checker (checker/porcupine)', function () {

@@ -17,6 +17,8 @@ type state struct {
 	rejected    bool
 	invocations int
 	effects     int
+	// A person decided "succeeded" or "failed": the call is settled, nothing more applies to it.
+	settled bool
 }
 
 // step is the sequential specification; the reason says which promise an illegal step breaks.
@@ -47,12 +49,19 @@ func step(s state, op *Op) (bool, state, string) {
 		if op.NeedsApproval && !s.approved {
 			return false, s, "a recovery decision applied to a call never approved"
 		}
+		if s.settled {
+			return false, s, "a second recovery decision applied after a person settled the call"
+		}
 		if op.Decision == "succeeded" && s.effects == 0 {
 			return false, s, "success decided before the effect existed"
 		}
+		s.settled = op.Decision == "succeeded" || op.Decision == "failed"
 	case "invoke":
 		if op.NeedsApproval && !s.approved {
 			return false, s, "the tool's activity ran without an approval"
+		}
+		if s.settled {
+			return false, s, "the tool's activity ran after a person settled the call"
 		}
 		// Recovery policy: only a person (or reconcile) starts a protected call again, as a new run.
 		if op.Protected && op.Attempt > 1 {
@@ -112,7 +121,7 @@ var model = porcupine.Model{
 	DescribeOperation: func(input, _ interface{}) string { return describe(input.(*Op)) },
 	DescribeState: func(s interface{}) string {
 		st := s.(state)
-		return fmt.Sprintf("approved=%v rejected=%v runs=%d effects=%d", st.approved, st.rejected, st.invocations, st.effects)
+		return fmt.Sprintf("approved=%v rejected=%v runs=%d effects=%d settled=%v", st.approved, st.rejected, st.invocations, st.effects, st.settled)
 	},
 }
 

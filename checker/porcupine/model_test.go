@@ -20,6 +20,7 @@ var badReasons = map[string]string{
 	"decided-success-without-effect": "success decided before the effect existed",
 	"approved-after-reject":          "approved after it was rejected",
 	"protected-retried":              "a protected call was retried by Temporal",
+	"two-settling-decisions":         "a second recovery decision applied after a person settled the call",
 }
 
 func TestCraftedHistories(t *testing.T) {
