@@ -6,7 +6,7 @@ import type { CellEnv, CellReport } from './matrix/runner';
 import { runCell } from './matrix/runner';
 import { httpPeer, smtpPeer } from './matrix/peers';
 import { historyDir } from './matrix/histories';
-import { runPorcupine } from './support/porcupine';
+import { porcupineChecker, runPorcupine } from './support/porcupine';
 import type { MailSinkProcess } from './support/mailSinkProcess';
 import { startMailSinkProcess } from './support/mailSinkProcess';
 import type { PaymentsProcess } from './support/paymentsProcess';
@@ -72,6 +72,8 @@ describe('fault matrix: F1–F14 × manual / idempotent / reconcile × HTTP / SM
   before(async function () {
     this.timeout(60_000);
     [api, sink] = await Promise.all([startPaymentsProcess(), startMailSinkProcess()]);
+    // Built while the cells wait on their timeouts (a first build compiles Go's standard library); the last test awaits it.
+    porcupineChecker().catch(() => undefined);
     const run = pool(CONCURRENCY, 2);
     for (const cell of CELLS) {
       const settled = run(!!cell.row.plan.restartServer, async () => {
