@@ -168,7 +168,8 @@ export async function startPaymentsApi(options: PaymentsApiOptions = {}): Promis
   const retentionMs = options.retentionMs ?? DAY_MS;
   let offset = 0;
   const now = options.now ?? (() => Date.now() + offset);
-  const iso = () => new Date(now()).toISOString();
+  // Ledger times are the host's clock, never the moved one: they are compared with other processes' (checker/porcupine).
+  const iso = () => new Date().toISOString();
 
   const store = new Map<string, Entry>();
   let effects: Effect[] = [];

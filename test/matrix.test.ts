@@ -1,8 +1,12 @@
+import { strict as assert } from 'node:assert';
+import { readdirSync, rmSync } from 'node:fs';
 import type { Cell } from './matrix/cells';
 import { HUMAN_ROWS, PARTITION_ROWS, RERUN_ROWS, ROWS, SERVER_RESTART_ROWS, cellsOf } from './matrix/cells';
 import type { CellEnv, CellReport } from './matrix/runner';
 import { runCell } from './matrix/runner';
 import { httpPeer, smtpPeer } from './matrix/peers';
+import { historyDir } from './matrix/histories';
+import { porcupineChecker, runPorcupine } from './support/porcupine';
 import type { MailSinkProcess } from './support/mailSinkProcess';
 import { startMailSinkProcess } from './support/mailSinkProcess';
 import type { PaymentsProcess } from './support/paymentsProcess';
@@ -68,6 +72,8 @@ describe('fault matrix: F1–F14 × manual / idempotent / reconcile × HTTP / SM
   before(async function () {
     this.timeout(60_000);
     [api, sink] = await Promise.all([startPaymentsProcess(), startMailSinkProcess()]);
+    // Built while the cells wait on their timeouts (a first build compiles Go's standard library); the last test awaits it.
+    porcupineChecker().catch(() => undefined);
     const run = pool(CONCURRENCY, 2);
     for (const cell of CELLS) {
       const settled = run(!!cell.row.plan.restartServer, async () => {
@@ -108,8 +114,9 @@ describe('fault matrix: F1–F14 × manual / idempotent / reconcile × HTTP / SM
     const kills = ok.reduce((n, s) => n + s.report.workersKilled, 0);
     const restarts = ok.reduce((n, s) => n + s.report.serverRestarts, 0);
     const checks = ok.reduce((n, s) => n + s.report.checks.length, 0);
+    const exportMs = ok.reduce((n, s) => n + (s.report.exportMs ?? 0), 0);
     console.log(
-      `      matrix: ${ok.length}/${all.length} cells passed, ${checks} invariant checks, ${kills} worker SIGKILLs, ${restarts} server restarts, ${Math.round((Date.now() - started) / 1000)} s`,
+      `      matrix: ${ok.length}/${all.length} cells passed, ${checks} invariant checks, ${kills} worker SIGKILLs, ${restarts} server restarts, ${Math.round((Date.now() - started) / 1000)} s (history export ${exportMs} ms in all)`,
     );
   });
 
@@ -123,4 +130,20 @@ describe('fault matrix: F1–F14 × manual / idempotent / reconcile × HTTP / SM
       if (!r.ok) throw r.error;
     });
   }
+
+  // The independent check: every finished cell's history (test/matrix/histories.ts) through
+  // Porcupine against the model in checker/porcupine (docs/guarantees.md#the-independent-check).
+  it('every history has a legal order under the model (Porcupine, checker/porcupine)', async function () {
+    this.timeout(30 * 60_000);
+    const all = await Promise.all(runs.values());
+    const dir = historyDir();
+    const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
+    const finished = all.filter((s) => s.ok).length;
+    assert.ok(files.length >= finished, `${files.length} histories for ${finished} finished cells in ${dir}`);
+    if (!files.length) return this.skip(); // no cell finished: their own failures say why
+    const r = await runPorcupine([dir]);
+    console.log(`      ${r.stdout.trim().split('\n').at(-1)} [${dir}]`);
+    assert.equal(r.code, 0, `${r.stdout}${r.stderr}histories: ${dir}`);
+    if (!process.env.OPENWORKER_HISTORY_DIR) rmSync(dir, { recursive: true, force: true });
+  });
 });

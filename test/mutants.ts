@@ -132,6 +132,8 @@ function copyBuild(): string {
   cpSync(join(ROOT, 'test', 'fixtures'), join(dir, 'test', 'fixtures'), { recursive: true });
   cpSync(join(ROOT, 'package.json'), join(dir, 'package.json'));
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
+  // The matrix ends with the independent checker, built from its Go source.
+  symlinkSync(join(ROOT, 'checker'), join(dir, 'checker'), 'dir');
   return dir;
 }
 

@@ -18,6 +18,19 @@ export interface PeerObservation {
   effects: unknown[];
   /** Every request that reached the peer with the call's key, with what it carried. */
   requests: { payload: string | null; outcome: string; hungUpAt?: string }[];
+  /** The same, with the times the peer's ledger gives them (host wall clock), for checker/porcupine. */
+  timeline: PeerEvent[];
+}
+
+export interface PeerEvent {
+  kind: 'request' | 'effect';
+  at: string;
+  /** When it ended, if later: a held SMTP transaction's release. */
+  until?: string;
+  outcome?: string;
+  /** A request's payload in the peer's terms (null: not recorded); an effect's body as effectOf gives it. */
+  payload?: string | null;
+  body?: unknown;
 }
 
 export interface Peer {
@@ -86,11 +99,20 @@ export function httpPeer(api: PaymentsProcess): Peer {
     release: async (key) => void (await api.release(key)),
     observe: async (key) => {
       const ledger = await api.ledger();
+      const effects = ledger.effects.filter((e) => e.key === key);
+      const requests = ledger.requests.filter((r) => r.key === key);
       return {
-        effects: ledger.effects.filter((e) => e.key === key).map((e) => e.body),
-        requests: ledger.requests
-          .filter((r) => r.key === key)
-          .map((r) => ({ payload: r.fingerprint, outcome: r.outcome })),
+        effects: effects.map((e) => e.body),
+        requests: requests.map((r) => ({ payload: r.fingerprint, outcome: r.outcome })),
+        timeline: [
+          ...requests.map((r): PeerEvent => ({
+            kind: 'request',
+            at: r.at,
+            outcome: r.outcome,
+            payload: r.fingerprint,
+          })),
+          ...effects.map((e): PeerEvent => ({ kind: 'effect', at: e.appliedAt, body: e.body })),
+        ],
       };
     },
   };
@@ -128,11 +150,31 @@ export function smtpPeer(sink: MailSinkProcess): Peer {
       const ledger = await sink.ledger();
       const id = msgId(executionId);
       const stored = ledger.messages.filter((m) => m.messageId === id);
+      const transactions = ledger.transactions.filter((t) => t.messageId === id);
+      const effectOf = (m: (typeof stored)[number]) => ({ to: m.to, subject: m.subject, text: m.text.trim() });
+      // A message is read before it commits; a held one commits at its release (the latest, to be safe).
+      const committed = transactions.filter((t) => t.outcome === 'stored' && t.releasedAt).at(-1)?.releasedAt;
       return {
-        effects: stored.map((m) => ({ to: m.to, subject: m.subject, text: m.text.trim() })),
-        requests: ledger.transactions
-          .filter((t) => t.messageId === id)
-          .map((t) => ({ payload: null, outcome: t.outcome, ...(t.hungUpAt ? { hungUpAt: t.hungUpAt } : {}) })),
+        effects: stored.map(effectOf),
+        requests: transactions.map((t) => ({
+          payload: null,
+          outcome: t.outcome,
+          ...(t.hungUpAt ? { hungUpAt: t.hungUpAt } : {}),
+        })),
+        timeline: [
+          ...transactions.map((t): PeerEvent => ({
+            kind: 'request',
+            at: t.at,
+            outcome: t.outcome,
+            ...(t.releasedAt ? { until: t.releasedAt } : {}),
+          })),
+          ...stored.map((m): PeerEvent => ({
+            kind: 'effect',
+            at: m.receivedAt,
+            ...(committed ? { until: committed } : {}),
+            body: effectOf(m),
+          })),
+        ],
       };
     },
   };

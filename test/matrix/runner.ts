@@ -16,7 +16,10 @@ import { TOOLS, eventually, scripted, startTurn, uniq } from '../support/scenari
 import { checkBarrier } from './barriers';
 import type { Cell, Expect } from './cells';
 import { RECORDED, fixtureName, pointFor } from './cells';
+import type { CheckInput } from './checker';
 import { check } from './checker';
+import type { CellCall } from './histories';
+import { exportCell } from './histories';
 import type { Peer } from './peers';
 import { SCENARIOS } from './scenarios';
 
@@ -41,6 +44,8 @@ export interface CellReport {
   workersKilled: number;
   serverRestarts: number;
   checks: string[];
+  /** Time spent writing the cell's history for checker/porcupine. */
+  exportMs?: number;
 }
 
 const TIMEOUT_MS = 150_000;
@@ -132,6 +137,8 @@ export async function runWith(
   let client: OpenWorkerClient | undefined;
   const retired: OpenWorkerClient[] = [];
   let deadline: NodeJS.Timeout | undefined;
+  /** The cell's first call, until finish() exports it; a cell that fails first exports it on the way out. */
+  let current: CellCall | undefined;
   try {
     const { plan } = cell.row;
     if (plan.restartServer) {
@@ -192,6 +199,16 @@ export async function runWith(
         const entry = parked.ledger.at(-1);
         if (parked.state !== 'awaiting_approval' || !entry)
           throw new Error(`expected the call to wait for approval, got ${parked.state}`);
+        const { executionId, toolCallId } = entry;
+        current ??= {
+          cell: cell.id,
+          policy: cell.policy,
+          peer,
+          workflowId: parked.workflowId,
+          args,
+          executionId,
+          toolCallId,
+        };
         return { sessionId, turn: parked.turn, workflowId: parked.workflowId, entry };
       },
       approve: async (t) => {
@@ -255,7 +272,7 @@ export async function runWith(
           `${cell.id}: the turn closes`,
           60_000,
         );
-        const checks = check({
+        const input: CheckInput = {
           id: cell.id,
           policy: cell.policy,
           ...(t.expect === null ? {} : { expect: t.expect ?? cell.expect }),
@@ -268,7 +285,13 @@ export async function runWith(
           history: await c().client.workflow.getHandle(t.workflowId).fetchHistory(),
           observation: await peer.observe(t.executionId),
           peer,
-        });
+        };
+        // Written before the checks, so a cell that fails them is in the independent checker's input too.
+        const { executionId, toolCallId } = input;
+        const call = { cell: cell.id, policy: cell.policy, peer, workflowId: t.workflowId, executionId, toolCallId };
+        current = undefined;
+        const exportMs = await exportCell(c(), { ...call, args: input.args }, input);
+        const checks = check(input);
         const all = [...(t.extraChecks ?? []), ...checks];
         if (RECORDED.has(cell.id))
           await recordHistory(t.workflowId, fixtureName(cell.id), server?.address, {
@@ -281,6 +304,7 @@ export async function runWith(
           workersKilled: scope.kills,
           serverRestarts: scope.restarts,
           checks: all,
+          exportMs,
         };
       },
     };
@@ -292,6 +316,10 @@ export async function runWith(
     ]);
   } finally {
     clearTimeout(deadline);
+    if (current && client) {
+      const bounded = new Promise<void>((resolve) => setTimeout(resolve, 15_000).unref());
+      await Promise.race([exportCell(client, current).catch(() => undefined), bounded]);
+    }
     await scope.stop();
     await Promise.all([client, ...retired].map((x) => x?.close().catch(() => undefined)));
     await server?.stop();
