@@ -71,12 +71,12 @@ const nsOf = (ev: Event): bigint =>
   BigInt(String(ev.eventTime?.seconds ?? 0)) * 1_000_000_000n + BigInt(ev.eventTime?.nanos ?? 0);
 const msOf = (iso: string): bigint => BigInt(Date.parse(iso)) * MS;
 
-let dir: string | undefined;
-/** Where this process writes histories: $OPENWORKER_HISTORY_DIR, or a temporary directory. */
-export function historyDir(): string {
-  dir ??= process.env.OPENWORKER_HISTORY_DIR || mkdtempSync(join(tmpdir(), 'openworker-histories-'));
-  mkdirSync(dir, { recursive: true }); // again each time: the matrix removes it once checked, later tiers write on
-  return dir;
+/** A new directory for one matrix run's histories: under $OPENWORKER_HISTORY_DIR if set (kept), else a temporary one. */
+export function newHistoryDir(): string {
+  const root = process.env.OPENWORKER_HISTORY_DIR;
+  if (!root) return mkdtempSync(join(tmpdir(), 'openworker-histories-'));
+  mkdirSync(root, { recursive: true });
+  return mkdtempSync(join(root, 'matrix-'));
 }
 
 /** The runs before `history`'s: the run a reset started from, or the one a retry or continue-as-new followed. */
@@ -237,6 +237,7 @@ export interface CellCall {
  * running (a cell that failed before its end) gives a prefix of its history: the model checks prefixes.
  */
 export async function exportCell(
+  dir: string,
   c: OpenWorkerClient,
   call: CellCall,
   have: { status?: TurnStatus; history?: History; observation?: PeerObservation } = {},
@@ -253,13 +254,13 @@ export async function exportCell(
       decisions: (have.status ?? (await turnStatus(c, call.workflowId))).decisions,
       observation: have.observation ?? (await call.peer.observe(call.executionId)),
     },
-    fixtureName(call.cell),
+    join(dir, `${fixtureName(call.cell)}.json`),
   );
   return Date.now() - started;
 }
 
-/** Builds the cell's history and writes it to historyDir(); returns the file and its operation count. */
-export function exportHistory(h: CellHistory, fileName: string): { path: string; ops: number } {
+/** Builds the cell's history and writes it to `path`; returns its operation count. */
+export function exportHistory(h: CellHistory, path: string): { path: string; ops: number } {
   const seen = new Set<string>();
   const timed = [...h.runs.flatMap((r) => temporalOps(h, r.runId, r.history)), ...peerOps(h)].filter((op) => {
     // A reset run starts with copies of its base run's first events: count each once.
@@ -285,7 +286,6 @@ export function exportHistory(h: CellHistory, fileName: string): { path: string;
     ],
     ops,
   };
-  const path = join(historyDir(), `${fileName}.json`);
   writeFileSync(path, JSON.stringify(doc, null, 1));
   return { path, ops: ops.length };
 }

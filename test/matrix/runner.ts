@@ -35,6 +35,8 @@ export interface CellEnv {
   foreignUse?(key: string, args: Record<string, unknown>): Promise<number>;
   /** Moves the external system's clock past its key retention (F9). */
   forgetKeys?(): Promise<void>;
+  /** Where the cell's history goes for the independent checker; none (the randomized tier): not exported. */
+  historyDir?: string;
 }
 
 export interface CellReport {
@@ -290,7 +292,9 @@ export async function runWith(
         const { executionId, toolCallId } = input;
         const call = { cell: cell.id, policy: cell.policy, peer, workflowId: t.workflowId, executionId, toolCallId };
         current = undefined;
-        const exportMs = await exportCell(c(), { ...call, args: input.args }, input);
+        const exportMs = env.historyDir
+          ? await exportCell(env.historyDir, c(), { ...call, args: input.args }, input)
+          : 0;
         const checks = check(input);
         const all = [...(t.extraChecks ?? []), ...checks];
         if (RECORDED.has(cell.id))
@@ -316,9 +320,9 @@ export async function runWith(
     ]);
   } finally {
     clearTimeout(deadline);
-    if (current && client) {
+    if (current && client && env.historyDir) {
       const bounded = new Promise<void>((resolve) => setTimeout(resolve, 15_000).unref());
-      await Promise.race([exportCell(client, current).catch(() => undefined), bounded]);
+      await Promise.race([exportCell(env.historyDir, client, current).catch(() => undefined), bounded]);
     }
     await scope.stop();
     await Promise.all([client, ...retired].map((x) => x?.close().catch(() => undefined)));
