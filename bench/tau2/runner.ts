@@ -92,8 +92,10 @@ function setUp(c: Case, system: System, env: CaseEnv, serverFault?: string): Set
         command: tau2Python(),
         args: [TAU2_SERVER, '--state', s.state],
         env: { LOGURU_LEVEL: 'ERROR', ...fault },
-        // A killed worker's call is noticed by its heartbeat timeout: 2 s instead of 10 s keeps cases short.
-        defaults: { heartbeatMs: 2000 },
+        // A killed worker's call is noticed by its heartbeat timeout, and a person's retry first waits
+        // out the last attempt's window (start-to-close + 2 s): the airline answers in milliseconds, so
+        // 2 s and 15 s instead of the defaults' 10 s and 2 minutes keep a case short.
+        defaults: { heartbeatMs: 2000, timeoutMs: 15_000 },
         tools,
       },
     },
