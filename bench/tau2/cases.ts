@@ -46,9 +46,10 @@ function random(seed: number): () => number {
  * the candidates are each write tool's first call in the task; the others are picked among all writes.
  */
 export function schedule(tasks: readonly Tau2Task[], kinds: readonly FaultKind[], seed: number): Case[] {
-  const next = random(seed);
   const out: Case[] = [];
   for (const task of tasks) {
+    // A generator per task, so a task's picks are the same whichever other tasks run (--tasks).
+    const next = random(seed * 1_000_003 + [...task.id].reduce((h, ch) => h * 31 + ch.charCodeAt(0), 7));
     const writes = task.actions.flatMap((a, i) => (a.write ? [i] : []));
     const firsts = writes.filter((i) => writes.find((j) => task.actions[j]!.name === task.actions[i]!.name) === i);
     for (const kind of kinds) {
