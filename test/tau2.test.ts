@@ -17,38 +17,41 @@ import { testServer } from './support/hooks';
 
 describe('tau2-bench airline tasks under crashes (real MCP server, real Temporal)', function () {
   this.timeout(120_000);
-  let env: CaseEnv;
-  let cases: Case[];
+  const env: CaseEnv = { address: '', dir: '', tools: {} };
+  const tasks = ['14', '21'];
+  const kinds = ['worker@after_execute', 'mcp@after_apply'] as const;
+  let cases: Case[] = [];
   before(() => {
     // No skip: `npm ci` (prepare) installs the environment; a checkout without it fails here, saying how.
-    const tasks = writeTasks().filter((t) => ['14', '21'].includes(t.id));
-    assert.equal(tasks.length, 2);
-    cases = schedule(tasks, ['worker@after_execute', 'mcp@after_apply'], 1);
-    env = {
+    const found = writeTasks().filter((t) => tasks.includes(t.id));
+    assert.equal(found.length, 2);
+    cases = schedule(found, kinds, 1);
+    Object.assign(env, {
       address: testServer().address,
       dir: mkdtempSync(join(tmpdir(), 'openworker-tau2-')),
       tools: airlineTools(),
-    };
+    });
   });
   after(() => rmSync(env.dir, { recursive: true, force: true }));
 
-  it('each write once and the reference database, whatever crashed', async () => {
-    for (const c of cases) {
-      const r = await runCase(c, 'openworker', env);
-      const what = `task ${c.task.id} ${c.kind}: ${JSON.stringify(r)}`;
-      assert.equal(r.error, undefined, what);
-      assert.deepEqual([r.dbMatch, r.turnCompleted, r.duplicates], [true, true, 0], what);
-      assert.equal(r.approved, 2, what);
-      assert.equal(r.writes, 2, what);
-      // The crash left the write's outcome unknown: the operator saw it applied and said so.
-      assert.deepEqual(r.recoveries, ['succeeded'], what);
-    }
-  });
+  for (const task of tasks)
+    for (const kind of kinds)
+      it(`task ${task}, ${kind}: each write once, the reference database`, async () => {
+        const c = cases.find((k) => k.task.id === task && k.kind === kind)!;
+        const r = await runCase(c, 'openworker', env);
+        const what = JSON.stringify(r);
+        assert.equal(r.error, undefined, what);
+        assert.deepEqual([r.dbMatch, r.turnCompleted, r.duplicates], [true, true, 0], what);
+        assert.deepEqual([r.approved, r.writes], [2, 2], what);
+        // The crash left the write's outcome unknown: the operator saw it applied and said so.
+        assert.deepEqual(r.recoveries, ['succeeded'], what);
+      });
 
   it('the idiomatic Temporal loop retries the write the killed MCP server had applied: a duplicate', async () => {
     const c = cases.find((k) => k.kind === 'mcp@after_apply')!;
     const r = await runCase(c, 'naive', env);
     assert.equal(r.error, undefined, JSON.stringify(r));
-    assert.deepEqual([r.writes, r.duplicates], [3, 1], JSON.stringify(r));
+    // At least the one the server had applied (a slow attempt timed out under load may add another).
+    assert.ok(r.duplicates >= 1 && r.writes === 2 + r.duplicates, JSON.stringify(r));
   });
 });
