@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { Case } from '../bench/tau2/cases';
 import { schedule } from '../bench/tau2/cases';
 import { airlineTools, writeTasks } from '../bench/tau2/env';
+import { stopAll } from '../bench/tau2/procs';
 import type { CaseEnv } from '../bench/tau2/runner';
 import { runCase } from '../bench/tau2/runner';
 import { testServer } from './support/hooks';
@@ -32,6 +33,8 @@ describe('tau2-bench airline tasks under crashes (real MCP server, real Temporal
       tools: airlineTools(),
     });
   });
+  // A case that outlived its test's timeout still has its worker (and that worker its MCP server).
+  afterEach(() => stopAll());
   after(() => rmSync(env.dir, { recursive: true, force: true }));
 
   for (const task of tasks)

@@ -12,6 +12,17 @@ export interface Watched {
   kill(): Promise<void>;
 }
 
+// Every process started here, for the net below and for stopAll.
+const running = new Set<ChildProcess>();
+process.once('exit', () => running.forEach((p) => p.kill('SIGKILL')));
+
+/** SIGKILLs every process a case started that still runs (a test timed out while its case ran). */
+export async function stopAll(): Promise<void> {
+  const procs = [...running];
+  procs.forEach((p) => p.kill('SIGKILL'));
+  await Promise.all(procs.map(exited));
+}
+
 export function exited(proc: ChildProcess): Promise<void> {
   if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => proc.once('exit', () => resolve()));
@@ -25,6 +36,8 @@ export async function startWatched(
   live: Set<Watched>,
 ): Promise<Watched> {
   const proc = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(proc);
+  proc.once('exit', () => running.delete(proc));
   let out = '';
   const listeners = new Set<() => void>();
   const onData = (d: string): void => {
