@@ -1,3 +1,4 @@
+import type { Duration } from '@temporalio/common';
 import { ActivityFailure, condition, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
 import { toolResultMessage } from '../workflows/transcript';
 import type { Message, ToolCall } from '../workflows/types';
@@ -13,12 +14,17 @@ export interface IdiomaticActivities {
 }
 
 const { callModel } = proxyActivities<IdiomaticActivities>({ startToCloseTimeout: '5 minutes' });
-const { runTool } = proxyActivities<IdiomaticActivities>({ startToCloseTimeout: '2 minutes' });
 
 /** Approves (or rejects) tool calls by id; it may arrive before the calls it names. */
 export const approveSignal = defineSignal<[{ toolCallIds: string[]; approved: boolean }]>('approve');
 
-export async function idiomaticTurn(message: string, maxIterations = 12): Promise<{ text: string; calls: number }> {
+/** `toolTimeout`: one tool attempt's start-to-close timeout, so a crashed worker's call is retried that much later. */
+export async function idiomaticTurn(
+  message: string,
+  maxIterations = 12,
+  toolTimeout: Duration = '2 minutes',
+): Promise<{ text: string; calls: number }> {
+  const { runTool } = proxyActivities<IdiomaticActivities>({ startToCloseTimeout: toolTimeout });
   const decisions = new Map<string, boolean>();
   setHandler(approveSignal, ({ toolCallIds, approved }) => {
     for (const id of toolCallIds) decisions.set(id, approved);
