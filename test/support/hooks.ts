@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DevServer } from '../../dev/server';
@@ -18,6 +18,16 @@ Runtime.install({ logger: new DefaultLogger('WARN') });
 
 let server: DevServer | undefined;
 let dir: string | undefined;
+
+// In parallel mode a mocha worker that dies is reported only as "terminated unexpectedly", with no
+// reason and no file: say both on stderr first (the monitor changes nothing about how errors end).
+let currentFile = '';
+process.on('uncaughtExceptionMonitor', (err, origin) =>
+  writeSync(2, `mocha process ${process.pid} (${currentFile}): ${origin}: ${err?.stack ?? String(err)}\n`),
+);
+process.on('exit', (code) => {
+  if (code !== 0 && process.send) writeSync(2, `mocha process ${process.pid} exits with ${code} (${currentFile})\n`);
+});
 
 export function testServer(): DevServer {
   if (!server) throw new Error('the shared dev server is not running (test/support/hooks.js not loaded?)');
@@ -43,6 +53,8 @@ function externalServer(address: string): DevServer {
 export const mochaHooks = {
   async beforeAll(this: Mocha.Context): Promise<void> {
     this.timeout(90_000);
+    const root = this.test?.parent;
+    currentFile = root?.suites[0]?.file ?? root?.tests[0]?.file ?? '';
     dir = mkdtempSync(join(tmpdir(), 'openworker-test-'));
     const external = process.env.OPENWORKER_TEST_TEMPORAL_ADDRESS;
     server = external
