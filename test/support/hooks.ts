@@ -6,9 +6,11 @@ import { startDevServer } from '../../dev/server';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { stopAllProcesses } from './processes';
 
-// One file-backed Temporal dev server per mocha run, or per test file under `npm test`, which runs two
-// files at a time (.mocharc.json: parallel mode runs root hooks once per file). Tests that restart a
-// server start their own.
+// One file-backed Temporal dev server per mocha process: `npm test` runs two files at a time
+// (.mocharc.json), each process running files one after another, and parallel mode runs root hooks
+// once per file. The server outlives each file, as in a serial run: stopping it under a file's clients
+// made their pending calls retry, and a retry firing after the client closed threw outside any test.
+// Tests that restart a server start their own.
 
 // The pinned AWS SDK's Node 20 notice is about its 2027 releases; keep it out of every test's output.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -55,20 +57,27 @@ export const mochaHooks = {
     this.timeout(90_000);
     const root = this.test?.parent;
     currentFile = root?.suites[0]?.file ?? root?.tests[0]?.file ?? '';
-    dir = mkdtempSync(join(tmpdir(), 'openworker-test-'));
-    const external = process.env.OPENWORKER_TEST_TEMPORAL_ADDRESS;
-    server = external
-      ? externalServer(external)
-      : await startDevServer({ port: 0, headless: true, dbFile: join(dir, 'temporal.db') });
+    if (!server) {
+      dir = mkdtempSync(join(tmpdir(), 'openworker-test-'));
+      const external = process.env.OPENWORKER_TEST_TEMPORAL_ADDRESS;
+      server = external
+        ? externalServer(external)
+        : await startDevServer({ port: 0, headless: true, dbFile: join(dir, 'temporal.db') });
+      // The server gets SIGTERM when this process exits (dev/server.ts); its files go with it.
+      const own = dir;
+      if (!process.env.OPENWORKER_KEEP_TEST_DATA)
+        process.once('exit', () => rmSync(own, { recursive: true, force: true }));
+    }
+    // Set again for each file: one that changed them must not move the next file's.
     process.env.TEMPORAL_ADDRESS = server.address;
     process.env.TEMPORAL_NAMESPACE = 'default';
     // Large payloads of this run (and of every worker it spawns) go here, not into the checkout.
-    process.env.OPENWORKER_PAYLOAD_STORE = join(dir, 'payloads');
+    process.env.OPENWORKER_PAYLOAD_STORE = join(dir!, 'payloads');
     // Local state too: a key file that `dev` generated in the checkout must not encrypt the tests'
     // payloads, and no test may write one there. (Set after the server: a downloaded CLI stays cached.)
-    process.env.OPENWORKER_STATE_DIR = join(dir, 'state');
+    process.env.OPENWORKER_STATE_DIR = join(dir!, 'state');
     // Approver keys: a developer's own ~/.openworker/keys would otherwise sign the tests' CLI decisions.
-    process.env.OPENWORKER_KEYS_DIR = join(dir, 'keys');
+    process.env.OPENWORKER_KEYS_DIR = join(dir!, 'keys');
   },
   async afterEach(this: Mocha.Context): Promise<void> {
     this.timeout(30_000);
@@ -77,7 +86,5 @@ export const mochaHooks = {
   async afterAll(this: Mocha.Context): Promise<void> {
     this.timeout(30_000);
     await stopAllProcesses();
-    await server?.stop();
-    if (dir && !process.env.OPENWORKER_KEEP_TEST_DATA) rmSync(dir, { recursive: true, force: true });
   },
 };
