@@ -7,12 +7,11 @@ import { join } from 'node:path';
 const ROOT = join(__dirname, '..', '..', '..');
 const SOURCE = join(ROOT, 'dev', 'tau2');
 
-/** The virtualenv; OPENWORKER_TAU2_VENV puts it elsewhere. */
-export const tau2Venv = (env: NodeJS.ProcessEnv = process.env): string =>
-  env.OPENWORKER_TAU2_VENV || join(ROOT, '.openworker', 'tau2-venv');
-export const tau2Python = (env: NodeJS.ProcessEnv = process.env): string =>
+/** The virtualenv, beside the Temporal CLI and SeaweedFS in the project's `.openworker/`. */
+export const tau2Venv = (): string => join(ROOT, '.openworker', 'tau2-venv');
+export const tau2Python = (): string =>
   join(
-    tau2Venv(env),
+    tau2Venv(),
     process.platform === 'win32' ? 'Scripts' : 'bin',
     process.platform === 'win32' ? 'python.exe' : 'python',
   );
@@ -22,6 +21,5 @@ export const TAU2_SERVER = join(SOURCE, 'airline_mcp.py');
 /** Tasks and reference databases: `python reference.py tasks | check ID STATE`. */
 export const TAU2_REFERENCE = join(SOURCE, 'reference.py');
 /** Written after a complete install: the requirements it installed, so a rerun with the same ones is a no-op. */
-export const tau2Stamp = (env: NodeJS.ProcessEnv = process.env): string =>
-  join(tau2Venv(env), 'openworker-requirements.txt');
-export const tau2Installed = (env: NodeJS.ProcessEnv = process.env): boolean => existsSync(tau2Stamp(env));
+export const tau2Stamp = (): string => join(tau2Venv(), 'openworker-requirements.txt');
+export const tau2Installed = (): boolean => existsSync(tau2Stamp());
