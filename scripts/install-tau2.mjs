@@ -45,7 +45,8 @@ if (r.status === 0) r = run(tau2Python(), ['-c', 'import mcp.server.lowlevel, ta
 if (r.status !== 0) {
   warn(
     `could not install the tau2 airline environment into ${venv} (exit ${r.status ?? r.signal ?? r.error?.message}); ` +
-      'npm run bench:tau2 and test/tau2.test.ts need it: rerun `node scripts/install-tau2.mjs` (needs python3 with venv and PyPI)',
+      'npm run bench:tau2 and test/tau2.test.ts need it: rerun `node scripts/install-tau2.mjs` (needs python3 with venv and PyPI). ' +
+      'Set OPENWORKER_SKIP_TAU2_INSTALL=1 to skip this step.',
   );
   process.exit(0);
 }
