@@ -4,11 +4,10 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { DevServer } from '../dev/server';
 import { startDevServer } from '../dev/server';
-import type { FaultKind } from './tau2/cases';
 import { FAULT_KINDS, schedule } from './tau2/cases';
 import { airlineTools, writeTasks } from './tau2/env';
-import type { CaseEnv, CaseResult, System } from './tau2/runner';
-import { runCase } from './tau2/runner';
+import type { CaseEnv, CaseResult } from './tau2/runner';
+import { SYSTEMS, runCase } from './tau2/runner';
 import { summarize, tableOf } from './tau2/report';
 
 // npm run bench:tau2 [-- --tasks 2,7 | --tasks 5] [--seed 1] [--kinds worker@after_execute,mcp@after_apply]
@@ -18,26 +17,38 @@ import { summarize, tableOf } from './tau2/report';
 // by the temporal@ faults. Prints a line per case, then the table; JSON in bench-results/.
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      tasks: { type: 'string' },
-      seed: { type: 'string', default: '1' },
-      kinds: { type: 'string', default: FAULT_KINDS.join(',') },
-      systems: { type: 'string', default: 'openworker,naive' },
-    },
-  });
+  let parsed;
+  try {
+    parsed = parseArgs({
+      options: {
+        tasks: { type: 'string' },
+        seed: { type: 'string', default: '1' },
+        kinds: { type: 'string', default: FAULT_KINDS.join(',') },
+        systems: { type: 'string', default: 'openworker,naive' },
+      },
+    });
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; the options are --tasks, --seed, --kinds, --systems`);
+  }
+  const { values } = parsed;
+  if (!/^\d+$/.test(values.seed!)) throw new Error(`--seed: ${values.seed}? a whole number, e.g. --seed 1`);
   const seed = Number(values.seed);
-  const kinds = values.kinds!.split(',') as FaultKind[];
-  for (const k of kinds)
-    if (!(FAULT_KINDS as readonly string[]).includes(k))
-      throw new Error(`--kinds: ${k}? one of ${FAULT_KINDS.join(', ')}`);
-  const systems = values.systems!.split(',') as System[];
+  const kinds = oneOf('--kinds', values.kinds!, FAULT_KINDS);
+  const systems = oneOf('--systems', values.systems!, SYSTEMS);
   let tasks = writeTasks();
-  if (values.tasks)
+  if (values.tasks) {
+    const all = tasks;
+    const ids = values.tasks.split(',');
     tasks =
-      /^\d+$/.test(values.tasks) && !tasks.some((t) => t.id === values.tasks)
-        ? tasks.slice(0, Number(values.tasks))
-        : tasks.filter((t) => values.tasks!.split(',').includes(t.id));
+      /^\d+$/.test(values.tasks) && !all.some((t) => t.id === values.tasks)
+        ? all.slice(0, Number(values.tasks))
+        : all.filter((t) => ids.includes(t.id));
+    const unknown = ids.filter((id) => !/^\d+$/.test(values.tasks!) && !all.some((t) => t.id === id));
+    if (!tasks.length || unknown.length)
+      throw new Error(
+        `--tasks: ${unknown.join(',') || values.tasks}? airline task IDs with writes (${all.map((t) => t.id).join(',')}), or a count`,
+      );
+  }
   const cases = schedule(tasks, kinds, seed);
 
   const dir = mkdtempSync(join(tmpdir(), 'openworker-tau2-'));
@@ -87,6 +98,14 @@ async function main(): Promise<void> {
   const out = join('bench-results', `tau2-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(out, JSON.stringify({ seed, kinds, systems, load, results }, null, 2));
   console.log(`results: ${out}`);
+}
+
+/** A comma-separated list whose every item is one of `allowed`. */
+function oneOf<T extends string>(flag: string, list: string, allowed: readonly T[]): T[] {
+  const items = list.split(',');
+  const bad = items.find((x) => !(allowed as readonly string[]).includes(x));
+  if (bad !== undefined) throw new Error(`${flag}: ${bad}? one of ${allowed.join(', ')}`);
+  return items as T[];
 }
 
 main().catch((err) => {

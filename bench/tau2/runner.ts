@@ -24,7 +24,8 @@ const NAIVE_WORKER = join(__dirname, 'naiveWorker.js');
 const OPERATOR = 'tau2-operator';
 const CASE_TIMEOUT_MS = 180_000;
 
-export type System = 'openworker' | 'naive';
+export const SYSTEMS = ['openworker', 'naive'] as const;
+export type System = (typeof SYSTEMS)[number];
 
 export interface CaseEnv {
   address: string;
