@@ -324,8 +324,11 @@ export async function triggerSchedule(
   let action: ScheduleExecutionResult | undefined;
   let latest = before;
   for (;;) {
-    latest = await handle.describe();
-    action ??= latest.info.recentActions.find((a) => !seen.has(a.action.workflow.firstExecutionRunId));
+    // Once the run is found only its own state changes: the schedule need not be described again.
+    if (!action) {
+      latest = await handle.describe();
+      action = latest.info.recentActions.find((a) => !seen.has(a.action.workflow.firstExecutionRunId));
+    }
     if (action) {
       const run = await runOf(c, action);
       if (run.status !== 'running' || Date.now() > deadline) return run;

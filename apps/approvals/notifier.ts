@@ -104,16 +104,17 @@ export function notifyActivities(o: Omit<NotifierOptions, 'client'>): NotifyActi
       const ctx = Context.current();
       const key = notificationKey(notice.executionId, notice.park);
       const before = (ctx.info.heartbeatDetails as NotifyHeartbeat | undefined)?.delivered ?? [];
-      const delivered = new Set(o.urls.map(urlDigest).filter((d) => before.includes(d)));
+      const urls = o.urls.map((url) => ({ url, digest: urlDigest(url) }));
+      const delivered = new Set(urls.map((u) => u.digest).filter((d) => before.includes(d)));
       const body = JSON.stringify(messageFor(notice, callLink(o.publicUrl, notice)));
       const problems: string[] = [];
       await Promise.all(
-        o.urls
-          .filter((u) => !delivered.has(urlDigest(u)))
-          .map(async (url) => {
+        urls
+          .filter((u) => !delivered.has(u.digest))
+          .map(async ({ url, digest }) => {
             const problem = await post(url, body, key);
             if (problem) return void problems.push(problem);
-            delivered.add(urlDigest(url));
+            delivered.add(digest);
             ctx.heartbeat({ delivered: [...delivered] } satisfies NotifyHeartbeat);
             await faultPoint('notify.after_post', notice.tool, key);
           }),
