@@ -164,7 +164,15 @@ function runCells(dir: string, only: string, cli: string): Promise<{ passed: boo
     ];
     const proc = spawn(process.execPath, args, {
       cwd: dir,
-      env: { ...process.env, MATRIX_ONLY: only, MATRIX_CONCURRENCY: '2', TEMPORAL_CLI_PATH: cli, TEMPORAL_ADDRESS: '' },
+      env: {
+        ...process.env,
+        MATRIX_ONLY: only,
+        MATRIX_CONCURRENCY: '2',
+        TEMPORAL_CLI_PATH: cli,
+        TEMPORAL_ADDRESS: '',
+        // A mutant fails its cells, so the matrix keeps their histories: inside the copy, removed with it.
+        OPENWORKER_HISTORY_DIR: join(dir, 'histories'),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true, // its own process group, so a stuck run is killed with everything it started
     });

@@ -17,7 +17,7 @@ import { sessionWorkflowId } from '../workflows/ids';
 import { SCHEDULED_TURN_WORKFLOW } from '../workflows/scheduled';
 import type { ScheduledTurnResult } from '../workflows/scheduled';
 import { recordHistory } from './support/histories';
-import { runCli } from './support/processes';
+import { runCli, runClis } from './support/processes';
 import { emailCall, eventually, scripted, startTurn, turnClosed, uniq } from './support/scenario';
 import { useWorld } from './support/world';
 
@@ -232,9 +232,11 @@ describe('scheduled turns (Temporal Schedules)', function () {
       [['trigger', 'no-such-schedule'], /^error: schedule 'no-such-schedule' not found/],
     ];
     // Independent CLI processes: a few at a time keeps the test short on a shared machine.
-    const results: Awaited<ReturnType<typeof cli>>[] = [];
-    for (let i = 0; i < bad.length; i += 4)
-      results.push(...(await Promise.all(bad.slice(i, i + 4).map(([args]) => cli('schedule', ...args)))));
+    const results = await runClis(
+      bad.map(([args]) => ['schedule', ...args, '--task-queue', w.taskQueue]),
+      {},
+      4,
+    );
     bad.forEach(([args, expected], i) => {
       const r = results[i]!;
       assert.notEqual(r.code, 0, args.join(' '));

@@ -1,4 +1,5 @@
 import type { CaseResult, System } from './runner';
+import { percentile } from '../report';
 
 // The tau2 bench's table: one row per fault kind and system, and the totals.
 
@@ -15,10 +16,7 @@ export interface Row {
   medianMs: number;
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? s[Math.floor((s.length - 1) / 2)]! : 0;
-};
+const median = (xs: number[]): number => percentile(xs, 50);
 
 export function summarize(results: readonly CaseResult[]): Row[] {
   const rows: Row[] = [];

@@ -38,7 +38,7 @@ export interface CheckInput {
 
 type Event = temporal.api.history.v1.IHistoryEvent;
 
-const decode = (payloads: temporal.api.common.v1.IPayloads | null | undefined): unknown[] =>
+export const decode = (payloads: temporal.api.common.v1.IPayloads | null | undefined): unknown[] =>
   (payloads?.payloads ?? []).map((p) => defaultPayloadConverter.fromPayload(p as never));
 
 export class InvariantViolation extends Error {}

@@ -2,7 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { defaultPayloadConverter } from '@temporalio/common';
+import { decode } from './checker';
 import type { temporal } from '@temporalio/proto';
 import type { OpenWorkerClient } from '../../client/connection';
 import { turnStatus } from '../../client/session';
@@ -26,7 +26,7 @@ import type { Peer, PeerObservation } from './peers';
 type Event = temporal.api.history.v1.IHistoryEvent;
 type History = temporal.api.history.v1.IHistory;
 
-export interface HistoryOp {
+interface HistoryOp {
   executionId: string;
   kind: 'approve' | 'reject' | 'decide' | 'invoke' | 'lookup' | 'request' | 'effect' | 'report';
   call: number;
@@ -45,7 +45,7 @@ export interface HistoryOp {
   runId?: string;
 }
 
-export interface CellHistory {
+interface CellHistory {
   cell: string;
   executionId: string;
   toolCallId: string;
@@ -65,8 +65,6 @@ export interface CellHistory {
 const MS = 1_000_000n;
 /** The end of a run that never closed: the checker's horizon. */
 const FOREVER = -1n;
-const decode = (payloads: temporal.api.common.v1.IPayloads | null | undefined): unknown[] =>
-  (payloads?.payloads ?? []).map((p) => defaultPayloadConverter.fromPayload(p as never));
 const nsOf = (ev: Event): bigint =>
   BigInt(String(ev.eventTime?.seconds ?? 0)) * 1_000_000_000n + BigInt(ev.eventTime?.nanos ?? 0);
 const msOf = (iso: string): bigint => BigInt(Date.parse(iso)) * MS;
@@ -80,7 +78,7 @@ export function newHistoryDir(): string {
 }
 
 /** The runs before `history`'s: the run a reset started from, or the one a retry or continue-as-new followed. */
-export function previousRunId(history: History): string | undefined {
+function previousRunId(history: History): string | undefined {
   for (const ev of history.events ?? []) {
     const failed = ev.workflowTaskFailedEventAttributes;
     if (failed?.baseRunId && failed.newRunId) return failed.baseRunId;
@@ -91,7 +89,7 @@ export function previousRunId(history: History): string | undefined {
 const LATEST = 'latest';
 
 /** Every run of the turn, oldest first, following previousRunId from the latest (whose history is given). */
-export async function runsOf(c: OpenWorkerClient, workflowId: string, latest: History): Promise<CellHistory['runs']> {
+async function runsOf(c: OpenWorkerClient, workflowId: string, latest: History): Promise<CellHistory['runs']> {
   const runs: CellHistory['runs'] = [{ runId: LATEST, history: latest }];
   for (let prev = previousRunId(latest); prev && runs.length < 5; prev = previousRunId(runs[0]!.history))
     runs.unshift({ runId: prev, history: await c.client.workflow.getHandle(workflowId, prev).fetchHistory() });
@@ -259,8 +257,8 @@ export async function exportCell(
   return Date.now() - started;
 }
 
-/** Builds the cell's history and writes it to `path`; returns its operation count. */
-export function exportHistory(h: CellHistory, path: string): { path: string; ops: number } {
+/** Builds the cell's history and writes it to `path`. */
+function exportHistory(h: CellHistory, path: string): void {
   const seen = new Set<string>();
   const timed = [...h.runs.flatMap((r) => temporalOps(h, r.runId, r.history)), ...peerOps(h)].filter((op) => {
     // A reset run starts with copies of its base run's first events: count each once.
@@ -287,5 +285,4 @@ export function exportHistory(h: CellHistory, path: string): { path: string; ops
     ops,
   };
   writeFileSync(path, JSON.stringify(doc, null, 1));
-  return { path, ops: ops.length };
 }

@@ -12,8 +12,8 @@ import { ROOT } from './processes';
 
 const PACKAGE = join(ROOT, 'node_modules', '@modelcontextprotocol', 'conformance');
 const SUITE_CLI = join(PACKAGE, 'dist', 'index.js');
-export const CLIENT_ENTRY = join(__dirname, 'conformanceClient.js');
-export const EXPECTED_FAILURES = join(ROOT, 'test', 'fixtures', 'mcp-conformance-expected-failures.json');
+const CLIENT_ENTRY = join(__dirname, 'conformanceClient.js');
+const EXPECTED_FAILURES = join(ROOT, 'test', 'fixtures', 'mcp-conformance-expected-failures.json');
 
 /**
  * The suite's one bundle imports `globSync` from `fs` (Node 22) for its tier-check command, which

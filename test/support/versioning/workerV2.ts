@@ -4,6 +4,7 @@ import { OpenWorkerPlugin } from '../../../worker/plugin';
 import { loadToolModule } from '../../../worker/worker';
 import { deploymentVersion } from '../../../runtime/deployment';
 import { processSettings } from '../../../runtime/settings';
+import { quietLogger } from '../quietLogger';
 
 // A worker process of a later build (./turnV2.ts), for test/versioning.test.ts: what `openworker-temporal
 // worker` runs, with that build's workflows bundled at start instead of the prebuilt bundle. Takes the
@@ -27,7 +28,7 @@ async function main(): Promise<void> {
   const { code } = await bundleWorkflowCode({
     workflowsPath: require.resolve('./turnV2'),
     ...workflowBundlerOptions,
-    logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} },
+    logger: quietLogger,
   });
   const tools = (await Promise.all((f.get('tools') ?? []).map((m) => loadToolModule(m)))).flat();
   const connection = await NativeConnection.connect({ address: settings.env.TEMPORAL_ADDRESS ?? 'localhost:7233' });
