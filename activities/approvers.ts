@@ -127,10 +127,13 @@ export function approvalFor(config: ApproversConfig, tool: string, target: strin
   };
 }
 
+/** A valid call that needs approval or may have an external effect: a person may approve or recover it. */
+export const mayCauseEffect = (call: PlannedCall): boolean =>
+  !call.invalid && !!call.spec && (call.spec.requiresApproval || call.spec.effect === 'external');
+
 /** Calls that can cause an effect carry the requirement: approving them, and recovering them. */
 export function attachApprovals(call: PlannedCall, config: ApproversConfig | undefined): PlannedCall {
-  if (!config || call.invalid || !call.spec || !(call.spec.requiresApproval || call.spec.effect === 'external'))
-    return call;
+  if (!config || !mayCauseEffect(call)) return call;
   return { ...call, approval: approvalFor(config, call.name, call.target) };
 }
 

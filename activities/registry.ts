@@ -6,6 +6,7 @@ import type { ToolDescriptor } from './model';
 import type { Tool } from './tool';
 import { isTool } from './tool';
 import { DEFAULT_LIMITS, argsProblem, boundedCallFields, jsonBytes, omittedArgs } from './limits';
+import { mayCauseEffect } from './approvers';
 
 const DEFAULT_START_TO_CLOSE = '2 minutes';
 const DEFAULT_HEARTBEAT = '5 seconds';
@@ -142,9 +143,7 @@ function jsonSchemaOf(tool: Tool): Record<string, unknown> {
 
 /** Whether a planned call can park (wait for approval, ask a person, or need a recovery decision). */
 export const canPark = (call: PlannedCall): boolean =>
-  !call.invalid &&
-  !!call.spec &&
-  (call.spec.requiresApproval || call.spec.effect === 'external' || call.spec.asks === true);
+  mayCauseEffect(call) || (!call.invalid && call.spec?.asks === true);
 
 /**
  * A registry whose calls that can park carry `notify` (the worker's `notify` option): their parks

@@ -1,4 +1,5 @@
 import { context, propagation } from '@opentelemetry/api';
+import type { Tracer } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -31,14 +32,16 @@ function registerGlobals(): void {
  * start (the prebuilt bundle has no interceptors).
  */
 export function tracingPlugin(options: TracingOptions): OpenTelemetryPlugin {
+  const { resource, tracer } = tracerFor(options);
+  return new OpenTelemetryPlugin({ resource, spanProcessor: options.spanProcessor, tracer });
+}
+
+/** The service's resource and a tracer exporting through `options.spanProcessor`; sets the globals once. */
+function tracerFor(options: TracingOptions): { resource: Resource; tracer: Tracer } {
   registerGlobals();
   const resource = new Resource({ 'service.name': options.serviceName ?? 'openworker-temporal' });
   const provider = new BasicTracerProvider({ resource, spanProcessors: [options.spanProcessor] });
-  return new OpenTelemetryPlugin({
-    resource,
-    spanProcessor: options.spanProcessor,
-    tracer: provider.getTracer('openworker-temporal'),
-  });
+  return { resource, tracer: provider.getTracer('openworker-temporal') };
 }
 
 /** Tracing from OTEL_* (settings.telemetry): spans batched to the OTLP/HTTP endpoint; undefined when unset. */
@@ -60,11 +63,8 @@ export function clientTracing(
 ): { interceptor: OpenTelemetryWorkflowClientInterceptor; flush: () => Promise<void> } | undefined {
   const options = tracingFromSettings(telemetry);
   if (!options) return undefined;
-  registerGlobals();
-  const resource = new Resource({ 'service.name': options.serviceName ?? 'openworker-temporal' });
-  const provider = new BasicTracerProvider({ resource, spanProcessors: [options.spanProcessor] });
   return {
-    interceptor: new OpenTelemetryWorkflowClientInterceptor({ tracer: provider.getTracer('openworker-temporal') }),
+    interceptor: new OpenTelemetryWorkflowClientInterceptor({ tracer: tracerFor(options).tracer }),
     flush: () => options.spanProcessor.forceFlush(),
   };
 }

@@ -97,7 +97,8 @@ export function workflowSource():
     : { workflowsPath: AGENT_WORKFLOWS_MODULE, bundlerOptions: workflowBundlerOptions };
 }
 
-async function connectWorker(cfg: ReturnType<typeof resolveConnectConfig>): Promise<NativeConnection> {
+/** A worker's connection, from the resolved connection settings; failing, one line that says what to do. */
+export async function connectWorker(cfg: ReturnType<typeof resolveConnectConfig>): Promise<NativeConnection> {
   try {
     return await NativeConnection.connect({
       address: cfg.address,

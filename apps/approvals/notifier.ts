@@ -2,11 +2,12 @@ import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import { faultPoint } from '../../activities/faults';
 import type { OpenWorkerClient } from '../../client/connection';
 import { resolveConnectConfig } from '../../runtime/connection';
 import { defaultDataConverter } from '../../runtime/dataConverter';
+import { connectWorker } from '../../worker/worker';
 import { notifyTaskQueue } from '../../workflows/ids';
 import { notificationKey } from '../../workflows/notifications';
 import { NOTIFY_MAX_ATTEMPTS } from '../../workflows/notifyParks';
@@ -141,16 +142,7 @@ export async function startNotifier(o: NotifierOptions): Promise<{ stop(): Promi
     { address: o.client.address, namespace: o.client.namespace, taskQueue: o.client.taskQueue },
     o.client.settings,
   );
-  const connection = await NativeConnection.connect({
-    address: cfg.address,
-    ...(cfg.tls ? { tls: cfg.tls as never } : {}),
-    ...(cfg.apiKey ? { apiKey: cfg.apiKey } : {}),
-    ...(cfg.metadata ? { metadata: cfg.metadata } : {}),
-  }).catch((err: Error) => {
-    throw new Error(
-      `the notifier cannot reach Temporal at ${cfg.address} (${err.message}); check TEMPORAL_ADDRESS and the connection settings`,
-    );
-  });
+  const connection = await connectWorker(cfg);
   try {
     const worker = await Worker.create({
       connection,
