@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { temporal } from '@temporalio/proto';
+import { eventName } from '../bench/events';
+import { historyOf } from './support/multijob';
 import { startApprovalsServer, type ApprovalsServer } from '../apps/approvals/serve';
 import { createToken } from '../apps/approvals/tokens';
 import { answer } from '../client/answers';
@@ -56,9 +57,6 @@ async function receiver(failFirst = 0) {
   };
 }
 
-const eventType = (e: temporal.api.history.v1.IHistoryEvent) =>
-  String(temporal.api.enums.v1.EventType[e.eventType ?? 0]).replace('EVENT_TYPE_', '');
-
 describe('notifications pushed by the turn (a notify activity per park)', function () {
   this.timeout(120_000);
   const w = useWorld();
@@ -96,8 +94,7 @@ describe('notifications pushed by the turn (a notify activity per park)', functi
     apps.push(a);
     return a;
   };
-  const history = async (workflowId: string) =>
-    (await w.c.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+  const history = (workflowId: string) => historyOf(w.c, workflowId);
   const notifiedEvents = async (workflowId: string) =>
     (await turnStatus(w.c, workflowId)).ledger[0]!.events.filter((e) => e.type === 'notified');
 
@@ -154,7 +151,7 @@ describe('notifications pushed by the turn (a notify activity per park)', functi
     const completedAt = events.findIndex(
       (e) => e.activityTaskCompletedEventAttributes?.scheduledEventId?.toString() === scheduled[0]!.eventId?.toString(),
     );
-    assert.deepEqual(events.slice(completedAt - 1, completedAt + 4).map(eventType), [
+    assert.deepEqual(events.slice(completedAt - 1, completedAt + 4).map(eventName), [
       'ACTIVITY_TASK_STARTED',
       'ACTIVITY_TASK_COMPLETED',
       'WORKFLOW_TASK_SCHEDULED',

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { Worker, bundleWorkflowCode } from '@temporalio/worker';
+import { historyOf } from './support/multijob';
 import { faultSinks } from '../activities/faults';
 import { startApprovalsServer } from '../apps/approvals/serve';
 import { sendMessage, turnStatus, waitForTurn } from '../client/session';
@@ -161,8 +162,7 @@ describe('deploying while turns wait (Worker Deployment Versioning)', function (
       { text: 'Second turn.' },
     ]);
     const c = w.c;
-    const history = async (workflowId: string, runId?: string): Promise<Event[]> =>
-      (await c.client.workflow.getHandle(workflowId, runId).fetchHistory()).events ?? [];
+    const history = (workflowId: string, runId?: string) => historyOf(c, workflowId, runId);
     const versioning = async (workflowId: string, runId?: string) => {
       const d = await c.client.workflow.getHandle(workflowId, runId).describe();
       const v = d.raw.workflowExecutionInfo?.versioningInfo;

@@ -169,9 +169,9 @@ export function taskFailures(events: readonly Event[]): string[] {
   return (real.length ? real : failed.length > 3 ? failed : []).map((f) => f.text);
 }
 
-/** The raw history of a workflow. */
-export const historyOf = async (c: OpenWorkerClient, workflowId: string): Promise<Event[]> =>
-  (await c.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+/** The raw history of a workflow (of its latest run, or of `runId`). */
+export const historyOf = async (c: OpenWorkerClient, workflowId: string, runId?: string): Promise<Event[]> =>
+  (await c.client.workflow.getHandle(workflowId, runId).fetchHistory()).events ?? [];
 
 /** Whether the last activity result in the history has been processed by a completed workflow task. */
 export function resultProcessed(events: readonly Event[]): boolean {
