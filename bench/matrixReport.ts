@@ -40,7 +40,7 @@ export function storeTable(cs: readonly Cell[], systems: readonly string[]): str
   if (!rows.length) return [];
   const v = (c: Cell, key: string, d = 2): string => f(c.storePerTurn?.[key] ?? NaN, d);
   return [
-    '**The payload store per turn**: objects it gained and their KiB (content-addressed: a payload stored twice is one object); with S3, the requests SeaweedFS counted for the bucket (it counts an existence check, HEAD, as a GET; the S3 driver checks before storing a payload over 16 KiB, not before a transcript segment), the ms it spent answering them, and its process CPU.',
+    '**The payload store per turn**: objects it gained and their KiB (content-addressed: a payload stored twice is one object); with S3, the requests SeaweedFS counted for the bucket (it counts an existence check, HEAD, as a GET; the S3 driver makes none: it PUTs every payload, one stored before too, so an expiry counts its age from then), the ms it spent answering them, and its process CPU.',
     '',
     '| system | workload | model ms | N | objects | KiB | PUT | GET+HEAD | answering ms | store CPU ms |',
     '|---|---|---|---|---|---|---|---|---|---|',

@@ -19,7 +19,7 @@ export function storageCommands(program: Command): void {
   storage
     .command('expire')
     .description(
-      'S3: a lifecycle rule that deletes payloads <days> after they were written; a directory: delete what is older now (run daily)',
+      'S3: a lifecycle rule that deletes payloads <days> after they were last written; a directory: delete what was not written or reused since (run daily)',
     )
     .requiredOption(
       '--days <n>',

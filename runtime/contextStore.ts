@@ -131,8 +131,7 @@ export function contextStoreOn(driver: () => StorageDriver, codec = combinedCode
 export function contextStoreFor(settings: Settings): ContextStore {
   let driver: StorageDriver | undefined;
   return contextStoreOn(
-    // Segments are small and new: stored without the driver's HEAD first (payloadStorage.ts driverFor).
-    () => (driver ??= driverFor(settings.payloadStore, settings.env, { putAlways: true })),
+    () => (driver ??= driverFor(settings.payloadStore, settings.env)),
     combinedCodec(defaultPayloadCodecs(settings)),
   );
 }

@@ -35,24 +35,46 @@ export async function readPayloadFile(dir: string, sha256: unknown, setting: str
     bytes = await fs.readFile(payloadFile(dir, sha256));
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    throw new Error(
-      `payload ${sha256} is not in the payload store ${dir}: every client and worker must use the same store (${setting})`,
-    );
+    throw new Error(`payload ${sha256} is missing from the payload store ${dir}: ${missingAdvice(setting)}`);
   }
   if (createHash('sha256').update(bytes).digest('hex') !== sha256)
     throw new Error(`payload ${sha256} in ${dir} is corrupt (its hash differs)`);
   return PayloadProto.decode(bytes);
 }
 
-/** A directory as a storage driver: content-addressed, written atomically, for one machine or a shared volume. */
+/**
+ * What to do about a stored object that is gone, for the error that names it. Both causes look
+ * alike from here: an expiry that deleted it, or a process given another store than the writer's.
+ */
+export const missingAdvice = (setting: string): string =>
+  `restore it from a backup if \`storage expire\` deleted it (keep payloads longer than the longest a session or turn stays open), else give this process the store that wrote it (every client and worker must use the same ${setting})`;
+
+/**
+ * Sets a stored file's mtime to now, the age `storage expire` measures; false when there is no
+ * file (or it cannot be touched, e.g. another user's on a shared volume): then it is written anew.
+ */
+async function touched(file: string): Promise<boolean> {
+  const now = new Date();
+  try {
+    await fs.utimes(file, now, now);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A directory as a storage driver: content-addressed, written atomically, for one machine or a
+ * shared volume. Storing bytes that are already there refreshes the file's mtime, so an expiry
+ * never counts a payload a run stored today as old because another run stored it first.
+ */
 export function fileDriver(dir: string): StorageDriver {
   const storeOne = async (payload: Payload): Promise<StorageDriverClaim> => {
     const bytes = PayloadProto.encode(payload).finish();
     const sha256 = createHash('sha256').update(bytes).digest('hex');
     const target = payloadFile(dir, sha256);
-    try {
-      await fs.access(target);
-    } catch {
+    // Another run may have stored these bytes long ago: reusing them counts as writing them now.
+    if (!(await touched(target))) {
       await fs.mkdir(path.dirname(target), { recursive: true });
       const tmp = `${target}.${randomUUID()}.tmp`;
       await fs.writeFile(tmp, bytes);
@@ -96,14 +118,8 @@ export function payloadStoreConfig(env: Env): PayloadStoreConfig {
 export const describeStore = (c: PayloadStoreConfig): string =>
   c.kind === 'file' ? c.dir : `s3://${c.bucket}${c.prefix ? `/${c.prefix}` : ''}`;
 
-/**
- * `putAlways`: store without asking first whether the object exists. The SDK's S3 driver asks (a
- * HEAD) so that a large payload stored before is not sent again; a transcript segment is small and
- * new, so the question costs as much as the answer (npm run bench -- --payloads s3: 2 of a model
- * call's 2 requests, ~3 ms of worker CPU each). Writing an object again under its content's key
- * writes the same bytes.
- */
-export function driverFor(c: PayloadStoreConfig, env: Env, o: { putAlways?: boolean } = {}): StorageDriver {
+/** The driver of a store: a directory's, or S3's (which writes every payload it is given, s3Driver.ts). */
+export function driverFor(c: PayloadStoreConfig, env: Env): StorageDriver {
   if (c.kind === 'file') return fileDriver(c.dir);
   // Loaded only when used: the AWS SDK costs every CLI command ~100 ms to load. Its Node 20 warning
   // is about SDK releases from 2027 on, which the pinned version is not; on every command it would
@@ -111,7 +127,7 @@ export function driverFor(c: PayloadStoreConfig, env: Env, o: { putAlways?: bool
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { s3Driver } = require('./s3Driver') as typeof import('./s3Driver');
-  return s3Driver(c, env, o);
+  return s3Driver(c, env);
 }
 
 /** The external storage of every client and worker. */

@@ -6,6 +6,7 @@ import {
 } from '@aws-sdk/client-s3';
 import type { StorageDriver } from '@temporalio/common';
 import type { Env } from './config';
+import { missingAdvice } from './payloadStorage';
 import { S3StorageDriver, type S3StorageDriverClient } from '@temporalio/external-storage-s3';
 import { AwsSdkS3StorageDriverClient } from '@temporalio/external-storage-s3-aws-sdk';
 
@@ -24,14 +25,10 @@ export function s3Client(env: Env): S3Client {
   });
 }
 
-export function s3Driver(
-  c: { bucket: string; prefix: string },
-  env: Env,
-  o: { putAlways?: boolean } = {},
-): StorageDriver {
+export function s3Driver(c: { bucket: string; prefix: string }, env: Env): StorageDriver {
   const s3 = s3Client(env);
   const driver = new S3StorageDriver({
-    client: wrapped(new AwsSdkS3StorageDriverClient(s3), c.prefix, o.putAlways === true),
+    client: wrapped(new AwsSdkS3StorageDriverClient(s3), c.prefix),
     bucket: c.bucket,
   });
   return {
@@ -44,28 +41,34 @@ export function s3Driver(
 
 // The driver's key is `v0/ns/…/d/sha256/<hash>`, with no room for a prefix: the prefix is the
 // deployment's, added on the way to S3, so every client and worker must be given the same one.
-// The driver asks before each PUT whether the object exists; `putAlways` (payloadStorage.ts
-// driverFor) answers no without asking.
-function wrapped(client: S3StorageDriverClient, prefix: string, putAlways: boolean): S3StorageDriverClient {
+// The driver asks before each PUT whether the object exists (a HEAD) and skips the PUT if it does;
+// answering no without asking makes every store a PUT. Two reasons: a lifecycle rule counts an
+// object's age from its last PUT, so an object reused by a later run (the same bytes under the
+// same key: a workflow ID without a run ID, a session's segments after continue-as-new) must be
+// written again or `storage expire` deletes what that run reads; and most payloads are new, so the
+// question cost a request of its own (npm run bench -- --payloads s3: 2 of a model call's 2
+// requests, ~3 ms of worker CPU each). A reused payload's bytes are sent again.
+function wrapped(client: S3StorageDriverClient, prefix: string): S3StorageDriverClient {
   const at = (key: string) => (prefix ? `${prefix}/${key}` : key);
   return {
     putObject: (bucket, key, data, o) => client.putObject(bucket, at(key), data, o),
-    objectExists: putAlways ? async () => false : (bucket, key, o) => client.objectExists(bucket, at(key), o),
+    objectExists: async () => false,
     getObject: (bucket, key, o) => client.getObject(bucket, at(key), o),
     describe: () => ({ ...client.describe?.(), ...(prefix ? { prefix } : {}) }),
   };
 }
 
-// The driver names the object and keeps S3's answer as the cause; one line should say both.
+// The driver names the object and keeps S3's answer as the cause; one line should say both, and
+// for an object that is gone, what to do.
 async function withCause<T>(p: Promise<T>): Promise<T> {
   try {
     return await p;
   } catch (err) {
     const cause = (err as Error).cause as { name?: string; message?: string } | undefined;
     if (!cause?.message && !cause?.name) throw err;
-    throw new Error(`${(err as Error).message}: ${cause.name ?? 'Error'}: ${cause.message ?? ''}`.trim(), {
-      cause: err,
-    });
+    const said = `${(err as Error).message}: ${cause.name ?? 'Error'}: ${cause.message ?? ''}`.trim();
+    const advice = cause.name === 'NoSuchKey' ? `: ${missingAdvice('OPENWORKER_PAYLOAD_STORE')}` : '';
+    throw new Error(`${said}${advice}`, { cause: err });
   }
 }
 

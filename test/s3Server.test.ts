@@ -1,5 +1,6 @@
 import { strict as assert } from 'node:assert';
 import {
+  DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
   ListBucketsCommand,
@@ -67,7 +68,7 @@ describe('test S3 server (SeaweedFS)', function () {
     }
   });
 
-  it('a transcript segment is one PUT, with a prefix or without; a payload over the threshold is asked for (a HEAD) first', async () => {
+  it('a transcript segment is one PUT, with a prefix or without; a payload stored again is written again; one that is gone says what to do', async () => {
     await server.createBucket('segments');
     const settingsAt = (store: string) =>
       settingsFrom({
@@ -108,15 +109,22 @@ describe('test S3 server (SeaweedFS)', function () {
         assert.deepEqual([after.put - before.put, after.getOrHead - before.getOrHead], [1, 0], at);
         assert.deepEqual(await contextStoreFor(settingsAt(at)).read(ref), [{ role: 'user', content }], at);
       }
-      // The data converter's driver keeps the SDK's check: a large payload stored before is not sent again.
+      // A large payload stored again is written again, unasked: a lifecycle rule counts its age from
+      // the last PUT, and the run that stores it again reads it (#40).
       const driver = externalStorageFor(settings).drivers[0]!;
       const big = { metadata: {}, data: new Uint8Array(20_000).fill(7) };
       const target = { kind: 'workflow', namespace: 'default', id: 's3-segments' } as const;
       const start = await settled();
       await driver.store({ target }, [big]);
-      await driver.store({ target }, [big]);
+      const [claim] = await driver.store({ target }, [big]);
       const end = await settled();
-      assert.deepEqual([end.put - start.put, end.getOrHead - start.getOrHead], [1, 2]);
+      assert.deepEqual([end.put - start.put, end.getOrHead - start.getOrHead], [2, 0]);
+      // An object that is gone: one line naming the object and what to do.
+      await s3.send(new DeleteObjectCommand({ Bucket: 'segments', Key: `p/${claim!.claimData.key}` }));
+      await assert.rejects(
+        driver.retrieve({}, [claim!]),
+        /key=v0\/.*prefix=p\].*NoSuchKey: .*restore it from a backup if `storage expire` deleted it .*OPENWORKER_PAYLOAD_STORE\)$/,
+      );
     } finally {
       for (const k of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'] as const)
         if (saved[k] === undefined) delete process.env[k];

@@ -97,7 +97,10 @@ describe('transcripts by reference: the store (runtime/contextStore.ts)', () => 
     const fresh = () => contextStoreOn(() => fileDriver(dir));
     await assert.rejects(fresh().read({ ...a, driver: 'openworker.s3' }), /driver 'openworker.s3'.*same store/);
     await assert.rejects(fresh().read({ ...a, messages: 2 }), /holds 1 messages, its reference says 2/);
-    await assert.rejects(fresh().read({ ...a, claim: { sha256: '0'.repeat(64) } }), /not in the payload store/);
+    await assert.rejects(
+      fresh().read({ ...a, claim: { sha256: '0'.repeat(64) } }),
+      /payload 0{64} is missing from the payload store /,
+    );
   });
 
   it('seals segments with the codecs: no message text in the store', async () => {

@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ExternalStorage, defaultPayloadConverter, type Payload } from '@temporalio/common';
@@ -57,6 +57,17 @@ describe('payload storage: the SDK external storage with a directory driver', ()
     assert.equal(files(dir).length, 1);
   });
 
+  it('storing bytes that are already there refreshes their mtime, the age `storage expire` measures (#40)', async () => {
+    await storage(1024).encode([large]);
+    const [file] = files(dir).map((f) => join(dir, f));
+    const old = new Date(Date.now() - 40 * 86_400_000);
+    utimesSync(file!, old, old);
+    const before = Date.now() - 1_000; // a file system's mtime may be coarser than the clock
+    await storage(1024).encode([large]);
+    assert.ok(statSync(file!).mtimeMs >= before, `mtime ${statSync(file!).mtime.toISOString()} was not refreshed`);
+    assert.equal(files(dir).length, 1);
+  });
+
   it('a missing or corrupt stored payload fails with one line naming the store', async () => {
     const [ref] = await storage(1024).encode([large]);
     const elsewhere = storageCodec(
@@ -64,7 +75,7 @@ describe('payload storage: the SDK external storage with a directory driver', ()
     );
     await assert.rejects(
       elsewhere.decode([ref!]),
-      /is not in the payload store .*elsewhere: every client and worker must use the same store \(OPENWORKER_PAYLOAD_STORE\)$/,
+      /payload [0-9a-f]{64} is missing from the payload store .*elsewhere: restore it from a backup if `storage expire` deleted it .* \(every client and worker must use the same OPENWORKER_PAYLOAD_STORE\)$/,
     );
     writeFileSync(join(dir, files(dir)[0]!), 'garbage');
     await assert.rejects(storage(1024).decode([ref!]), /is corrupt \(its hash differs\)$/);
@@ -151,7 +162,7 @@ describe('payload storage: references written by the old claim-check codec', () 
     const [ref] = oldReferences('turn-claim-check-v0.json');
     await assert.rejects(
       claimCheckReader('/nonexistent').decode([ref!]),
-      /is not in the payload store \/nonexistent: every client and worker must use the same store \(OPENWORKER_LEGACY_PAYLOAD_DIR\)$/,
+      /is missing from the payload store \/nonexistent: .* \(every client and worker must use the same OPENWORKER_LEGACY_PAYLOAD_DIR\)$/,
     );
     assert.match(payloadFile('/d', 'ab'.repeat(32)), /^\/d\/ab\/(ab){32}$/);
   });
