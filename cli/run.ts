@@ -16,6 +16,7 @@ import { deploymentVersion } from '../runtime/deployment';
 import { runtimeTelemetry } from '../worker/metrics';
 import { connectClient } from '../client/connection';
 import { formatTurn } from './format';
+import { checkBaseline } from './baseline';
 import { activeTurn, sendMessage, turnStatus, waitForTurn } from '../client/session';
 import type { Settings } from '../runtime/settings';
 
@@ -111,6 +112,8 @@ export interface RunWorkerOptions {
   buildId?: string;
 }
 
+const WORKER_FRESH_START = 'start with a fresh state directory (OPENWORKER_STATE_DIR) on a new namespace or task queue';
+
 export async function runWorker(opts: RunWorkerOptions, settings: Settings): Promise<void> {
   installRuntime(settings);
   // A flag wins over its variable, each on its own: `--build-id` alone with OPENWORKER_DEPLOYMENT_NAME set.
@@ -121,6 +124,11 @@ export async function runWorker(opts: RunWorkerOptions, settings: Settings): Pro
         buildId: opts.buildId ?? settings.deployment?.buildId,
       })
     : settings.deployment;
+  // Before it polls: a worker must not take runs of an older baseline it cannot replay.
+  await checkBaseline(
+    { address: opts.address, namespace: opts.namespace, taskQueue: opts.taskQueue, settings },
+    { versioned: !!deployment, freshStart: WORKER_FRESH_START },
+  );
   const { worker, connection, taskQueue, tools, model, approvers, mcp, flushTraces } = await createWorker({
     ...(deployment ? { deployment } : {}),
     settings,
@@ -182,6 +190,18 @@ export async function runDev(opts: DevOptions, settings: Settings): Promise<void
     );
   console.log('Starting the Temporal dev server…');
   const { server, ui, codec } = await startServerWithUi(opts, settings);
+  // After the server started (its database is part of the state), before the worker polls it.
+  await checkBaseline(
+    { address: server.address, settings },
+    {
+      versioned: false,
+      freshStart: 'start with a fresh state directory (OPENWORKER_STATE_DIR; with --db, a new database file too)',
+    },
+  ).catch(async (err) => {
+    await codec?.close();
+    await server.stop();
+    throw err;
+  });
   const sink = await startMailSink({ file: path.join(dir, 'mail.json') });
   // The worker reads send_email's settings from its environment: point it at the local sink unless
   // the user configured a real SMTP server.

@@ -1,12 +1,14 @@
 import { strict as assert } from 'node:assert';
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { freePort } from '../dev/server';
+import { readStamp } from '../runtime/baseline';
+import { BASELINE } from '../workflows/baseline';
 import { turnWorkflowId } from '../workflows/definitions';
 import { CLI, ROOT, exited, runCli } from './support/processes';
 import { eventually } from './support/scenario';
@@ -187,5 +189,20 @@ describe('dev: encryption on by default, codec endpoint behind a token', functio
     dev.kill('SIGINT');
     await exited(dev);
     assert.match(out, /Stopped\./);
+
+    // The baseline stamp (docs/deploy.md, "Moving to a new baseline"): dev stamped its state directory.
+    // Left by an older baseline (stamp 0), a restart refuses once its server is up: the demo session is
+    // still open in that server's database.
+    assert.equal(readStamp(state), BASELINE);
+    writeFileSync(join(state, 'baseline'), '0\n');
+    const again = ['--port', String(await freePort()), '--db', db, '--headless', '--no-demo', '--approvals-port', '0'];
+    const refused = await runCli(['dev', ...again], { env, timeoutMs: 90_000 });
+    assert.equal(refused.code, 1, `${refused.stdout}\n${refused.stderr}`);
+    assert.match(
+      refused.stderr,
+      /^error: \d+ open runs? on task queue 'openworker' .*stamped with baseline 0; .*: drain them with the previous build, or start with a fresh state directory \(OPENWORKER_STATE_DIR; with --db, a new database file too\)/,
+    );
+    assert.equal(refused.stderr.trim().split('\n').length, 1, refused.stderr);
+    assert.equal(readStamp(state), 0, 'a refusal keeps the old stamp');
   });
 });
