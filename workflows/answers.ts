@@ -77,14 +77,14 @@ export function matchAnswer(q: Question, answer: string): Match {
   if (!q.choices) return { ok: true, answer };
   const { choices } = q;
   const said = answer.trim();
+  const i = chosen(choices, said);
+  if (i !== undefined) return { ok: true, answer: choices[i]! };
   const { text, number } = named(choices, said);
-  if (text !== undefined && number !== undefined && text !== number)
+  if (text !== undefined && number !== undefined)
     return {
       ok: false,
       why: `'${said.slice(0, 80)}' is ambiguous: it is choice ${text + 1}'s text and choice ${number + 1}'s number; ${howToSay(choices, text)}, ${howToSay(choices, number)}; the question still waits`,
     };
-  const i = text ?? number;
-  if (i !== undefined) return { ok: true, answer: choices[i]! };
   return {
     ok: false,
     why: `'${said.slice(0, 80)}' is not one of the choices: ${choices.map((c, k) => `${k + 1}. ${c}`).join(', ')}; the question still waits`,
