@@ -12,7 +12,8 @@ import type { AnswerSignal, LedgerEntry } from './types';
 // An answer arrives as the `answer` signal { toolCallId, by, answer, decisionId? }. A signal cannot
 // be refused, so one that does not apply (a bad payload, a reserved name as `by`, a call that is not
 // asking, an answer not among the choices or naming two, one taken at or after the deadline, a second
-// answer) is recorded in the turn's decisions with why, and the call keeps waiting (or has failed). Rules here are pure; the turn's intake (intake.ts) and call.ts run them.
+// answer) is recorded in the turn's decisions with why, and the call keeps waiting (or has failed).
+// Rules here are pure; the turn's intake (intake.ts) and call.ts run them.
 
 /** The question an ask_user call asks, read from its arguments (checked by the tool's schema). */
 export interface Question {
