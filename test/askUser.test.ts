@@ -8,7 +8,8 @@ import { answer } from '../client/answers';
 import { cancelTurn } from '../client/cancel';
 import { inbox } from '../client/inspect';
 import { sessionStatus, turnStatus } from '../client/session';
-import { answerSignal } from '../workflows/definitions';
+import { reservedName } from '../workflows/deciders';
+import { answerSignal, approveSignal } from '../workflows/definitions';
 import { recordHistory } from './support/histories';
 import { execFileSync } from 'node:child_process';
 import { CLI, runCli } from './support/processes';
@@ -63,10 +64,7 @@ describe('ask_user end to end', function () {
       refused.decisions.find((d) => d.decisionId === 'raw-sunday')?.why ?? '',
       /^'Sunday' is not one of the choices: 1\. Monday, 2\. Friday/,
     );
-    assert.match(
-      refused.decisions.find((d) => d.outcome === 'ignored' && d.decisionId === undefined)?.why ?? '',
-      /^by must name who decided/,
-    );
+    assert.match(refused.decisions.find((d) => d.decisionId === 'raw-bad')?.why ?? '', /^by must name who decided/);
     assert.equal(refused.ledger[0]!.state, 'awaiting_answer');
     // The approvals app's JSON API: refused with why (409), the call still asks.
     const dir = mkdtempSync(join(tmpdir(), 'openworker-ask-'));
@@ -108,6 +106,71 @@ describe('ask_user end to end', function () {
     const result = transcript.find((m) => m.role === 'tool');
     assert.deepEqual(result, { role: 'tool', toolCallId: 'q1', name: 'ask_user', content: 'Friday' });
     await recordHistory(parked.workflowId, 'turn-ask-user');
+  });
+
+  // Issue #40 hole 4: choices 10, 1, 5 and the answer 1 recorded '10' (the first choice's number)
+  // while '1' is the second choice's text, and the CLI said applied.
+  it("numeric choices: an answer that is one choice's text and another's number is refused as ambiguous by the CLI and the turn; the number of the choice meant applies", async () => {
+    const sessionId = uniq('ask-numbers');
+    const question = { question: 'How many seats?', choices: ['10', '1', '5'] };
+    await w.worker(scripted([{ toolCalls: [ask('q1', question)] }, { text: 'One seat.' }]));
+    const parked = await startTurn(w.c, sessionId, 'book seats');
+    assert.equal(parked.state, 'awaiting_answer');
+    const ambiguous =
+      /'1' is ambiguous: it is choice 2's text and choice 1's number; for '1' answer '2', for '10' answer '10'/;
+    const cli = await runCli(['answer', sessionId, 'q1', '1', '--by', 'ann', '--task-queue', w.taskQueue]);
+    assert.equal(cli.code, 3, cli.stderr + cli.stdout);
+    assert.match(cli.stderr, ambiguous);
+    // A raw signal, which nothing checks before sending: the turn refuses it the same way.
+    const handle = w.c.client.workflow.getHandle(parked.workflowId);
+    await handle.signal(answerSignal, { toolCallId: 'q1', by: 'ann', answer: '1', decisionId: 'raw-1' });
+    const refused = await eventually(
+      async () => (await turnStatus(w.c, parked.workflowId)).decisions.find((d) => d.decisionId === 'raw-1'),
+      'the raw answer is judged',
+    );
+    assert.equal(refused.outcome, 'ignored');
+    assert.match(refused.why ?? '', ambiguous);
+    const res = await runCli(['answer', sessionId, 'q1', '2', '--by', 'ann', '--task-queue', w.taskQueue]);
+    assert.equal(res.code, 0, res.stderr + res.stdout);
+    assert.match(res.stdout, /answer q1: applied/);
+    const done = await turnClosed(w.c, parked);
+    assert.equal(done.ledger[0]!.result, '1');
+    assert.equal(done.ledger[0]!.answeredBy, 'ann');
+  });
+
+  // Issue #40 hole 7: a raw answer by `auto` was applied, and the ledger said the system answered,
+  // while the same turn refused a raw approve by `auto`.
+  it('a raw answer under a reserved name is refused like a raw approve under it; a person still answers', async () => {
+    const sessionId = uniq('ask-reserved');
+    await w.worker(scripted([{ toolCalls: [ask('q1', { question: 'Proceed?' })] }, { text: 'Proceeding.' }]));
+    const parked = await startTurn(w.c, sessionId, 'do it');
+    assert.equal(parked.state, 'awaiting_answer');
+    const handle = w.c.client.workflow.getHandle(parked.workflowId);
+    await handle.signal(answerSignal, { toolCallId: 'q1', by: 'auto', answer: 'yes', decisionId: 'raw-answer' });
+    await handle.signal(approveSignal, { toolCallId: 'q1', by: 'auto', decisionId: 'raw-approve' });
+    const s = await eventually(async () => {
+      const t = await turnStatus(w.c, parked.workflowId);
+      return t.decisions.filter((d) => d.by === 'auto').length >= 2 && t;
+    }, 'both raw signals are judged');
+    assert.deepEqual(
+      s.decisions.map((d) => [d.kind, d.decisionId, d.outcome, d.why?.replace(/^refused \w+: by /, '')]),
+      [
+        ['answer', 'raw-answer', 'ignored', reservedName('auto')],
+        ['approve', 'raw-approve', 'ignored', reservedName('auto')],
+      ],
+      'one check, one reason',
+    );
+    assert.match(s.decisions[0]!.why!, /^refused answer: by 'auto' is reserved for decisions no person made/);
+    assert.equal(s.ledger[0]!.state, 'awaiting_answer');
+    assert.equal(s.ledger[0]!.answeredBy, undefined);
+    const cli = await runCli(['answer', sessionId, 'q1', 'yes', '--by', 'auto', '--task-queue', w.taskQueue]);
+    assert.notEqual(cli.code, 0, cli.stdout);
+    assert.match(cli.stderr, /'auto' is reserved/);
+    const res = await runCli(['answer', sessionId, 'q1', 'yes', '--by', 'ann', '--task-queue', w.taskQueue]);
+    assert.equal(res.code, 0, res.stderr + res.stdout);
+    const done = await turnClosed(w.c, parked);
+    assert.equal(done.ledger[0]!.result, 'yes');
+    assert.equal(done.ledger[0]!.answeredBy, 'ann');
   });
 
   it('a deadline passes: the model is told no answer came, and the turn goes on', async () => {

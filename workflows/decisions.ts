@@ -1,4 +1,4 @@
-import { needsNoApproval, reservedName } from './deciders';
+import { needsNoApproval, refusedBy } from './deciders';
 import { utf8Bytes } from './limits';
 import { checkPayload, DECISION_KINDS, MAX_BATCH, passes, schemas } from './protocol';
 import type { ApproveSignal, DecisionKind, LedgerEntry, RecoverSignal, RejectSignal } from './types';
@@ -19,8 +19,8 @@ export const MAX_RECOVERY_RESULT_BYTES = 256 * 1024;
 
 const S = schemas();
 
-/** The well-formed ones of a decision's naming fields, for the record of a refused decision. */
-const idsOf = (p: Record<string, unknown>) => {
+/** The well-formed ones of a decision's (or an answer's) naming fields, for the record of a refused one. */
+export const idsOf = (p: Record<string, unknown>) => {
   const ok = (f: keyof typeof S.decisionIds) => (passes(S.decisionIds[f], p[f]) ? { [f]: p[f] as string } : {});
   return { ...ok('toolCallId'), ...ok('by'), ...ok('decisionId') };
 };
@@ -46,8 +46,8 @@ export function parseDecision(
   const ids = idsOf(p);
   const bad = (why: string): Parsed => ({ ok: false, why: `malformed ${kind}: ${why}`, ...ids });
   if (!checked.ok && (checked.field === 'toolCallId' || checked.field === 'by')) return bad(checked.why);
-  const reserved = reservedName(p.by as string);
-  if (reserved && namesReserved()) return { ok: false, why: `refused ${kind}: by ${reserved}`, ...ids };
+  const refused = refusedBy(kind, p.by as string, namesReserved);
+  if (refused) return { ok: false, why: refused, ...ids };
   if (!checked.ok) return bad(checked.why);
   // The fields of all three kinds; each kind's schema has checked the ones it has.
   const v = checked.value as Partial<RecoverSignal & ApproveSignal> & Pick<RecoverSignal, 'toolCallId' | 'by'>;

@@ -1,5 +1,5 @@
 import type * as z from 'zod/mini';
-import { reservedName } from './deciders';
+import { refusedBy } from './deciders';
 import { checkPayload, MAX_NAME, passes, schemas } from './protocol';
 import type { Grant, LedgerEntry } from './types';
 
@@ -29,8 +29,8 @@ function checkChange<T extends typeof S.grant | typeof S.revoke>(
   const checked = checkPayload(schema, raw);
   // target is the one field checked after by (a grant's); a payload that is no object has no by.
   if (!checked.ok && checked.field !== 'target') return { ok: false, why: `malformed ${what}: ${checked.why}` };
-  const reserved = reservedName((raw as { by: string }).by);
-  if (reserved && namesReserved()) return { ok: false, why: `refused ${what}: by ${reserved}` };
+  const refused = refusedBy(what, (raw as { by: string }).by, namesReserved);
+  if (refused) return { ok: false, why: refused };
   return checked.ok
     ? { ok: true, value: checked.value as z.infer<T> }
     : { ok: false, why: `malformed ${what}: ${checked.why}` };

@@ -22,7 +22,7 @@ export interface IntakeDeps {
   now(): string;
   /** Whether an oversized recovery result is refused (patched() in the turn). */
   resultLimitApplies?: () => boolean;
-  /** Whether a decision under a reserved name is refused (patched() in the turn). */
+  /** Whether a decision or an answer under a reserved name is refused (patched() in the turn). */
   namesReserved?: () => boolean;
   /** The turn was asked to cancel: nothing a decision asks for will run any more. */
   cancelled?: () => boolean;
@@ -172,7 +172,9 @@ export function createDecisionIntake(deps: IntakeDeps) {
   const applyAnswer = (a: AnswerSignal, at: string): void => {
     const entry = ledger.get(a.toolCallId);
     const verdict =
-      deps.cancelled?.() && entry ? { ok: false as const, why: NOT_APPLIED_CANCELLED } : judgeAnswer(entry, a);
+      deps.cancelled?.() && entry
+        ? { ok: false as const, why: NOT_APPLIED_CANCELLED }
+        : judgeAnswer(entry, a, Date.parse(at));
     const { toolCallId, by, decisionId } = a;
     audit.add({
       at,
@@ -190,14 +192,15 @@ export function createDecisionIntake(deps: IntakeDeps) {
   /** The `answer` signal's handler: never throws, whatever the payload. */
   const answer = (raw: unknown): void => {
     const at = now();
-    const parsed = parseAnswer(raw);
+    const parsed = parseAnswer(raw, deps.namesReserved);
     if (!parsed.ok) {
-      const { why, toolCallId, by } = parsed;
+      const { why, toolCallId, by, decisionId } = parsed;
       audit.add({
         at,
         kind: 'answer',
         ...(toolCallId ? { toolCallId } : {}),
         ...(by ? { by } : {}),
+        ...(decisionId ? { decisionId } : {}),
         outcome: 'ignored',
         why,
       });

@@ -2,7 +2,10 @@ import { strict as assert } from 'node:assert';
 import { specOf } from '../../activities/registry';
 import { askUserTool } from '../../activities/tools/askUser';
 import type { Tool } from '../../activities/tool';
+import { refusedBy } from '../../workflows/deciders';
+import { parseDecision } from '../../workflows/decisions';
 import {
+  answerDeadlineAt,
   answerDeadlineMs,
   judgeAnswer,
   matchAnswer,
@@ -21,6 +24,7 @@ import { AT, entryIn, intakeOver, planned, spec } from './helpers';
 const asking = (args: Record<string, unknown>, over: Partial<LedgerEntry> = {}): LedgerEntry =>
   entryIn('awaiting_answer', { tool: 'ask_user', arguments: args, effect: 'read', ...over });
 const CHOICES = { question: 'Which day?', choices: ['Monday', 'Friday'] };
+const NUMBERS = { question: 'How many?', choices: ['10', '1', '5'] };
 
 describe('answers: matchAnswer (an answer against the question)', () => {
   const cases: [string, Record<string, unknown>, string, string | RegExp][] = [
@@ -37,6 +41,26 @@ describe('answers: matchAnswer (an answer against the question)', () => {
     ['zero', CHOICES, '0', /not one of the choices/],
     ['not a choice', CHOICES, 'Sunday', /^'Sunday' is not one of the choices/],
     ['a prefix is not a choice', CHOICES, 'Fri', /not one of the choices/],
+    // Issue #40 hole 4: '1' was taken as the first choice's number, '10', though it is the second's text.
+    [
+      "a choice's text that is another choice's number is ambiguous",
+      NUMBERS,
+      '1',
+      /^'1' is ambiguous: it is choice 2's text and choice 1's number; for '1' answer '2', for '10' answer '10'; the question still waits$/,
+    ],
+    ["that choice by its number (2 is no choice's text)", NUMBERS, '2', '1'],
+    ['a numeric choice whose number is past the choices, by its text', NUMBERS, '10', '10'],
+    ['a numeric choice that is past the choices, by its text', NUMBERS, '5', '5'],
+    ['a numeric choice by its number', NUMBERS, '3', '5'],
+    ["a choice's text that is its own number", { question: 'n?', choices: ['1', 'two'] }, '1', '1'],
+    ['exact case first', { question: 'y?', choices: ['Yes', 'yes'] }, 'yes', 'yes'],
+    ['then any case, the first', { question: 'y?', choices: ['Yes', 'yes'] }, 'YES', 'Yes'],
+    [
+      "choices that are each other's numbers: said so",
+      { question: 'n?', choices: ['2', '1'] },
+      '1',
+      /^'1' is ambiguous: it is choice 2's text and choice 1's number; no answer names '1' alone, no answer names '2' alone;/,
+    ],
   ];
   for (const [name, args, said, want] of cases)
     it(name, () => {
@@ -73,6 +97,42 @@ describe('answers: judgeAnswer (whether the call is asking)', () => {
     });
 });
 
+// Issue #40 hole 6: a deadline that fired is final. The turn's time when it takes an answer decides,
+// not the order a worker that was down at the deadline sees the timer and the answer in.
+describe('answers: judgeAnswer at the turn time it takes the answer (the deadline is final)', () => {
+  const asked = (args: Record<string, unknown>) => asking(args, { events: [{ at: AT, type: 'awaiting_answer' }] });
+  const t0 = Date.parse(AT);
+  const DEADLINE = { question: 'Go?', timeoutSeconds: 5 };
+  const cases: [string, LedgerEntry, number | undefined, string | RegExp][] = [
+    ['before the deadline', asked(DEADLINE), t0 + 4999, 'yes'],
+    [
+      'at the deadline',
+      asked(DEADLINE),
+      t0 + 5000,
+      /^not applied: the question's deadline \(5 seconds\) had passed when the turn took this answer; a deadline that passed is final$/,
+    ],
+    ['after it', asked(DEADLINE), t0 + 60_000, /^not applied: the question's deadline/],
+    ['no deadline', asked({ question: 'Go?' }), t0 + 1e9, 'yes'],
+    ['no time given (the client checks before sending)', asked(DEADLINE), undefined, 'yes'],
+    [
+      'past the deadline and not a choice: the deadline says',
+      asked({ ...DEADLINE, choices: ['a', 'b'] }),
+      t0 + 5000,
+      /deadline/,
+    ],
+  ];
+  for (const [name, entry, takenAt, want] of cases)
+    it(name, () => {
+      const r = judgeAnswer(entry, { toolCallId: 'call_1', answer: 'yes' }, takenAt);
+      if (typeof want === 'string') assert.deepEqual(r, { ok: true, answer: want });
+      else assert.ok(!r.ok && want.test(r.why), JSON.stringify(r));
+    });
+  it('the deadline is when the call asked plus its timeout', () => {
+    assert.equal(answerDeadlineAt(asked(DEADLINE)), t0 + 5000);
+    assert.equal(answerDeadlineAt(asked({ question: 'Go?' })), undefined);
+  });
+});
+
 describe('answers: the deadline', () => {
   const cases: [string, unknown, number | undefined][] = [
     ['none', {}, undefined],
@@ -97,6 +157,19 @@ describe('answers: parseAnswer (the signal payload)', () => {
     ['an answer too long', { toolCallId: 'q1', by: 'ann', answer: 'x'.repeat(8001) }, /at most 8000 characters/],
     ['no one answered', { toolCallId: 'q1', answer: 'yes' }, /^by must name who decided/],
     ['no call', { by: 'ann', answer: 'yes' }, /^toolCallId must be/],
+    // Issue #40 hole 7: answers go through the one check of reserved names the approvals use.
+    [
+      'a reserved name',
+      { toolCallId: 'q1', by: 'auto', answer: 'yes' },
+      /^refused answer: by 'auto' is reserved for decisions no person made/,
+    ],
+    [
+      'a reserved name in another case and spacing',
+      { toolCallId: 'q1', by: ' System ', answer: 'yes' },
+      /^refused answer/,
+    ],
+    ['a reserved name comes before a bad answer', { toolCallId: 'q1', by: 'auto', answer: '' }, /^refused answer/],
+    ['a bad call id comes before the name', { by: 'auto', answer: 'yes' }, /^toolCallId must be/],
   ];
   for (const [name, raw, want] of cases)
     it(name, () => {
@@ -104,6 +177,25 @@ describe('answers: parseAnswer (the signal payload)', () => {
       if (!want) assert.ok(r.ok);
       else assert.ok(!r.ok && want.test(r.why), JSON.stringify(r));
     });
+  it('a reserved name is refused only when the turn says names are reserved (patched() in the turn)', () => {
+    const raw = { toolCallId: 'q1', by: 'auto', answer: 'yes', decisionId: 'd1' };
+    assert.deepEqual(
+      parseAnswer(raw, () => true),
+      {
+        ok: false,
+        why: refusedBy('answer', 'auto'),
+        toolCallId: 'q1',
+        by: 'auto',
+        decisionId: 'd1',
+      },
+    );
+    assert.deepEqual(
+      parseAnswer(raw, () => false),
+      { ok: true, answer: raw },
+    );
+    const approve = parseDecision('approve', { toolCallId: 'q1', by: 'auto' });
+    assert.equal(!approve.ok && approve.why, refusedBy('approve', 'auto'), 'the approvals go through the same check');
+  });
   it('a refused payload keeps the well-formed ids it names', () =>
     assert.deepEqual(parseAnswer({ toolCallId: 'q1', by: 'ann' }), {
       ok: false,
@@ -145,6 +237,15 @@ describe('answers: the turn intake (signals never throw; every answer is audited
     assert.deepEqual(
       decisions.map((d) => d.outcome),
       ['ignored', 'ignored', 'ignored', 'ignored'],
+    );
+  });
+  it('an answer by a reserved name is refused and audited with its decisionId; the call still asks', () => {
+    const { ledger, intake, decisions } = setup(asking(CHOICES));
+    intake.answer({ toolCallId: 'call_1', by: 'auto', answer: 'Monday', decisionId: 'd-auto' });
+    assert.equal(ledger.get('call_1')!.state, 'awaiting_answer');
+    assert.deepEqual(
+      decisions.map((d) => [d.kind, d.by, d.decisionId, d.outcome, d.why]),
+      [['answer', 'auto', 'd-auto', 'ignored', refusedBy('answer', 'auto')]],
     );
   });
   it('an answer to an approval is refused; the call still awaits approval', () => {
