@@ -7,7 +7,7 @@ import { unpairedToolCalls } from '../workflows/transcript';
 import { recordHistory } from './support/histories';
 import type { WorkerProcess } from './support/processes';
 import { runCli } from './support/processes';
-import { emailCall, eventually, scripted, sessionAfterCancel, startTurn, uniq } from './support/scenario';
+import { emailCall, eventually, scripted, sessionAfterCancel, startTurn, takenIn, uniq } from './support/scenario';
 import { useWorld } from './support/world';
 
 // Cancelling a turn (CLI and library): nothing new runs, every call of the response gets a result,
@@ -120,11 +120,11 @@ describe('cancel a turn', function () {
 
   /** Resolves once the worker has processed the turn's cancel request (a workflow task completed after it). */
   const cancelProcessed = (workflowId: string) =>
-    eventually(async () => {
-      const events = (await w.c.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
-      const at = events.findIndex((e) => e.workflowExecutionCancelRequestedEventAttributes);
-      return at >= 0 && events.slice(at).some((e) => e.workflowTaskCompletedEventAttributes);
-    }, 'the worker processed the cancel request');
+    takenIn(
+      w.c.client.workflow.getHandle(workflowId),
+      (e) => !!e.workflowExecutionCancelRequestedEventAttributes,
+      'the worker processed the cancel request',
+    );
 
   it('with a protected call in flight: the call finishes, and its real result reaches the transcript', async () => {
     await w.worker(scripted([{ toolCalls: [email('c1', 'hal@example.com')] }, { text: 'unused' }]));

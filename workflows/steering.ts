@@ -7,10 +7,11 @@ import type { Message, MessageTurn, QueuedMessage, RefusedMessage, TurnSummary }
 //   session: message arrives ─ turn running? ─ yes ─ `steer` signal to the turn ─┐  (the message stays
 //                                 └─ no, or sent with `queue: true` ─ waits        │   in `pending`)
 //   turn:    steer signal ─ inbox ─ next model call takes it: a user message after  ◄┘
-//            the previous response's tool results ─ result.steered lists its id
+//            the previous response's tool results ─ once that call answered, result.steered lists its id
 //   session: the turn ends ─ drops exactly result.steered from `pending`; the rest run as next turns
 //
-// Nothing is lost: a message leaves `pending` only when a turn says the model saw it. Nothing is
+// Nothing is lost: a message leaves `pending` only when a turn says a model call answered after it
+// (a turn cancelled or failed before that leaves it out of its result and its messages). Nothing is
 // doubled: the turn takes each messageId once, and the session removes what the turn took.
 
 /** The pending messages the running turn `turn` has not been given yet (never those sent with `queue`). */
@@ -47,12 +48,16 @@ export function takeSteers(inbox: readonly Steer[], now: number): { take: Steer[
 /**
  * The turn's side: the `steer` signal handler, and what the next model call takes. `applies` is
  * patched() in the turn, asked only when there is something to take (a turn of an older build
- * never saw the signal's messages, so a replay of it must not either).
+ * never saw the signal's messages, so a replay of it must not either). A message counts as taken
+ * only once the model call it was given to answered: a cancel or a failure before that leaves it to
+ * the session, which runs it as a turn of its own.
  */
 export function createSteeringInbox(deps: { historyLength: () => number; applies: () => boolean }) {
   let inbox: Steer[] = [];
   const seen = new Set<string>();
   const taken: string[] = [];
+  // Given to the model call in flight, not answered yet: the ids, and the messages as the turn holds them.
+  let given: { ids: string[]; messages: Message[] } = { ids: [], messages: [] };
   return {
     /** The `steer` signal: never throws; a malformed, oversized or repeated message is dropped. */
     receive(raw: unknown): void {
@@ -66,10 +71,19 @@ export function createSteeringInbox(deps: { historyLength: () => number; applies
       const { take, keep } = takeSteers(inbox, deps.historyLength());
       if (!take.length || !deps.applies()) return [];
       inbox = keep;
-      taken.push(...take.map((s) => s.messageId));
-      return take.map((s) => ({ role: 'user', content: s.text }));
+      given = { ids: take.map((s) => s.messageId), messages: take.map((s) => ({ role: 'user', content: s.text })) };
+      return given.messages;
     },
-    /** For the turn's result: the messageIds its model calls saw (the session drops them from its queue). */
+    /** The model call answered, and its answer joins the turn: the messages it was given are taken. */
+    answered(): void {
+      taken.push(...given.ids);
+      given = { ids: [], messages: [] };
+    },
+    /** The turn's messages without those given to a model call that never answered (they run as their own turn). */
+    withoutUnanswered(messages: readonly Message[]): Message[] {
+      return messages.filter((m) => !given.messages.includes(m));
+    },
+    /** For the turn's result: the messageIds its model calls answered after (the session drops them from its queue). */
     steered(): { steered?: string[] } {
       return taken.length ? { steered: [...taken] } : {};
     },

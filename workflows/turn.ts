@@ -237,7 +237,9 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     book.end(end);
     await condition(allHandlersFinished);
     const context = turnContextRef(stored);
-    return { ...book.status(), messages, ...(context ? { context } : {}), ...steering.steered() };
+    // A steering message whose model call never answered is not the turn's: it runs as a turn of its own.
+    const output = steering.withoutUnanswered(messages);
+    return { ...book.status(), messages: output, ...(context ? { context } : {}), ...steering.steered() };
   };
 
   book.started(lean);
@@ -285,6 +287,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
         intake.modelPending(false);
       }
       if (byReference && !response.context) return await finish({ state: 'failed', error: MODEL_STEP_NOT_STORED });
+      steering.answered();
       // By reference, the activity gave the calls their ids: it sees the whole transcript.
       const planned = byReference ? response.calls : assignCallIds(response.calls, usedIds, iteration);
       const answer = assistantMessage(response.text, planned);

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { WorkflowHandle } from '@temporalio/client';
+import type { temporal } from '@temporalio/proto';
 import type { OpenWorkerClient } from '../../client/connection';
 import { connectClient } from '../../client/connection';
 import { sendMessage, sessionStatus, turnStatus, waitForTurn } from '../../client/session';
@@ -65,6 +67,18 @@ export async function eventually<T>(
     await new Promise((r) => setTimeout(r, 200));
   }
 }
+
+/** Resolves (bounded) once a workflow task completed after the first event `isIt` matches: the worker took that event in. */
+export const takenIn = (
+  handle: Pick<WorkflowHandle, 'fetchHistory'>,
+  isIt: (e: temporal.api.history.v1.IHistoryEvent) => boolean,
+  what: string,
+) =>
+  eventually(async () => {
+    const events = (await handle.fetchHistory()).events ?? [];
+    const at = events.findIndex(isIt);
+    return at >= 0 && events.slice(at).some((e) => e.workflowTaskCompletedEventAttributes);
+  }, what);
 
 /** Waits (bounded) until the turn's workflow has closed; its final status. */
 export const turnClosed = (c: OpenWorkerClient, t: { workflowId: string }) =>

@@ -86,12 +86,42 @@ describe('steering: the turn inbox', () => {
     messages.push(...box.take());
     assert.deepEqual(messages[3], { role: 'user', content: 'use the other address' });
     assert.deepEqual(unpairedToolCalls(messages), [], 'pairing intact');
+    box.answered();
     assert.deepEqual(box.take(), [], 'taken once');
     box.receive({ messageId: 'm1', text: 'again' });
     at(12);
     assert.deepEqual(box.take(), [], 'a message already taken is not taken again');
     assert.deepEqual(box.steered(), { steered: ['m1'] });
   });
+
+  // Issue #40 hole 3: a message counts as taken only once the model call it was given to answered.
+  // Each case: steps of one turn (`m<k>` arrives, `take` before a model call, `answer` when it
+  // answered), then what its result says: `steered`, and the user messages left in its output.
+  const turns: [string, string[], string[], string[]][] = [
+    ['the call answered', ['m1', 'take', 'answer'], ['m1'], ['m1']],
+    ['cancelled (or failed) while the call that took it is in flight', ['m1', 'take'], [], []],
+    ['the call answered, then a cancel during a tool call', ['m1', 'take', 'answer', 'take'], ['m1'], ['m1']],
+    ['arrived after the last model call', ['take', 'answer', 'm1'], [], []],
+    ['one answered, the next call never did', ['m1', 'take', 'answer', 'm2', 'take'], ['m1'], ['m1']],
+    ['two taken by one call that never answered', ['m1', 'm2', 'take'], [], []],
+  ];
+  for (const [name, script, steered, kept] of turns)
+    it(`what the turn reports: ${name}`, () => {
+      const { box, at } = inbox();
+      const messages: Message[] = [];
+      let length = 5;
+      for (const step of script) {
+        at((length += 4)); // each step in a workflow task of its own
+        if (step === 'take') messages.push(...box.take());
+        else if (step === 'answer') box.answered();
+        else box.receive({ messageId: step, text: step });
+      }
+      assert.deepEqual(box.steered(), steered.length ? { steered } : {});
+      assert.deepEqual(
+        box.withoutUnanswered(messages).map((m) => m.content),
+        kept,
+      );
+    });
 
   it('a message in the same workflow task as the model call waits for the next call', () => {
     const { box, at } = inbox();

@@ -1,7 +1,8 @@
 import { strict as assert } from 'node:assert';
 import { z } from 'zod';
 import { defineTool } from '../../activities/tool';
-import { recoverSignal, approveSignal, turnStatusQuery } from '../../workflows/definitions';
+import { recoverSignal, approveSignal, steerSignal, turnStatusQuery } from '../../workflows/definitions';
+import { unpairedToolCalls } from '../../workflows/transcript';
 import type { LedgerEntry, ReconcileAnswer, TurnResult } from '../../workflows/types';
 import { assertLive, until, useWorkflowTier } from './harness';
 
@@ -250,6 +251,36 @@ describe('workflow tier: the call lifecycle in process', function () {
     );
     await assertLive(h, s);
   });
+
+  // Issue #40 hole 3: a message steered into the turn, then no model call answered after it (an approve
+  // and a cancel in one task; a model call that fails): the turn must not report it as taken, nor keep it
+  // in its output, so the session runs it as a turn of its own.
+  for (const [how, cancel, script] of [
+    ['an approval and a cancel in one workflow task', true, steps],
+    ['the next model call failing', false, steps.slice(0, 1)],
+  ] as const)
+    it(`a steered message, then ${how}: the turn did not take it`, async () => {
+      const h = await tier.start(script);
+      await tier.withWorker([send], [...script], async () => {
+        await until(h, (s) => s.state === 'awaiting_approval', 'the call waits');
+        await h.signal(steerSignal, { messageId: 'm1', text: 'and cc carol' });
+        // The steer lands in a task of its own, before the next: a model call after it could take it.
+        await until(h, (s) => s.state === 'awaiting_approval', 'the turn takes the steer in');
+      });
+      await h.signal(approveSignal, { toolCallId: 'c1', by: 'alice' });
+      if (cancel) await h.cancel();
+      const r = await tier.withWorker([send], [...script], () => h.result() as Promise<TurnResult>);
+      assert.equal(r.state, cancel ? 'cancelled' : 'failed', r.error);
+      assert.equal(effects.length, cancel ? 0 : 1);
+      assert.equal(r.steered, undefined, 'no model call answered after the message');
+      assert.deepEqual(
+        r.messages.filter((m) => m.role === 'user').map((m) => m.content),
+        ['go'],
+        'the message stays out of the turn’s output',
+      );
+      assert.deepEqual(unpairedToolCalls(r.messages), []);
+      await assertLive(h, r);
+    });
 
   // Issue #27 hole 4: `auto` was both the ledger's sentinel for "no approval needed" and a name a
   // person could approve under; the approval was then not seen as a person's, and a cancel in the
