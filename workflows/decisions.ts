@@ -28,18 +28,10 @@ const idsOf = (p: Record<string, unknown>) => {
 /**
  * Validates a raw signal payload (it may come from any Temporal client, so trust nothing) against
  * its schema (workflows/protocol.ts): the first field that fails, in the schema's order, is the
- * reason. `namesReserved` is asked only for a name the system reserves (workflows/deciders.ts),
- * once toolCallId and by are well-formed: before the refusal, a person could decide under one.
- * `resultLimitApplies` likewise is asked only for an oversized recovery result of an otherwise
- * well-formed decision: histories recorded before the limit took any size, and must replay that
- * way (the turn answers with patched()).
+ * reason. A name the system reserves (workflows/deciders.ts) is refused once toolCallId and by are
+ * well-formed.
  */
-export function parseDecision(
-  kind: DecisionKind,
-  raw: unknown,
-  resultLimitApplies: () => boolean = () => true,
-  namesReserved: () => boolean = () => true,
-): Parsed {
+export function parseDecision(kind: DecisionKind, raw: unknown): Parsed {
   const checked = checkPayload(S[kind], raw);
   if (!checked.ok && checked.field === undefined) return { ok: false, why: `malformed ${kind}: ${checked.why}` };
   const p = raw as Record<string, unknown>;
@@ -47,7 +39,7 @@ export function parseDecision(
   const bad = (why: string): Parsed => ({ ok: false, why: `malformed ${kind}: ${why}`, ...ids });
   if (!checked.ok && (checked.field === 'toolCallId' || checked.field === 'by')) return bad(checked.why);
   const reserved = reservedName(p.by as string);
-  if (reserved && namesReserved()) return { ok: false, why: `refused ${kind}: by ${reserved}`, ...ids };
+  if (reserved) return { ok: false, why: `refused ${kind}: by ${reserved}`, ...ids };
   if (!checked.ok) return bad(checked.why);
   // The fields of all three kinds; each kind's schema has checked the ones it has.
   const v = checked.value as Partial<RecoverSignal & ApproveSignal> & Pick<RecoverSignal, 'toolCallId' | 'by'>;
@@ -79,7 +71,7 @@ export function parseDecision(
       if (v.skipFence === true && decision !== 'retry') return bad('skipFence only goes with decision retry');
       if ('result' in p) {
         const bytes = utf8Bytes(JSON.stringify(p.result) ?? '');
-        if (bytes > MAX_RECOVERY_RESULT_BYTES && resultLimitApplies())
+        if (bytes > MAX_RECOVERY_RESULT_BYTES)
           return bad(
             `result is ${bytes} bytes; at most ${MAX_RECOVERY_RESULT_BYTES}: give a summary, or where to find the rest`,
           );

@@ -44,12 +44,8 @@ export function takeSteers(inbox: readonly Steer[], now: number): { take: Steer[
   return { take: inbox.filter((s) => s.at < now), keep: inbox.filter((s) => s.at >= now) };
 }
 
-/**
- * The turn's side: the `steer` signal handler, and what the next model call takes. `applies` is
- * patched() in the turn, asked only when there is something to take (a turn of an older build
- * never saw the signal's messages, so a replay of it must not either).
- */
-export function createSteeringInbox(deps: { historyLength: () => number; applies: () => boolean }) {
+/** The turn's side: the `steer` signal handler, and what the next model call takes. */
+export function createSteeringInbox(deps: { historyLength: () => number }) {
   let inbox: Steer[] = [];
   const seen = new Set<string>();
   const taken: string[] = [];
@@ -64,7 +60,7 @@ export function createSteeringInbox(deps: { historyLength: () => number; applies
     /** Before a model call: the user messages it sees after everything already in the turn. */
     take(): Message[] {
       const { take, keep } = takeSteers(inbox, deps.historyLength());
-      if (!take.length || !deps.applies()) return [];
+      if (!take.length) return [];
       inbox = keep;
       taken.push(...take.map((s) => s.messageId));
       return take.map((s) => ({ role: 'user', content: s.text }));
