@@ -6,10 +6,9 @@ import {
   ActivityResetError,
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { FAILURE, dispatchUpdate } from '../workflows/definitions';
+import { FAILURE } from '../workflows/definitions';
 import { msToNumber } from '@temporalio/common/lib/time';
 import type {
-  DispatchAnswer,
   CompactInput,
   ContextRef,
   ModelActivityInput,
@@ -77,39 +76,6 @@ async function checkIdempotencyWindow(
   if (passed) throw new UnknownOutcome(`not retried: ${passed}`);
 }
 
-/**
- * Asks the turn to record "dispatched" (the `dispatch` update). Retries a failed RPC with the same
- * update ID, which the server deduplicates; gives up when the activity is cancelled. Any failure
- * here means the adapter was not called.
- */
-async function recordDispatch(ctx: Context, executionId: string, attempt: number): Promise<DispatchAnswer> {
-  const { info } = ctx;
-  const wf = info.workflowExecution!;
-  const handle = ctx.client.workflow.getHandle(wf.workflowId, wf.runId);
-  const updateId = `dispatch-${info.activityId}-${info.attempt}`;
-  let last: unknown;
-  for (let i = 0; i < 3 && !ctx.cancellationSignal.aborted; i++) {
-    try {
-      const update = ctx.client.withAbortSignal(ctx.cancellationSignal, () =>
-        handle.executeUpdate(dispatchUpdate, {
-          args: [{ executionId, activityId: info.activityId, attempt }],
-          updateId,
-        }),
-      );
-      // The client keeps waiting for an answer after the abort (no workflow worker may be up to give
-      // one), so the attempt stops waiting itself: a grant that comes later is refused or unused.
-      return await abandonOnAbort(update, ctx.cancellationSignal);
-    } catch (err) {
-      last = err;
-      await new Promise((r) => setTimeout(r, 200 * (i + 1)));
-    }
-  }
-  throw ApplicationFailure.nonRetryable(
-    `could not record dispatch, tool not called: ${(last as Error)?.message ?? 'cancelled'}`,
-    FAILURE.notStarted,
-  );
-}
-
 const FINAL_ANSWERS = [ActivityCancelledError, ActivityNotFoundError, ActivityPausedError, ActivityResetError];
 
 /**
@@ -151,27 +117,11 @@ function stopsTheTool(ctx: Context): AbortSignal {
   return stop.signal;
 }
 
-/** `p`, or a rejection as soon as `signal` aborts (`p` is left to settle unobserved). */
-function abandonOnAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  p.catch(() => undefined);
-  if (signal.aborted) return Promise.reject(new Error('the activity was cancelled'));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(new Error('the activity was cancelled'));
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
-}
-
 export interface ActivityDeps {
   registry: ToolRegistry;
   model: ModelProvider;
   /** Default: DEFAULT_LIMITS (the worker passes limitsFromEnv). Arguments are checked by the registry. */
   limits?: Partial<Limits>;
-  /**
-   * Where a turn that accepts either records the dispatch marker (default `heartbeat`); `update` keeps
-   * the turn's dispatch update, for comparison (OPENWORKER_DISPATCH_MARKER).
-   */
-  dispatchMarker?: 'heartbeat' | 'update';
   /** Where transcripts sent by reference are kept (the worker's payload store); without it, such a model call fails. */
   contextStore?: ContextStore;
   /** The budget of what the model sees, in tokens (OPENWORKER_CONTEXT_TOKENS; else the model's window, else 100,000). */
@@ -186,7 +136,6 @@ export function createActivities({
   registry,
   model,
   limits: given,
-  dispatchMarker,
   contextStore,
   contextTokens,
 }: ActivityDeps): TurnActivities & ScheduleActivities {
@@ -196,13 +145,13 @@ export function createActivities({
   return {
     callModel: (input: ModelActivityInput): Promise<ModelStep> =>
       modelCall(async (signal, onText, textDone) => {
-        const byReference = input.context ? await readContext(context, input.context) : undefined;
+        const stored = await readContext(context, input.context);
         const response = await model.generate(
           {
             sessionId: input.sessionId,
             turn: input.turn,
             iteration: input.iteration,
-            messages: byReference?.view ?? input.messages ?? [],
+            messages: stored.view,
             tools: registry.descriptors(),
           },
           { signal, onText },
@@ -216,8 +165,7 @@ export function createActivities({
         const calls = registry.plan(overflow ? [...kept, overflow.call] : kept);
         if (overflow) calls[kept.length] = { ...calls[kept.length]!, invalid: overflow.reason };
         const text = capText(response.text, limits.maxModelTextBytes);
-        if (!byReference || !input.context) return { text, calls };
-        return storeStep(context, input.context, byReference, {
+        return storeStep(context, input.context, stored, {
           text,
           calls,
           iteration: input.iteration,
@@ -263,7 +211,7 @@ export function createActivities({
         throw refuse(`invalid arguments for '${tool.name}': ${describeIssues(parsed.error)}`, FAILURE.invalidArguments);
       // Heartbeats carry the phase, so a lost attempt still tells the turn how far it got.
       let phase: ToolHeartbeat['phase'] = 'starting';
-      const byHeartbeat = input.protect && input.marker === 'heartbeat' && dispatchMarker !== 'update';
+      const byHeartbeat = input.protect;
       let markerRecorded = false;
       const marked = (): ToolHeartbeat => ({ attempt, phase, ...(markerRecorded ? { dispatched: true } : {}) });
       const beat = (): void => ctx.heartbeat(marked());
@@ -281,7 +229,7 @@ export function createActivities({
       // monotonic clock: a step of the host's wall clock (NTP fixing a skew) must not extend it.
       const pastDeadline = (): boolean => performance.now() - startedLocal >= info.startToCloseTimeoutMs;
       const signal = AbortSignal.any([
-        input.marker === 'heartbeat' ? stopsTheTool(ctx) : ctx.cancellationSignal,
+        input.protect ? stopsTheTool(ctx) : ctx.cancellationSignal,
         AbortSignal.timeout(info.startToCloseTimeoutMs),
       ]);
       // From here on the outcome may be real: nothing the adapter throws can claim "not started".
@@ -296,16 +244,7 @@ export function createActivities({
               `outcome unknown: attempt ${info.attempt} of one run (the activity was paused or reset); not called again`,
               FAILURE.unknownFinal,
             );
-          if (byHeartbeat) {
-            await recordDispatchHeartbeat(ctx, { attempt, phase: 'dispatched', dispatched: true });
-          } else {
-            const answer = await recordDispatch(ctx, input.executionId, attempt);
-            if (!answer.proceed)
-              throw ApplicationFailure.nonRetryable(
-                `dispatch refused: ${answer.reason}; not executed`,
-                FAILURE.dispatchRefused,
-              );
-          }
+          await recordDispatchHeartbeat(ctx, { attempt, phase: 'dispatched', dispatched: true });
           markerRecorded = true;
           phase = 'dispatched';
           // The heartbeat marker was itself a beat with these details: the next is due in a quarter

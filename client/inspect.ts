@@ -6,13 +6,11 @@ import {
   type NotApplied,
   PARKED_STATES,
   type ParkedState,
-  type RowNotification,
 } from '../workflows/inboxRows';
 import type { OpenWorkerClient } from './connection';
 import type { ClientLike } from './own';
 import { type ListedTurn, parkedTurns } from './parkedTurns';
 import { asOpenWorker } from './own';
-import type { NotificationState } from '../workflows/notifications';
 import type { ImportInfo, LedgerEntry, Message, RefusedMessage, TurnState } from '../workflows/types';
 import { OpenWorkerError, queryWithDeadline, sessionStatus, turnStatus } from './session';
 
@@ -85,13 +83,11 @@ export async function showSession(client: ClientLike, sessionId: string): Promis
   };
 }
 
-/** One waiting call as the inbox lists it: its memo row (workflows/inboxRows.ts), where it lives, and the notification read on this host's clock. */
-export interface InboxItem extends Omit<InboxRow, 'notification'> {
+/** One waiting call as the inbox lists it: its memo row (workflows/inboxRows.ts) and where it lives. */
+export interface InboxItem extends InboxRow {
   sessionId: string;
   turn: number;
   workflowId: string;
-  /** Whether this park's notification was sent (or is claimed by a notifier). */
-  notification: NotificationState;
 }
 
 export interface InboxFilter {
@@ -109,28 +105,9 @@ export interface InboxFilter {
 
 export { PARKED_STATES, type ParkedState };
 
-/** A legacy notifier's claim (turns from before notify-activity-v1) is live by this host's clock: advisory, shown only. */
-function notificationOf(n: RowNotification, nowMs: number): NotificationState {
-  const live = n.claimedUntil && Date.parse(n.claimedUntil) > nowMs;
-  return {
-    ...(n.park ? { park: n.park } : {}),
-    notified: n.notified,
-    claims: n.claims,
-    ...(live ? { claimedBy: n.claimedBy!, claimedUntil: n.claimedUntil! } : {}),
-  };
-}
-
 /** One waiting call as the inbox lists it, from its turn's row (memo) or ledger entry (older turns). */
 export function inboxItemOf(s: { sessionId: string; turn: number }, workflowId: string, row: InboxRow): InboxItem {
-  const { notification, ...rest } = row;
-  return {
-    sessionId: s.sessionId,
-    turn: s.turn,
-    workflowId,
-    ...rest,
-    // This host's clock against the turn's `until`: the turn grants and refuses claims on its own.
-    notification: notificationOf(notification, Date.now()),
-  };
+  return { sessionId: s.sessionId, turn: s.turn, workflowId, ...row };
 }
 
 /** A turn started before `inbox-memo-v1` keeps no rows: its ledger is asked, as the inbox did before. */

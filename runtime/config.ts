@@ -50,8 +50,6 @@ export const SETTINGS = {
   OPENWORKER_PAYMENTS_RECOVERY: 'its recovery policy (default idempotent)',
   OPENWORKER_PAYMENTS_KEY_RETENTION: 'how long the API keeps idempotency keys',
   OPENWORKER_PAYMENTS_TIMEOUT: 'upper bound for one attempt',
-  OPENWORKER_DISPATCH_MARKER:
-    "where protected calls record 'dispatched': heartbeat (default) or update (the turn's dispatch update)",
   OPENWORKER_NOTIFY:
     "'on': a worker plans calls with `notify`, so each of their parks schedules a notify activity for the approvals app's notifiers (default off)",
   OPENWORKER_DEPLOYMENT_NAME:

@@ -66,8 +66,6 @@ export interface Settings {
   smtp?: SmtpConfig;
   /** create_payment: OPENWORKER_PAYMENTS_URL and the rest, when a URL is set. */
   payments?: PaymentsConfig;
-  /** OPENWORKER_DISPATCH_MARKER. */
-  dispatchMarker: 'heartbeat' | 'update';
   /** OPENWORKER_NOTIFY=on: parks of calls this worker plans schedule a notify activity (workflows/notifyParks.ts). */
   notify: boolean;
   /** OPENWORKER_DEPLOYMENT_NAME and OPENWORKER_BUILD_ID, checked: the version a worker polls as (undefined: unversioned). */
@@ -229,10 +227,6 @@ export function settingsFrom(env: Env): Settings {
     ...(smtp ? { smtp } : {}),
     ...(payments ? { payments } : {}),
     telemetry: parse(() => telemetryFrom(env), {}),
-    dispatchMarker: parse(
-      () => readChoice('OPENWORKER_DISPATCH_MARKER', ['heartbeat', 'update'] as const, 'heartbeat', env),
-      'heartbeat',
-    ),
     notify: parse(() => readChoice('OPENWORKER_NOTIFY', ['on', 'off'] as const, 'off', env), 'off') === 'on',
     ...(deployment ? { deployment } : {}),
     ...(faults ? { faults } : {}),

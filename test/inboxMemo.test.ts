@@ -2,10 +2,6 @@ import { strict as assert } from 'node:assert';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { NativeConnection, Worker } from '@temporalio/worker';
-import { z } from 'zod';
-import { OpenWorkerPlugin } from '../api/client';
-import { defineTool, scriptedModel } from '../api/worker';
 import { approvalsApp } from '../apps/approvals/app';
 import { resolveCall, type WaitingCall } from '../apps/approvals/calls';
 import { createToken } from '../apps/approvals/tokens';
@@ -13,8 +9,6 @@ import { approve } from '../client/decisions';
 import { inbox, type InboxItem } from '../client/inspect';
 import { INBOX_MEMO } from '../workflows/definitions';
 import { readInboxMemo } from '../workflows/inboxRows';
-import { PATCHES } from '../workflows/patches';
-import { testServer } from './support/hooks';
 import { recordHistory } from './support/histories';
 import { runCli } from './support/processes';
 import { emailCall, eventually, scripted, startTurn, turnClosed, uniq } from './support/scenario';
@@ -106,66 +100,12 @@ describe('the inbox from visibility alone (memo rows)', function () {
     assert.equal(done.state, 'completed');
     await eventually(async () => (await inbox(w.c, { sessionId })).length === 0, 'the inbox is empty');
 
-    // History: the patch asked once, one memo upsert per distinct set of rows while parked (both
-    // calls, then c2); none once the turn runs again (its search attribute drops it from the inbox).
+    // History: one memo upsert per distinct set of rows while parked (both calls, then c2); none once
+    // the turn runs again (its search attribute drops it from the inbox); no patch marker.
     const events = (await handle.fetchHistory()).events ?? [];
     const upserts = events.filter((e) => e.workflowPropertiesModifiedEventAttributes);
     assert.equal(upserts.length, 2, 'two memo upserts');
-    const markers = events.filter((e) =>
-      Object.values(e.markerRecordedEventAttributes?.details ?? {}).some((d) =>
-        (d.payloads ?? []).some((p) =>
-          Buffer.from(p.data ?? [])
-            .toString()
-            .includes(PATCHES.inboxMemo),
-        ),
-      ),
-    );
-    assert.equal(markers.length, 1, 'one inbox-memo-v1 marker');
+    assert.equal(events.filter((e) => e.markerRecordedEventAttributes).length, 0, 'no marker');
     await recordHistory(parked.workflowId, 'turn-inbox-memo');
-  });
-
-  it('a turn of a build before inbox-memo-v1 has no memo: the inbox asks that turn alone, and lists it beside the others', async () => {
-    const sessionId = uniq('old');
-    const refund = defineTool({
-      name: 'refund',
-      description: 'Refund an order',
-      input: z.object({ order: z.string() }),
-      requiresApproval: true,
-      execute: ({ order }) => ({ refunded: order }),
-    });
-    const connection = await NativeConnection.connect({ address: testServer().address });
-    // An older build, as far as this turn can tell: its worker never takes the patch.
-    const worker = await Worker.create({
-      connection,
-      taskQueue: w.taskQueue,
-      plugins: [
-        new OpenWorkerPlugin({
-          tools: [refund],
-          model: scriptedModel({
-            steps: [{ toolCalls: [{ id: 'r1', name: 'refund', arguments: { order: 'A-17' } }] }],
-          }),
-        }),
-      ],
-      patchActivationCallback: ({ patchId }) => patchId !== PATCHES.inboxMemo,
-    });
-    const running = worker.run();
-    try {
-      const parked = await startTurn(w.c, sessionId, 'refund A-17');
-      assert.equal(parked.state, 'awaiting_approval');
-      const listed = await eventually(
-        async () => (await inbox(w.c, { sessionId })).find((i) => i.toolCallId === 'r1'),
-        'the inbox lists the older turn',
-      );
-      const described = await w.c.client.workflow.getHandle(parked.workflowId).describe();
-      assert.equal(described.memo?.[INBOX_MEMO], undefined, 'no memo: the row came from its status query');
-      assert.deepEqual(
-        [listed.tool, listed.state, listed.executionId, listed.argsPreview],
-        ['refund', 'awaiting_approval', parked.ledger[0]!.executionId, { order: 'A-17' }],
-      );
-    } finally {
-      worker.shutdown();
-      await running;
-      await connection.close();
-    }
   });
 });

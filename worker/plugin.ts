@@ -39,8 +39,6 @@ export interface OpenWorkerPluginOptions {
   limits?: Partial<Limits>;
   /** Approvers' public keys and policy, or the path of an approvers file. Default: $OPENWORKER_APPROVERS. */
   approvers?: ApproversConfig | string;
-  /** Where protected calls record "dispatched" (default: OPENWORKER_DISPATCH_MARKER, else heartbeat). */
-  dispatchMarker?: 'heartbeat' | 'update';
   /** MCP servers whose tools the worker serves (connected when the worker runs), or an MCP servers file. Default: $OPENWORKER_MCP. */
   mcp?: McpServerConfig[] | string;
   /** Lines worth an operator's eye (an MCP connection closed, a tool list that changed). Default: stderr. */
@@ -66,7 +64,6 @@ export interface PluginParts {
   model: ModelProvider;
   limits: Limits;
   approvers?: ApproversConfig;
-  dispatchMarker: 'heartbeat' | 'update';
   /** Transcripts sent by reference: the payload store, through the codecs. */
   contextStore: ContextStore;
   /** The compaction budget, when set (OPENWORKER_CONTEXT_TOKENS). */
@@ -96,7 +93,6 @@ export function pluginParts(options: OpenWorkerPluginOptions = {}): PluginParts 
     model: typeof options.model === 'object' ? options.model : loadModel(options.model ?? 'demo', settings.env),
     limits,
     ...(approvers ? { approvers } : {}),
-    dispatchMarker: options.dispatchMarker ?? settings.dispatchMarker,
     contextStore: contextStoreFor(settings),
     ...(settings.contextTokens ? { contextTokens: settings.contextTokens } : {}),
     ...(configs.length ? { connectMcp: () => attachMcp(registry, own, configs, log) } : {}),

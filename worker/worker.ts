@@ -52,8 +52,6 @@ export interface WorkerConfig extends ConnectOptions {
    * deployed, scaled and restarted apart.
    */
   only?: 'workflows' | 'activities';
-  /** Where protected calls record "dispatched" (default: OPENWORKER_DISPATCH_MARKER, else heartbeat). */
-  dispatchMarker?: 'heartbeat' | 'update';
   /** MCP servers whose tools this worker serves, or the path of an MCP servers file. Default: $OPENWORKER_MCP. */
   mcp?: McpServerConfig[] | string;
   /** Lines worth an operator's eye (an MCP connection closed, a tool list that changed). Default: stderr. */

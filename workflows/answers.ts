@@ -136,12 +136,11 @@ export function judgeAnswer(
 
 /**
  * The `answer` signal's payload checked by its schema, and who sent it by the one check of reserved
- * names every decision signal goes through (workflows/deciders.ts, `namesReserved` as in
- * parseDecision): the answer, or why it is ignored (with the well-formed ids it names).
+ * names every decision signal goes through (workflows/deciders.ts, as in parseDecision): the answer,
+ * or why it is ignored (with the well-formed ids it names).
  */
 export function parseAnswer(
   raw: unknown,
-  namesReserved: () => boolean = () => true,
 ):
   | { ok: true; answer: AnswerSignal }
   | { ok: false; why: string; toolCallId?: string; by?: string; decisionId?: string } {
@@ -150,7 +149,7 @@ export function parseAnswer(
   const ids = idsOf(raw as Record<string, unknown>);
   // toolCallId and by come first in the schema: when a later field fails, both are well-formed.
   const named = checked.ok || (checked.field !== 'toolCallId' && checked.field !== 'by');
-  const refused = named ? refusedBy('answer', ids.by!, namesReserved) : undefined;
+  const refused = named ? refusedBy('answer', ids.by!) : undefined;
   if (refused) return { ok: false, why: refused, ...ids };
   return checked.ok ? { ok: true, answer: checked.value } : { ok: false, why: checked.why, ...ids };
 }

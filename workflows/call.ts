@@ -8,7 +8,6 @@ import type { createDecisionIntake } from './intake';
 import { NOT_APPLIED_CANCELLED } from './intake';
 import type { LedgerInput } from './ledger';
 import { activityIdFor, attemptFence, earlierRunMayHaveApplied, isTerminal } from './ledger';
-import { PATCHES, type PatchGate } from './patches';
 import type { CallFacts, NextStep } from './policy';
 import {
   afterExecution,
@@ -63,11 +62,10 @@ export interface CallContext {
   root: CancellationScope;
   /** The turn is a reset or a workflow-level retry of an earlier run: its dispatch markers are gone. */
   rerun?: 'reset' | 'retried';
-  patched: PatchGate;
 }
 
 export function callLifecycle(ctx: CallContext) {
-  const { input, ledger, recoveries, record, step, intake, shields, root, patched } = ctx;
+  const { input, ledger, recoveries, record, step, intake, shields, root } = ctx;
   const current = (id: string): LedgerEntry => ledger.get(id)!;
   const facts = (call: PlannedCall): CallFacts => {
     const e = current(call.toolCallId);
@@ -83,24 +81,18 @@ export function callLifecycle(ctx: CallContext) {
     };
   };
   // A refusal of a retry, or a retry that never started, after an earlier run was dispatched parks
-  // instead of failing: asked by patch only where the step differs, so other histories get no marker.
-  const decide = (call: PlannedCall, rule: (f: CallFacts) => NextStep): NextStep => {
-    const f = facts(call);
-    const next = rule(f);
-    if (!f.earlierDispatch) return next;
-    const before = rule({ ...f, earlierDispatch: false });
-    return next.kind === before.kind || patched(PATCHES.refusalAfterDispatch) ? next : before;
-  };
+  // instead of failing (the policy reads `earlierDispatch`).
+  const decide = (call: PlannedCall, rule: (f: CallFacts) => NextStep): NextStep => rule(facts(call));
 
   // running: one activity per run; its outcome, classified, goes to the policy.
   const execute = async (call: PlannedCall): Promise<NextStep> => {
     const activityId = activityIdFor(current(call.toolCallId).executionId, current(call.toolCallId).runs + 1);
     const entry = step(call.toolCallId, { type: 'scheduled', activityId });
-    const marker = dispatchMarkerOf(call.spec!, patched);
+    const marker = dispatchMarkerOf(call.spec!);
     openworkerFaults.reached('turn.before_schedule', entry.tool, entry.executionId);
-    const outcome = await runAttempt({ turn: input, entry, call, activityId, marker, shields, patched });
+    const outcome = await runAttempt({ turn: input, entry, call, activityId, marker, shields });
     openworkerFaults.reached('turn.after_result', entry.tool, entry.executionId);
-    // The heartbeat marker is learned from the outcome; the legacy update recorded it as it happened.
+    // The heartbeat marker is learned from the outcome.
     if (marker === 'heartbeat' && !current(call.toolCallId).dispatched && dispatchLearned(outcome))
       step(call.toolCallId, { type: 'dispatched', activityId, attempt: entry.runs }); // one attempt per run
     if (outcome.kind === 'not_started') step(call.toolCallId, { type: 'not_started', reason: outcome.reason });
@@ -133,7 +125,7 @@ export function callLifecycle(ctx: CallContext) {
     // A timed-out attempt may still be running (a paused VM, a partition): "not applied" is only
     // believed once that attempt's start-to-close window, counted from its dispatch, has passed.
     const wait = attemptFence(current(call.toolCallId), call.spec!.startToCloseMs) - Date.now();
-    if (answer.status === 'not_applied' && wait > 0 && patched(PATCHES.reconcileFence)) {
+    if (answer.status === 'not_applied' && wait > 0) {
       await sleep(wait, { summary: `fence ${call.name} ${current(call.toolCallId).executionId} before re-asking` });
       answer = await askExternalSystem(call);
     }
@@ -156,11 +148,10 @@ export function callLifecycle(ctx: CallContext) {
         const next = afterRecoveryDecision(decision);
         if (next.kind !== 'run') return { next };
         // Waiting out the window proves nothing about a relay or a queue: a tool that can tell is asked.
-        const asks = () => call.spec!.hasReconcile && patched(PATCHES.retryAsksReconcile);
-        const retry = () => ({ next: retryStep(asks(), decision.by), decided: decision.by });
+        const retry = () => ({ next: retryStep(call.spec!.hasReconcile, decision.by), decided: decision.by });
         const until = attemptFence(current(id), call.spec!.startToCloseMs);
         const wait = until - Date.now();
-        if (decision.skipFence || wait <= 0 || !patched(PATCHES.retryFence)) return retry();
+        if (decision.skipFence || wait <= 0) return retry();
         const attempt = current(id).attempts;
         step(id, { type: 'retry_fenced', until: new Date(until).toISOString(), attempt, by: decision.by });
         fencedBy = decision.by;

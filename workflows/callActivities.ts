@@ -9,7 +9,6 @@ import {
 } from '@temporalio/workflow';
 import { FAILURE } from './definitions';
 import { NOT_APPLIED_TYPES, classifyToolFailure, messageOf } from './failures';
-import { PATCHES, type PatchGate } from './patches';
 import type { ExecutionOutcome } from './policy';
 import { attemptsPerRun, isProtected } from './policy';
 import type { createShields } from './shields';
@@ -40,17 +39,14 @@ const { reconcileTool } = proxyActivities<TurnActivities>({
 });
 
 /**
- * Where a protected call's attempt records "dispatched". `heartbeat`: an awaited heartbeat the
+ * Where a protected call's attempt records "dispatched": `heartbeat`, an awaited heartbeat the
  * attempt sends before it calls the tool; this turn learns it from the outcome (no workflow task).
- * `update`: the legacy path, recorded before this patch: the attempt asks the turn with the
- * `dispatch` update (turnHandlers.ts), which records it as it happens. Unprotected calls record none.
+ * Unprotected calls record none.
  */
-export type DispatchMarker = 'heartbeat' | 'update' | 'none';
+export type DispatchMarker = 'heartbeat' | 'none';
 
-export function dispatchMarkerOf(spec: ToolSpec, patched: PatchGate): DispatchMarker {
-  if (!isProtected(spec.effect, spec.recovery)) return 'none';
-  return patched(PATCHES.heartbeatMarker) ? 'heartbeat' : 'update';
-}
+export const dispatchMarkerOf = (spec: ToolSpec): DispatchMarker =>
+  isProtected(spec.effect, spec.recovery) ? 'heartbeat' : 'none';
 
 export function toolActivityInput(
   turn: Pick<TurnInput, 'sessionId' | 'turn'>,
@@ -80,19 +76,15 @@ export async function runAttempt(a: {
   activityId: string;
   marker: DispatchMarker;
   shields: ReturnType<typeof createShields>;
-  patched: PatchGate;
 }): Promise<ExecutionOutcome> {
   const { entry, call, activityId, marker, shields } = a;
   const spec = call.spec!;
   const byHeartbeat = marker === 'heartbeat';
   try {
     const retry = retryOf(spec, marker !== 'none');
-    const input = {
-      ...toolActivityInput(a.turn, entry, call),
-      ...(byHeartbeat ? { marker: 'heartbeat' as const } : {}),
-    };
+    const input = toolActivityInput(a.turn, entry, call);
     const schedule = () =>
-      spec.local && a.patched(PATCHES.localReads)
+      spec.local
         ? executeLocally.executeWithOptions(
             { summary: summary(entry, 'execute'), startToCloseTimeout: spec.startToCloseMs, retry },
             [input],

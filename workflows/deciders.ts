@@ -31,12 +31,11 @@ export function reservedName(name: string): string | undefined {
 
 /**
  * The one check of who sent a decision signal (approve, reject, recover, answer, grant, revoke): why
- * it is refused, or undefined. `applies` is asked only for a reserved name: the turn and the session
- * answer it with patched(), since before the refusal a person could decide under one.
+ * it is refused, or undefined.
  */
-export function refusedBy(what: string, by: string, applies: () => boolean = () => true): string | undefined {
+export function refusedBy(what: string, by: string): string | undefined {
   const reserved = reservedName(by);
-  return reserved && applies() ? `refused ${what}: by ${reserved}` : undefined;
+  return reserved ? `refused ${what}: by ${reserved}` : undefined;
 }
 
 /** The approver of a call that needs none: its tool asks for no approval (a read, or by its policy). */

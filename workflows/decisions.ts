@@ -28,25 +28,17 @@ export const idsOf = (p: Record<string, unknown>) => {
 /**
  * Validates a raw signal payload (it may come from any Temporal client, so trust nothing) against
  * its schema (workflows/protocol.ts): the first field that fails, in the schema's order, is the
- * reason. `namesReserved` is asked only for a name the system reserves (workflows/deciders.ts),
- * once toolCallId and by are well-formed: before the refusal, a person could decide under one.
- * `resultLimitApplies` likewise is asked only for an oversized recovery result of an otherwise
- * well-formed decision: histories recorded before the limit took any size, and must replay that
- * way (the turn answers with patched()).
+ * reason. A name the system reserves (workflows/deciders.ts) is refused once toolCallId and by are
+ * well-formed.
  */
-export function parseDecision(
-  kind: DecisionKind,
-  raw: unknown,
-  resultLimitApplies: () => boolean = () => true,
-  namesReserved: () => boolean = () => true,
-): Parsed {
+export function parseDecision(kind: DecisionKind, raw: unknown): Parsed {
   const checked = checkPayload(S[kind], raw);
   if (!checked.ok && checked.field === undefined) return { ok: false, why: `malformed ${kind}: ${checked.why}` };
   const p = raw as Record<string, unknown>;
   const ids = idsOf(p);
   const bad = (why: string): Parsed => ({ ok: false, why: `malformed ${kind}: ${why}`, ...ids });
   if (!checked.ok && (checked.field === 'toolCallId' || checked.field === 'by')) return bad(checked.why);
-  const refused = refusedBy(kind, p.by as string, namesReserved);
+  const refused = refusedBy(kind, p.by as string);
   if (refused) return { ok: false, why: refused, ...ids };
   if (!checked.ok) return bad(checked.why);
   // The fields of all three kinds; each kind's schema has checked the ones it has.
@@ -79,7 +71,7 @@ export function parseDecision(
       if (v.skipFence === true && decision !== 'retry') return bad('skipFence only goes with decision retry');
       if ('result' in p) {
         const bytes = utf8Bytes(JSON.stringify(p.result) ?? '');
-        if (bytes > MAX_RECOVERY_RESULT_BYTES && resultLimitApplies())
+        if (bytes > MAX_RECOVERY_RESULT_BYTES)
           return bad(
             `result is ${bytes} bytes; at most ${MAX_RECOVERY_RESULT_BYTES}: give a summary, or where to find the rest`,
           );

@@ -1,15 +1,11 @@
-import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { Sinks } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type {
   ApproveSignal,
   DecisionsSignal,
-  DispatchAnswer,
-  DispatchRequest,
   GrantSignal,
   Message,
-  NotifiedReport,
-  NotifyClaim,
   RevokeSignal,
   RecoverSignal,
   RejectSignal,
@@ -18,7 +14,7 @@ import type {
   SessionStatus,
   TurnStatus,
 } from './types';
-import type { AnswerSignal, GrantsSignal, NotifyAnswer, SteerSignal } from './protocol';
+import type { AnswerSignal, GrantsSignal, SteerSignal } from './protocol';
 
 // The payloads are zod schemas in ./protocol (their types, parsers and Web UI descriptions derive from them).
 // Names are part of the public protocol (docs/cli-and-protocol.md): users may send them with `temporal workflow signal`.
@@ -30,12 +26,6 @@ export const decisionsSignal = defineSignal<[DecisionsSignal]>('decisions');
 export const turnStatusQuery = defineQuery<TurnStatus>('status');
 /** This turn's messages so far, its request first (workflows/transcript.ts turnContext): what a call is decided in. */
 export const turnMessagesQuery = defineQuery<Message[]>('messages');
-
-/** Internal: the execute activity asks its turn for permission to call the tool adapter. */
-export const dispatchUpdate = defineUpdate<DispatchAnswer, [DispatchRequest]>('dispatch');
-/** Internal: a notifier claims a parked call's notification (workflows/notifications.ts). */
-export const notifyUpdate = defineUpdate<NotifyAnswer, [NotifyClaim]>('notify');
-export const notifiedSignal = defineSignal<[NotifiedReport]>('notified');
 
 export const messageSignal = defineSignal<[SessionMessageSignal]>('message');
 export const grantSignal = defineSignal<[GrantSignal]>('grant');
@@ -90,7 +80,6 @@ export const FAILURE = {
   notRegistered: 'ToolNotRegistered',
   invalidArguments: 'InvalidToolArguments',
   /** The turn refused the dispatch marker (a stale attempt, or the turn is cancelling). */
-  dispatchRefused: 'DispatchRefused',
   /** The tool adapter was never called: safe to run again, dispatch marker or not. */
   notStarted: 'NotStarted',
   /** An unknown outcome that retrying cannot resolve: no automatic retry. */
@@ -104,7 +93,7 @@ export const FAILURE = {
 } as const;
 
 /** Points inside the turn workflow where a crash test can stop the worker (activities/faults.ts). */
-export type WorkflowFaultPoint = 'turn.before_schedule' | 'turn.after_result' | 'turn.dispatch';
+export type WorkflowFaultPoint = 'turn.before_schedule' | 'turn.after_result';
 
 /**
  * Crash-test hooks, called through a sink so they cost nothing in history: the worker runs a sink

@@ -8,14 +8,12 @@ export const NOT_APPLIED_TYPES: readonly string[] = [
   FAILURE.toolFailure,
   FAILURE.notRegistered,
   FAILURE.invalidArguments,
-  FAILURE.dispatchRefused,
 ];
 
 /** The failure types raised before the adapter is called: they speak for this attempt only. */
 const REFUSED_BEFORE_TOOL: Readonly<Record<string, RefusedBeforeTool>> = {
   [FAILURE.notRegistered]: 'not_registered',
   [FAILURE.invalidArguments]: 'invalid_arguments',
-  [FAILURE.dispatchRefused]: 'dispatch_refused',
 };
 
 /** Maps an execute activity failure to "definitely not applied" or "unknown". */

@@ -16,20 +16,18 @@ export type GrantChange = { ok: true; grants: Grant[]; grant: Grant } | { ok: fa
 
 /**
  * Checks a raw `grant` or `revoke` payload against its schema (workflows/protocol.ts): the first
- * field that fails is the reason. Whether `by` is a name the system reserves is asked of the session
- * (`namesReserved`, patched()) only for such a name, once the fields before it are well-formed:
- * before the refusal a grant or revoke could be made under one.
+ * field that fails is the reason. A `by` the system reserves is refused once the fields before it
+ * are well-formed.
  */
 function checkChange<T extends typeof S.grant | typeof S.revoke>(
   what: 'grant' | 'revoke',
   schema: T,
   raw: unknown,
-  namesReserved: () => boolean,
 ): { ok: true; value: z.infer<T> } | { ok: false; why: string } {
   const checked = checkPayload(schema, raw);
   // target is the one field checked after by (a grant's); a payload that is no object has no by.
   if (!checked.ok && checked.field !== 'target') return { ok: false, why: `malformed ${what}: ${checked.why}` };
-  const refused = refusedBy(what, (raw as { by: string }).by, namesReserved);
+  const refused = refusedBy(what, (raw as { by: string }).by);
   if (refused) return { ok: false, why: refused };
   return checked.ok
     ? { ok: true, value: checked.value as z.infer<T> }
@@ -37,13 +35,8 @@ function checkChange<T extends typeof S.grant | typeof S.revoke>(
 }
 
 /** Adds a grant from a raw `grant` signal (any Temporal client may send one: trust nothing). */
-export function addGrant(
-  grants: readonly Grant[],
-  raw: unknown,
-  at: string,
-  namesReserved: () => boolean = () => true,
-): GrantChange {
-  const checked = checkChange('grant', S.grant, raw, namesReserved);
+export function addGrant(grants: readonly Grant[], raw: unknown, at: string): GrantChange {
+  const checked = checkChange('grant', S.grant, raw);
   if (!checked.ok) return checked;
   const { grantId, tool, by, target } = checked.value;
   const existing = grants.find((g) => g.id === grantId);
@@ -54,13 +47,8 @@ export function addGrant(
 }
 
 /** Revokes a grant from a raw `revoke` signal; revoked grants stay listed, for the audit. */
-export function revokeGrant(
-  grants: readonly Grant[],
-  raw: unknown,
-  at: string,
-  namesReserved: () => boolean = () => true,
-): GrantChange {
-  const checked = checkChange('revoke', S.revoke, raw, namesReserved);
+export function revokeGrant(grants: readonly Grant[], raw: unknown, at: string): GrantChange {
+  const checked = checkChange('revoke', S.revoke, raw);
   if (!checked.ok) return checked;
   const { grantId, by } = checked.value;
   const existing = grants.find((g) => g.id === grantId);
@@ -83,10 +71,9 @@ export function grantFor(grants: readonly Grant[], entry: Pick<LedgerEntry, 'too
 
 /**
  * The session's `grants` signal to its running turn: `{ version, grants }`, versions increasing, so
- * a list that arrives late never replaces a newer one. (A bare array, from the first builds, has none.)
+ * a list that arrives late never replaces a newer one.
  */
-export function grantsUpdate(raw: unknown): { version?: number; grants: Grant[] } | undefined {
-  if (Array.isArray(raw)) return { grants: activeGrants(raw) };
+export function grantsUpdate(raw: unknown): { version: number; grants: Grant[] } | undefined {
   const checked = checkPayload(S.grantsEnvelope, raw);
   return checked.ok ? { version: checked.value.version, grants: activeGrants(checked.value.grants) } : undefined;
 }

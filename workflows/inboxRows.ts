@@ -27,14 +27,10 @@ export const notApplied = (decisions: readonly DecisionRecord[], toolCallId?: st
     ...(why ? { why } : {}),
   }));
 
-/** The notification facts of a row; whether a claim is still live is decided by the reader's clock. */
+/** Whether the row's park (workflows/notifications.ts parkKeyOf) was notified. */
 export interface RowNotification {
   park?: string;
   notified: boolean;
-  claims: number;
-  /** The latest claim of this park (it may have expired). */
-  claimedBy?: string;
-  claimedUntil?: string;
 }
 
 /** One parked call as the inbox lists it: no arguments (the call's page shows them), a short preview. */
@@ -82,14 +78,9 @@ export function argsPreview(args: unknown): Record<string, string> {
 
 export function rowNotification(e: LedgerEntry): RowNotification {
   const park = parkKeyOf(e);
-  const mine = e.events.filter((ev) => ev.park === park);
-  const claims = mine.filter((ev) => ev.type === 'notification_claimed');
-  const last = claims.at(-1);
   return {
     ...(park ? { park } : {}),
-    notified: mine.some((ev) => ev.type === 'notified'),
-    claims: claims.length,
-    ...(last ? { claimedBy: String(last.by), claimedUntil: String(last.until) } : {}),
+    notified: e.events.some((ev) => ev.park === park && ev.type === 'notified'),
   };
 }
 

@@ -20,14 +20,8 @@ export interface IntakeDeps {
   record(toolCallId: string, change: LedgerInput): unknown;
   publish(): void;
   now(): string;
-  /** Whether an oversized recovery result is refused (patched() in the turn). */
-  resultLimitApplies?: () => boolean;
-  /** Whether a decision or an answer under a reserved name is refused (patched() in the turn). */
-  namesReserved?: () => boolean;
   /** The turn was asked to cancel: nothing a decision asks for will run any more. */
   cancelled?: () => boolean;
-  /** Whether an approve's `arguments` is an edit (patched() in the turn); before, the field was dropped. */
-  editsApply?: () => boolean;
 }
 
 export const NOT_APPLIED_CANCELLED = 'not applied: the turn is cancelled';
@@ -192,7 +186,7 @@ export function createDecisionIntake(deps: IntakeDeps) {
   /** The `answer` signal's handler: never throws, whatever the payload. */
   const answer = (raw: unknown): void => {
     const at = now();
-    const parsed = parseAnswer(raw, deps.namesReserved);
+    const parsed = parseAnswer(raw);
     if (!parsed.ok) {
       const { why, toolCallId, by, decisionId } = parsed;
       audit.add({
@@ -214,7 +208,7 @@ export function createDecisionIntake(deps: IntakeDeps) {
   /** The signal handler: never throws, whatever the payload. */
   const decide = (kind: DecisionKind, raw: unknown): void => {
     const at = now();
-    const parsed = parseDecision(kind, raw, deps.resultLimitApplies, deps.namesReserved);
+    const parsed = parseDecision(kind, raw);
     if (!parsed.ok) {
       const { why, toolCallId, by, decisionId } = parsed;
       audit.add({
@@ -229,12 +223,7 @@ export function createDecisionIntake(deps: IntakeDeps) {
       publish();
       return;
     }
-    let d = parsed.decision;
-    // Before edits, an approve's `arguments` was dropped: a history that sent one replays that way.
-    if (d.kind === 'approve' && d.payload.arguments && !(deps.editsApply?.() ?? true)) {
-      const { arguments: _dropped, ...payload } = d.payload;
-      d = { kind: 'approve', payload };
-    }
+    const d = parsed.decision;
     const entry = ledger.get(d.payload.toolCallId);
     if (entry && edits.has(entry.toolCallId))
       waitingForEdit.set(entry.toolCallId, [...(waitingForEdit.get(entry.toolCallId) ?? []), { d, at }]);

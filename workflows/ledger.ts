@@ -19,7 +19,6 @@ export type LedgerInput =
   | { type: 'edited'; by: string; from: string; to: string; arguments: unknown; target?: string }
   | { type: 'scheduled'; activityId: string }
   | { type: 'dispatched'; activityId: string; attempt: number }
-  | { type: 'dispatch_refused'; activityId: string; attempt: number; reason: string }
   | { type: 'succeeded'; result: unknown; via: 'execute' | 'reconcile' | 'recovery'; attempt?: number }
   | { type: 'failed'; error: string; via: 'execute' | 'recovery' | 'not_dispatched' }
   | { type: 'outcome_unknown'; reason: string; attempt?: number; lastHeartbeatPhase?: string }
@@ -41,7 +40,6 @@ export type LedgerInput =
   /** A decision, or a standing approval, that the approval policy or a signature check refused. */
   | { type: 'decision_refused'; kind: 'approve' | 'reject' | 'recover' | 'grant'; by?: string; why: string }
   /** A notifier took the notification of this park (workflows/notifications.ts); it holds it until `until`. */
-  | { type: 'notification_claimed'; park: string; by: string; until: string }
   /** The notifier that claimed this park reports it sent. */
   | { type: 'notified'; park: string; by: string; delivered: number; failed: number }
   /** ask_user: a person answered; the answer is the call's result (workflows/answers.ts). */
@@ -61,11 +59,6 @@ export const TRANSITIONS: Record<LedgerInput['type'], { from: From; to: CallStat
   scheduled: { from: ['running', 'reconciling', 'recovery_required'], to: 'running' },
   dispatched: { from: ['running'], to: 'dispatched' },
   not_started: { from: ['running', 'dispatched'], to: 'running' },
-  // A refusal changes nothing and may meet the call in any state.
-  dispatch_refused: {
-    from: CALL_STATES,
-    to: 'same',
-  },
   succeeded: { from: ['running', 'dispatched', 'reconciling', 'recovery_required'], to: 'succeeded' },
   failed: { from: ['running', 'dispatched', 'reconciling', 'recovery_required'], to: 'failed' },
   outcome_unknown: { from: ['running', 'dispatched'], to: 'same' },
@@ -80,7 +73,6 @@ export const TRANSITIONS: Record<LedgerInput['type'], { from: From; to: CallStat
     from: CALL_STATES,
     to: 'same',
   },
-  notification_claimed: { from: ['awaiting_approval', 'recovery_required', 'awaiting_answer'], to: 'same' },
   // The report may come after a decision moved the call on.
   notified: { from: CALL_STATES, to: 'same' },
   answered: { from: ['awaiting_answer'], to: 'succeeded' },
@@ -240,7 +232,7 @@ export function applyLedgerSafely(
 }
 
 /** Events that change nothing (TRANSITIONS: 'same', no decision applied): they do not end a fence. */
-const REFUSALS: readonly string[] = ['decision_refused', 'dispatch_refused'];
+const REFUSALS: readonly string[] = ['decision_refused'];
 
 /** A decided retry waiting out the last attempt's window, while it waits (the call's last event but refusals). */
 export function pendingFence(entry: LedgerEntry): { until: string; attempt: number; by: string } | undefined {

@@ -9,12 +9,6 @@
  */
 export const MAX_MESSAGE_BYTES = 32 * 1024;
 
-/** Marks histories recorded with the byte limit; older ones replay with the old rule. */
-export const MESSAGE_LIMIT_PATCH = 'message-limit-v1';
-
-/** Before the byte limit (`message-limit-v1`), the session dropped messages over 100 000 characters. */
-export const LEGACY_MAX_MESSAGE_CHARS = 100_000;
-
 /** Bytes of `s` in UTF-8 (a lone surrogate counts 3, as the replacement character it becomes). */
 export function utf8Bytes(s: string): number {
   let n = 0;
@@ -58,17 +52,4 @@ export function messageProblem(text: unknown, maxBytes = MAX_MESSAGE_BYTES): str
 /** Why a turn's starting message is too large, or undefined. */
 export function oversizedMessage(text: string): string | undefined {
   return typeof text === 'string' && utf8Bytes(text) > MAX_MESSAGE_BYTES ? messageProblem(text) : undefined;
-}
-
-/**
- * The session's verdict on a message under the limit a history was recorded with: histories from
- * before `message-limit-v1` took anything up to 100 000 characters, and must replay that way.
- * `limitApplies` is asked only when the two rules disagree, so new histories get the patch marker
- * only for a message the old rule would have taken.
- */
-export function sessionMessageProblem(text: unknown, limitApplies: () => boolean): string | undefined {
-  const problem = messageProblem(text);
-  if (!problem || typeof text !== 'string' || !text.trim()) return problem;
-  if (text.length > LEGACY_MAX_MESSAGE_CHARS) return problem;
-  return limitApplies() ? problem : undefined;
 }

@@ -1,19 +1,9 @@
-import { setHandler } from '@temporalio/workflow';
-import { notifiedSignal, notifyUpdate } from './definitions';
-import type { LedgerInput } from './ledger';
-import { checkPayload, DESCRIPTIONS, schemas } from './protocol';
 import { questionOf } from './answers';
-import type { LedgerEntry, NotifiedReport, NotifyClaim, ParkNotice, TurnInput } from './types';
+import type { LedgerEntry, ParkNotice, TurnInput } from './types';
 
 // Notifications about parked calls: a call that waits for approval, asks a question or sits in
-// recovery_required owes one notification per park. Since `notify-activity-v1` the turn schedules
-// one notify activity per park itself (workflows/notifyParks.ts) when its calls were planned with
-// `notify`. Before, a notifier polled the inbox, claimed a park with the `notify` update (a lease) and
-// reported with `notified`; those handlers stay for turns and clients of older builds.
-// Rules here are pure; the handlers only read the ledger and record.
-
-export const MAX_CLAIMS_PER_PARK = 5;
-export const MAX_LEASE_MS = 10 * 60_000;
+// recovery_required owes one notification per park. The turn schedules one notify activity per park
+// itself (workflows/notifyParks.ts) when its calls were planned with `notify`. Rules here are pure.
 
 /** Which park a notification is about: `approval`, `question` (ask_user), or `recovery-<n>` for the n-th time in recovery_required. */
 export function parkKeyOf(e: LedgerEntry): string | undefined {
@@ -64,90 +54,4 @@ export function parkNotice(turn: Pick<TurnInput, 'sessionId' | 'turn'>, e: Ledge
     since: began?.at ?? '',
     park,
   };
-}
-
-export interface NotificationState {
-  park?: string;
-  notified: boolean;
-  claims: number;
-  /** A claim that has not expired: who holds it, until when. */
-  claimedBy?: string;
-  claimedUntil?: string;
-}
-
-export function notificationState(e: LedgerEntry, nowMs: number): NotificationState {
-  const park = parkKeyOf(e);
-  const mine = e.events.filter((ev) => ev.park === park);
-  const claims = mine.filter((ev) => ev.type === 'notification_claimed');
-  const last = claims.at(-1);
-  const live = last && Date.parse(String(last.until)) > nowMs ? last : undefined;
-  return {
-    ...(park ? { park } : {}),
-    notified: mine.some((ev) => ev.type === 'notified'),
-    claims: claims.length,
-    ...(live ? { claimedBy: String(live.by), claimedUntil: String(live.until) } : {}),
-  };
-}
-
-/** Why a claim cannot be had now, or undefined when it can. */
-export function refuseClaim(e: LedgerEntry | undefined, c: NotifyClaim, nowMs: number): string | undefined {
-  if (!e) return `unknown execution ${c.executionId}`;
-  const s = notificationState(e, nowMs);
-  if (s.park !== c.park) return `the call is not at park '${c.park}' (now ${s.park ?? e.state})`;
-  if (s.notified) return `park '${c.park}' was notified already`;
-  if (s.claimedBy) return `claimed by ${s.claimedBy} until ${s.claimedUntil}`;
-  if (s.claims >= MAX_CLAIMS_PER_PARK) return `${s.claims} claims for park '${c.park}' without a delivery; given up`;
-  return undefined;
-}
-
-export function handleNotifications(deps: {
-  entries: () => LedgerEntry[];
-  record: (toolCallId: string, change: LedgerInput) => LedgerEntry;
-  /** The turn schedules this park's notify activity itself: a polling notifier of an older build is refused. */
-  notifiesItself?: (executionId: string, park: string) => boolean;
-}): void {
-  const find = (executionId: string) => deps.entries().find((e) => e.executionId === executionId);
-  setHandler(
-    notifyUpdate,
-    (c) => {
-      const e = find(c.executionId)!;
-      const until = new Date(Date.now() + Math.min(c.leaseMs, MAX_LEASE_MS)).toISOString();
-      deps.record(e.toolCallId, { type: 'notification_claimed', park: c.park, by: c.by, until });
-      return { until };
-    },
-    {
-      // A refused claim leaves no trace in history: notifiers may ask as often as they poll.
-      validator: (c) => {
-        const checked = checkPayload(schemas().notify, c);
-        if (!checked.ok) throw new Error(checked.why);
-        const why = deps.notifiesItself?.(c.executionId, c.park)
-          ? `the turn notifies park '${c.park}' itself (notify activity)`
-          : refuseClaim(find(c.executionId), c, Date.now());
-        if (why) throw new Error(`notify: ${why}`);
-      },
-      description: DESCRIPTIONS.notify,
-    },
-  );
-  setHandler(
-    notifiedSignal,
-    (raw) => {
-      const n = raw as Partial<NotifiedReport>;
-      const e = typeof n?.executionId === 'string' ? find(n.executionId) : undefined;
-      // Only the report of a claim counts; anything else is dropped (a signal cannot be refused).
-      const claimed = e?.events.some(
-        (ev) => ev.type === 'notification_claimed' && ev.park === n.park && ev.by === n.by,
-      );
-      if (!e || !claimed || e.events.some((ev) => ev.type === 'notified' && ev.park === n.park)) return;
-      deps.record(e.toolCallId, {
-        type: 'notified',
-        park: String(n.park),
-        by: String(n.by),
-        delivered: Number(n.delivered) || 0,
-        failed: Number(n.failed) || 0,
-      });
-    },
-    {
-      description: DESCRIPTIONS.notified,
-    },
-  );
 }

@@ -1,16 +1,8 @@
-import {
-  CancellationScope,
-  isCancellation,
-  log,
-  patched as askPatch,
-  proxyActivities,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { CancellationScope, isCancellation, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import { messageOf } from './failures';
 import { notifyActivityId, notifyTaskQueue } from './ids';
 import type { LedgerInput } from './ledger';
 import { newParks, notificationKey, parkNotice } from './notifications';
-import { PATCHES } from './patches';
 import type { LedgerEntry, NotifyActivities, PlannedCall, TurnInput } from './types';
 
 /**
@@ -39,11 +31,10 @@ export const NOTIFY_ACTIVITY_OPTIONS = {
 } as const;
 
 /**
- * The turn's side of notifications (since `notify-activity-v1`): each park of a call planned with
- * `notify` starts one notify activity on the notify task queue and goes on without waiting; when it
- * completes, the call's ledger records `notified`. The patch is asked at the first such park, so a
- * turn whose calls were planned without `notify` (no notifier deployed) schedules nothing and
- * records no marker.
+ * The turn's side of notifications: each park of a call planned with `notify` starts one notify
+ * activity on the notify task queue and goes on without waiting; when it completes, the call's
+ * ledger records `notified`. A turn whose calls were planned without `notify` (no notifier
+ * deployed) schedules nothing.
  */
 export function createParkNotifier(deps: {
   input: Pick<TurnInput, 'sessionId' | 'turn'>;
@@ -54,7 +45,6 @@ export function createParkNotifier(deps: {
 }) {
   const watched = new Set<string>();
   const started = new Set<string>();
-  let applies: boolean | undefined;
   const taskQueue = notifyTaskQueue(workflowInfo().taskQueue);
 
   const start = (entry: LedgerEntry, park: string): void => {
@@ -96,12 +86,8 @@ export function createParkNotifier(deps: {
       if (!watched.size || deps.cancelled()) return;
       for (const { entry, park } of newParks(deps.entries(), watched, started)) {
         started.add(notificationKey(entry.executionId, park));
-        applies ??= askPatch(PATCHES.notifyActivity);
-        if (applies) start(entry, park);
+        start(entry, park);
       }
     },
-    /** Whether this turn notifies that park itself (the legacy `notify` update is refused for it). */
-    notifies: (executionId: string, park: string): boolean =>
-      applies === true && started.has(notificationKey(executionId, park)),
   };
 }

@@ -23,7 +23,7 @@ export type ExecutionOutcome =
     };
 
 /** Why an attempt was refused before its adapter was called. */
-export type RefusedBeforeTool = 'not_registered' | 'invalid_arguments' | 'dispatch_refused';
+export type RefusedBeforeTool = 'not_registered' | 'invalid_arguments';
 
 export type NextStep =
   | { kind: 'succeed'; result: unknown; via: 'execute' | 'reconcile' | 'recovery'; attempt?: number }
@@ -106,7 +106,6 @@ export function afterExecution(facts: CallFacts, outcome: ExecutionOutcome): Nex
 const RETRY_NEEDS: Record<RefusedBeforeTool, string> = {
   not_registered: 'a retry needs a worker that has this tool again',
   invalid_arguments: 'a retry needs the tool to accept these arguments again',
-  dispatch_refused: 'a retry asks the turn to record its dispatch again',
 };
 
 /** A refusal proves only that this attempt did not run; an earlier dispatched one may have applied. */

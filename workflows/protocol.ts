@@ -20,9 +20,6 @@ const text = (max: number, why: string) => upTo(max, 1, why);
 const positiveInteger = (why: string) =>
   z.number({ error: why }).check(z.refine((n) => Number.isInteger(n) && n >= 1, { error: why }));
 
-/** Any JavaScript number, NaN and Infinity included (a plain `typeof` check). */
-const anyNumber = (why: string) => z.custom<number>((v) => typeof v === 'number', { error: why });
-
 const OBJECT = 'payload must be an object';
 
 // ---- Decisions: approve, reject, recover, and the batch of them ----
@@ -200,53 +197,11 @@ const GrantSchema = z.object({
 export type Grant = z.infer<typeof GrantSchema>;
 const GrantCheckSchema = z.pick(GrantSchema, { id: true, tool: true, target: true, by: true });
 
-/** Internal: the session's active grants, versions increasing (a bare array, from the first builds, has none). */
+/** Internal: the session's active grants, versions increasing. */
 const GrantsSignalSchema = z.object({ version: positiveInteger('version'), grants: z.array(GrantSchema) });
 export type GrantsSignal = z.infer<typeof GrantsSignalSchema>;
 /** What a `grants` signal is checked for as a whole; each grant is then taken or dropped alone. */
 const GrantsEnvelopeSchema = z.extend(GrantsSignalSchema, { grants: z.array(z.unknown()) });
-
-// ---- Internal updates and signals: the dispatch marker and notifications ----
-
-const DISPATCH = 'dispatch: expected { executionId, activityId, attempt }';
-/** Sent by the execute activity before it calls the tool; the turn answers whether it may proceed. */
-const DispatchRequestSchema = z.object(
-  {
-    executionId: z.string({ error: DISPATCH }),
-    activityId: z.string({ error: DISPATCH }),
-    attempt: anyNumber(DISPATCH),
-  },
-  { error: DISPATCH },
-);
-export type DispatchRequest = z.infer<typeof DispatchRequestSchema>;
-const DispatchAnswerSchema = z.object({ proceed: z.boolean(), reason: z.optional(z.string()) });
-export type DispatchAnswer = z.infer<typeof DispatchAnswerSchema>;
-
-const NOTIFY = 'notify: expected { executionId, park, by, leaseMs }';
-/** A notifier's claim on a parked call's notification (the `notify` update; workflows/notifications.ts). */
-const NotifyClaimSchema = z.object(
-  {
-    executionId: z.string({ error: NOTIFY }),
-    /** `approval`, or `recovery-<n>` for the call's n-th park in recovery_required. */
-    park: z.string({ error: NOTIFY }),
-    by: z.string({ error: NOTIFY }).check(z.minLength(1, { error: NOTIFY })),
-    leaseMs: anyNumber(NOTIFY).check(z.refine((n) => n > 0, { error: NOTIFY })),
-  },
-  { error: NOTIFY },
-);
-export type NotifyClaim = z.infer<typeof NotifyClaimSchema>;
-const NotifyAnswerSchema = z.object({ until: z.string() });
-export type NotifyAnswer = z.infer<typeof NotifyAnswerSchema>;
-
-/** A notifier's report that it sent a claimed notification (the `notified` signal); only a claim's report counts. */
-const NotifiedReportSchema = z.object({
-  executionId: z.string(),
-  park: z.string(),
-  by: z.string(),
-  delivered: z.number(),
-  failed: z.number(),
-});
-export type NotifiedReport = z.infer<typeof NotifiedReportSchema>;
 
 // ---- ask_user: a person's answer to a question a call asks (workflows/answers.ts) ----
 
@@ -285,11 +240,6 @@ const SCHEMAS = {
   grants: GrantsSignalSchema,
   grantsEnvelope: GrantsEnvelopeSchema,
   steer: SteerSignalSchema,
-  dispatch: DispatchRequestSchema,
-  dispatchAnswer: DispatchAnswerSchema,
-  notify: NotifyClaimSchema,
-  notifyAnswer: NotifyAnswerSchema,
-  notified: NotifiedReportSchema,
   answer: AnswerSchema,
 };
 export const schemas = (): typeof SCHEMAS => SCHEMAS;
@@ -353,8 +303,5 @@ export const DESCRIPTIONS = {
   revoke: `Revoke a standing approval: ${describe(RevokeSignalSchema)}`,
   grants: `Internal: the session’s active grants, ${describe(GrantsSignalSchema)}`,
   steer: `Internal: a user message for this turn's next model call, ${describe(SteerSignalSchema)}`,
-  dispatch: `Internal: the execute activity records "dispatched" before calling the tool, ${describe(DispatchRequestSchema)}`,
-  notify: `Internal: a notifier claims the notification of a parked call, ${describe(NotifyClaimSchema)}`,
   answer: `Answer a question the ask_user tool asks: ${describe(AnswerSchema)}. With choices, the answer must be one of them (or its number); one that is not applied shows in the current details.`,
-  notified: `Internal: a notifier reports a claimed notification sent, ${describe(NotifiedReportSchema)}`,
 } as const;

@@ -7,7 +7,6 @@ import {
   condition,
   continueAsNew,
   makeContinueAsNewFunc,
-  patched,
   startChild,
   setHandler,
   uuid4,
@@ -30,11 +29,10 @@ import {
 import { agentTurn } from './turn';
 import { contextAfterTurn } from './context';
 import { sessionStartProblem } from './ids';
-import { PATCHES } from './patches';
 import { DESCRIPTIONS } from './protocol';
 import { closeUnpaired, unpairedToolCalls } from './transcript';
 import { activeGrants, addGrant, revokeGrant } from './grants';
-import { MESSAGE_LIMIT_PATCH, sessionMessageProblem } from './limits';
+import { messageProblem } from './limits';
 import { turnOptionsArg, turnOptionsProblem } from './turnOptions';
 import { afterTurn, messageTurnIn, toSteer } from './steering';
 import type {
@@ -64,18 +62,15 @@ const TURNS_PER_RUN = 100;
 export async function session(input: SessionInput): Promise<void> {
   // Only a raw start (any Temporal client) gets here with an id the client refuses, or under another
   // workflow ID: such a session would run turns under IDs that are another session's. It fails at
-  // once with the reason, before it runs anything. Asked on a first run only, and patched() only then,
-  // so sessions started before the check replay and continue as new as they did.
+  // once with the reason, before it runs anything. Asked on a first run only.
   const info = workflowInfo();
   const startProblem = info.continuedFromExecutionRunId
     ? undefined
     : sessionStartProblem(info.workflowId, input?.sessionId);
-  if (startProblem && patched(PATCHES.sessionIdCheck))
-    throw ApplicationFailure.nonRetryable(`session refused: ${startProblem}`, 'InvalidSessionId');
+  if (startProblem) throw ApplicationFailure.nonRetryable(`session refused: ${startProblem}`, 'InvalidSessionId');
   // Limits a raw start got wrong would cap every turn at once, or never (the library checks them first).
   const badStartOptions = info.continuedFromExecutionRunId ? undefined : turnOptionsProblem(input?.options);
-  if (badStartOptions && patched(PATCHES.sessionOptionsCheck))
-    throw ApplicationFailure.nonRetryable(`session refused: ${badStartOptions}`, 'BadInput');
+  if (badStartOptions) throw ApplicationFailure.nonRetryable(`session refused: ${badStartOptions}`, 'BadInput');
   // With `context`, the transcript's first messages are stored by reference and `transcript` holds the rest.
   const transcript: Message[] = [...(input.transcript ?? [])];
   const turns: TurnSummary[] = [...(input.turns ?? [])];
@@ -103,12 +98,11 @@ export async function session(input: SessionInput): Promise<void> {
     // A turn that just ended cannot take it; the next turn starts with the grants in its input.
     running?.signal(grantsSignal, { version: grantsVersion, grants: activeGrants(grants) }).catch(() => undefined);
   };
-  // Steering: the running turn is given each message it has not been given yet (a new command, so
-  // asked with patched() only when there is one to give: older histories replay as they ran).
+  // Steering: the running turn is given each message it has not been given yet.
   const steerRunning = (): void => {
     const n = activeTurn;
     const give = running && n !== undefined ? toSteer(pending, n) : [];
-    if (!give.length || !patched(PATCHES.steering)) return;
+    if (!give.length) return;
     for (const m of give) {
       m.steering = n;
       // A turn that just ended cannot take it: the message stays queued and runs as the next turn.
@@ -124,7 +118,7 @@ export async function session(input: SessionInput): Promise<void> {
     grantSignal,
     (raw) => {
       // Refused like a malformed grant (nothing changes); the library refuses it before sending.
-      const r = addGrant(grants, raw, new Date().toISOString(), () => patched(PATCHES.reservedNames));
+      const r = addGrant(grants, raw, new Date().toISOString());
       if (r.ok && r.grants.length !== grants.length) changeGrants(r.grants);
     },
     { description: DESCRIPTIONS.grant },
@@ -132,7 +126,7 @@ export async function session(input: SessionInput): Promise<void> {
   setHandler(
     revokeSignal,
     (raw) => {
-      const r = revokeGrant(grants, raw, new Date().toISOString(), () => patched(PATCHES.reservedNames));
+      const r = revokeGrant(grants, raw, new Date().toISOString());
       if (r.ok && r.grant.revokedAt && !grants.find((g) => g.id === r.grant.id)?.revokedAt) changeGrants(r.grants);
     },
     { description: DESCRIPTIONS.revoke },
@@ -144,17 +138,14 @@ export async function session(input: SessionInput): Promise<void> {
       // Any Temporal client can send this; a bad payload is refused and recorded (the status shows
       // why), never allowed to wedge the session.
       const given = typeof raw?.messageId === 'string' && raw.messageId ? raw.messageId.slice(0, 200) : undefined;
-      const problem =
-        raw && typeof raw === 'object'
-          ? sessionMessageProblem(raw.text, () => patched(MESSAGE_LIMIT_PATCH))
-          : 'expected { text, messageId? }';
+      const problem = raw && typeof raw === 'object' ? messageProblem(raw.text) : 'expected { text, messageId? }';
       const refuse = (reason: string): void => {
         refused.push({ at: new Date().toISOString(), ...(given ? { messageId: given } : {}), reason });
         if (refused.length > REFUSED_KEPT) refused.splice(0, refused.length - REFUSED_KEPT);
       };
       if (problem) return refuse(problem);
-      // This turn's limits (`options`), over the session's; only newer clients send them.
-      const options = raw.options !== undefined && patched(PATCHES.messageOptions) ? raw.options : undefined;
+      // This turn's limits (`options`), over the session's.
+      const options = raw.options;
       const badOptions = turnOptionsProblem(options);
       if (badOptions) return refuse(badOptions);
       const messageId = given ?? `auto-${uuid4()}`;
@@ -214,7 +205,6 @@ export async function session(input: SessionInput): Promise<void> {
     activeTurn = n;
     turnsThisRun++;
     const sentVersion = grantsVersion;
-    const byReference = patched(PATCHES.transcriptByReference);
     let steered: string[] | undefined;
     try {
       const child = await startChild(agentTurn, {
@@ -224,7 +214,7 @@ export async function session(input: SessionInput): Promise<void> {
             sessionId: input.sessionId,
             turn: n,
             history: transcript,
-            ...(byReference && context ? { context, ...(storeAnew ? { storeContextAnew: true } : {}) } : {}),
+            ...(context ? { context, ...(storeAnew ? { storeContextAnew: true } : {}) } : {}),
             ...(activeGrants(grants).length ? { grants: activeGrants(grants) } : {}),
             ...(grantsVersion ? { grantsVersion } : {}),
             ...('msg' in next ? { message: next.msg.text } : { resume: next.resume }),
@@ -255,13 +245,11 @@ export async function session(input: SessionInput): Promise<void> {
         summary.error = `turn output left out of the transcript: ${problems.join('; ')}`;
       } else {
         transcript.push(...result.messages);
-        if (byReference) {
-          const next = contextAfterTurn(context, result.context, (context?.messages ?? 0) + transcript.length);
-          // The messages the new reference holds leave the session's memory.
-          transcript.splice(0, (next?.messages ?? 0) - (context?.messages ?? 0));
-          if (next !== context) storeAnew = false;
-          context = next;
-        }
+        const next = contextAfterTurn(context, result.context, (context?.messages ?? 0) + transcript.length);
+        // The messages the new reference holds leave the session's memory.
+        transcript.splice(0, (next?.messages ?? 0) - (context?.messages ?? 0));
+        if (next !== context) storeAnew = false;
+        context = next;
         summary.state = result.state;
         if (result.error) summary.error = result.error;
       }
@@ -287,11 +275,11 @@ export async function session(input: SessionInput): Promise<void> {
   if (input.imported?.resume?.length && !turns.length) await runTurn({ resume: input.imported.resume });
   // Worker Deployment Versioning (docs/deploy.md): a session is pinned like its turns; once the
   // deployment's current version is another, it moves there between turns, before it starts the next
-  // one, so new turns run the new code. Never true on an unversioned worker: older histories replay.
+  // one, so new turns run the new code. Never true on an unversioned worker.
   const targetChanged = (): boolean => workflowInfo().targetWorkerDeploymentVersionChanged;
   for (;;) {
     await condition(() => pending.length > 0 || workflowInfo().continueAsNewSuggested || targetChanged());
-    const upgrade = targetChanged() && patched(PATCHES.upgradeOnNewVersion);
+    const upgrade = targetChanged();
     if (upgrade || workflowInfo().continueAsNewSuggested || turnsThisRun >= (input.turnsPerRun ?? TURNS_PER_RUN)) {
       await condition(allHandlersFinished);
       const next = upgrade

@@ -3,11 +3,9 @@ import { CancellationScope } from '@temporalio/workflow';
 /**
  * Lets tool activities with external effects outlive their turn's cancel request, so an attempt
  * that may be talking to the outside world finishes, or times out into recovery_required, instead
- * of being abandoned mid-effect. Turns recorded before this behaviour cancelled those activities
- * with the turn; `decide` (a `patched()` check, called once at the first cancel request) says which
- * behaviour a turn has, and `lettingCallsFinish()` is true from then on for turns that let calls finish.
+ * of being abandoned mid-effect. `lettingCallsFinish()` is true once the turn was asked to cancel.
  */
-export function createShields(decide: () => boolean) {
+export function createShields() {
   const root = CancellationScope.current();
   // A scope whose parent is non-cancellable does not hear the turn's cancellation (SDK ≥ 1.11),
   // but can still be cancelled on its own.
@@ -18,8 +16,8 @@ export function createShields(decide: () => boolean) {
   const askToStop = new Set<CancellationScope>();
   let letFinish = false;
   root.cancelRequested.catch(() => {
-    letFinish = decide();
-    for (const scope of open) if (!letFinish || askToStop.has(scope)) scope.cancel();
+    letFinish = true;
+    for (const scope of open) if (askToStop.has(scope)) scope.cancel();
   });
   return {
     /** Runs `fn` (which schedules one activity) shielded from the turn's cancellation. */

@@ -46,13 +46,11 @@ export function takeSteers(inbox: readonly Steer[], now: number): { take: Steer[
 }
 
 /**
- * The turn's side: the `steer` signal handler, and what the next model call takes. `applies` is
- * patched() in the turn, asked only when there is something to take (a turn of an older build
- * never saw the signal's messages, so a replay of it must not either). A message counts as taken
- * only once the model call it was given to answered: a cancel or a failure before that leaves it to
- * the session, which runs it as a turn of its own.
+ * The turn's side: the `steer` signal handler, and what the next model call takes. A message counts
+ * as taken only once the model call it was given to answered: a cancel or a failure before that
+ * leaves it to the session, which runs it as a turn of its own.
  */
-export function createSteeringInbox(deps: { historyLength: () => number; applies: () => boolean }) {
+export function createSteeringInbox(deps: { historyLength: () => number }) {
   let inbox: Steer[] = [];
   const seen = new Set<string>();
   const taken: string[] = [];
@@ -69,7 +67,7 @@ export function createSteeringInbox(deps: { historyLength: () => number; applies
     /** Before a model call: the user messages it sees after everything already in the turn. */
     take(): Message[] {
       const { take, keep } = takeSteers(inbox, deps.historyLength());
-      if (!take.length || !deps.applies()) return [];
+      if (!take.length) return [];
       inbox = keep;
       given = { ids: take.map((s) => s.messageId), messages: take.map((s) => ({ role: 'user', content: s.text })) };
       return given.messages;

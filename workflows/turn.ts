@@ -4,14 +4,11 @@ import {
   condition,
   isCancellation,
   log,
-  patched as askPatch,
   proxyActivities,
-  proxySinks,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
 import { callLifecycle } from './call';
-import type { FaultSinks } from './definitions';
 import {
   FAILURE,
   answerSignal,
@@ -30,19 +27,16 @@ import { importedEntry } from './imported';
 import { createDecisionIntake } from './intake';
 import { newEntry } from './ledger';
 import { oversizedMessage } from './limits';
-import { PATCHES } from './patches';
 import { capReached, iterationCap } from './turnOptions';
 import { DESCRIPTIONS } from './protocol';
-import { handleNotifications } from './notifications';
 import { createParkNotifier } from './notifyParks';
-import { assignCallIds } from './plan';
 import type { NextStep } from './policy';
 import { createShields } from './shields';
 import { createSteeringInbox } from './steering';
 import { resultsOnCancel, turnContext, unpairedToolCalls } from './transcript';
 import type { TurnEnd } from './turnLedger';
 import { createTurnLedger } from './turnLedger';
-import { handleDispatch, handleGrants } from './turnHandlers';
+import { handleGrants } from './turnHandlers';
 import type {
   ContextRef,
   ImportedCall,
@@ -74,25 +68,15 @@ const MODEL_STEP_NOT_STORED =
 // Looking tools up in the worker's registry, for calls imported from another runtime.
 const { planToolCalls } = proxyActivities<TurnActivities>({ startToCloseTimeout: '30 seconds' });
 
-const { openworkerFaults } = proxySinks<FaultSinks>();
-
 /**
  * One agent turn: model → plan → calls → results → model …, until the model answers without tool
  * calls. Each call runs its own lifecycle (call.ts) with a ledger entry; the turn's handlers take
  * the people's decisions, the session's grants and the execute activity's dispatch marker.
  */
 export async function agentTurn(input: TurnInput): Promise<TurnResult> {
-  // First: a lean turn's one marker stands for every patch below (patches.ts, PatchGate).
-  const lean = askPatch(PATCHES.leanTurn);
-  const patched = (name: string): boolean => lean || askPatch(name);
-  const cap = iterationCap(input.options, () => patched(PATCHES.iterationDefault));
+  const maxIterations = iterationCap(input.options);
   let iteration = 0;
-  // The inbox memo is asked directly (not through `lean`): lean turns recorded before it have none.
-  const book = createTurnLedger(
-    input,
-    () => iteration,
-    () => askPatch(PATCHES.inboxMemo),
-  );
+  const book = createTurnLedger(input, () => iteration);
   const { ledger, now } = book;
   const messages: Message[] = input.message !== undefined ? [{ role: 'user', content: input.message }] : [];
   // The calls of the response being worked on: each must get a result, even when the turn is cancelled.
@@ -106,21 +90,18 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   // against one set from outside.
   const info = workflowInfo();
   const rerun =
-    info.attempt > 1 && patched(PATCHES.workflowRetryGuard)
+    info.attempt > 1
       ? 'retried'
       : info.runId !== info.firstExecutionRunId && !info.continuedFromExecutionRunId
         ? 'reset'
         : undefined;
   // A cancel lets external tool activities in flight finish (or park) before the turn ends.
-  const shields = createShields(() => patched(PATCHES.cancelSettlesCalls));
+  const shields = createShields();
   const root = CancellationScope.current();
 
   // Handlers: the people's decisions, the session's grants, the status query, the dispatch marker.
   const intake = createDecisionIntake({
     ...book,
-    resultLimitApplies: () => patched(PATCHES.recoveryResultLimit),
-    namesReserved: () => patched(PATCHES.reservedNames),
-    editsApply: () => patched(PATCHES.approveWithEdits),
     cancelled: () => root.consideredCancelled,
   });
   setHandler(approveSignal, (p) => intake.decide('approve', p), {
@@ -141,8 +122,6 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     input,
     ledger,
     record: book.record,
-    holdWhilePending: () => patched(PATCHES.grantsAfterResponse),
-    revokeWhilePending: () => patched(PATCHES.revokeWhilePending),
   });
   setHandler(turnStatusQuery, book.status, {
     description:
@@ -153,10 +132,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     description: "This turn's messages so far: the request that started it, then the latest (12 in all)",
   });
   // Messages the user sent while this turn runs, for its next model call (workflows/steering.ts).
-  const steering = createSteeringInbox({
-    historyLength: () => workflowInfo().historyLength,
-    applies: () => patched(PATCHES.steering),
-  });
+  const steering = createSteeringInbox({ historyLength: () => workflowInfo().historyLength });
   setHandler(steerSignal, (raw) => steering.receive(raw), { description: DESCRIPTIONS.steer });
   // Each park of a call planned with `notify` starts its notify activity (workflows/notifyParks.ts).
   const parks = createParkNotifier({
@@ -166,12 +142,6 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     cancelled: () => root.consideredCancelled,
   });
   book.onPublish(parks.check);
-  handleNotifications({ entries: book.entries, record: book.record, notifiesItself: parks.notifies });
-  handleDispatch({
-    entries: book.entries,
-    record: book.record,
-    reached: (e) => openworkerFaults.reached('turn.dispatch', e.tool, e.executionId),
-  });
 
   const calls = callLifecycle({
     input,
@@ -182,22 +152,19 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     intake,
     shields,
     root,
-    patched,
     ...(rerun ? { rerun } : {}),
   });
 
   /** New ledger entries are in: grants approve what they cover, waiting decisions are judged, the calls run. */
   const runCalls = (planned: PlannedCall[], starts?: Map<string, NextStep>): Promise<Message[]> => {
     parks.watch(planned);
-    const decide = (): void => {
+    // The turn publishes its state once, after grants and waiting decisions (a batch holds every
+    // publish until its end): calls approved before they existed never show awaiting_approval.
+    book.batch(() => {
       grants.applyGrants(planned.map((c) => c.toolCallId));
       book.publish();
       intake.callsCreated();
-    };
-    // A lean turn publishes its state once, after grants and waiting decisions (a batch holds every
-    // publish until its end): calls approved before they existed never show awaiting_approval.
-    if (lean) book.batch(decide);
-    else decide();
+    });
     inFlight = planned.map((c) => calls.run(c, starts?.get(c.toolCallId)));
     return Promise.all(inFlight);
   };
@@ -242,22 +209,15 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     return { ...book.status(), messages: output, ...(context ? { context } : {}), ...steering.steered() };
   };
 
-  book.started(lean);
+  book.started();
   try {
     // Only a raw client can start a turn with an oversized message (the session refuses them): no
     // model call, and the message stays out of the transcript.
     const tooLarge = input.message !== undefined ? oversizedMessage(input.message) : undefined;
-    if (tooLarge && patched(PATCHES.messageLimit)) {
+    if (tooLarge) {
       messages.length = 0;
       return await finish({ state: 'failed', error: `${tooLarge}; the model was not called` });
     }
-    // Ids from earlier turns count as used too: a provider that restarts its ids would otherwise
-    // give one transcript two results for one id.
-    const usedIds = new Set(
-      patched(PATCHES.idsUniquePerSession)
-        ? input.history.flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []).map((c) => c.id) : []))
-        : [],
-    );
     if (input.resume?.length) messages.push(...(await resumeImported(input.resume)));
     for (iteration = 1; ; iteration++) {
       const problems = unpairedToolCalls([...input.history, ...messages]);
@@ -268,17 +228,14 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       let response;
       intake.modelPending(true);
       grants.responsePending();
-      // Each message is sent and stored once; before this patch, every call carried the whole transcript.
-      const byReference = patched(PATCHES.transcriptByReference);
-      if (byReference && stored.ref?.compactDue) stored = { ...stored, ref: await compacted(stored.ref, iteration) };
+      // Each message is sent and stored once: the model call gets the transcript by reference.
+      if (stored.ref?.compactDue) stored = { ...stored, ref: await compacted(stored.ref, iteration) };
       try {
         response = await callModel({
           sessionId: input.sessionId,
           turn: input.turn,
           iteration,
-          ...(byReference
-            ? { context: contextInput(stored, input.history, messages) }
-            : { messages: [...input.history, ...messages] }),
+          context: contextInput(stored, input.history, messages),
         });
       } catch (err) {
         if (isCancellation(err)) throw err;
@@ -286,22 +243,20 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       } finally {
         intake.modelPending(false);
       }
-      if (byReference && !response.context) return await finish({ state: 'failed', error: MODEL_STEP_NOT_STORED });
+      if (!response.context) return await finish({ state: 'failed', error: MODEL_STEP_NOT_STORED });
       steering.answered();
-      // By reference, the activity gave the calls their ids: it sees the whole transcript.
-      const planned = byReference ? response.calls : assignCallIds(response.calls, usedIds, iteration);
+      // The activity gave the calls their ids, unique in the session: it sees the whole transcript.
+      const planned = response.calls;
       const answer = assistantMessage(response.text, planned);
       openCalls = answer.role === 'assistant' ? (answer.toolCalls ?? []) : [];
       messages.push(answer);
-      if (response.context) stored = { ref: response.context, history: true, upTo: messages.length };
+      stored = { ref: response.context, history: true, upTo: messages.length };
       if (!planned.length) return await finish({ state: 'completed', text: response.text });
       // Calls the model could never follow up on are not executed at all.
-      const maxIterations = cap(iteration);
       const capped =
         iteration >= maxIterations ? `not executed: the turn reached its iteration cap (${maxIterations})` : undefined;
       const at = now();
       for (const c of planned) {
-        usedIds.add(c.toolCallId);
         ledger.set(
           c.toolCallId,
           newEntry(c, executionIdFor(input.sessionId, input.turn, c.toolCallId), iteration, at, capped),

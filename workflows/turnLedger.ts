@@ -31,13 +31,9 @@ export interface TurnEnd {
 /**
  * A turn's ledger and decision audit, and everything that shows them: the `status` query, the
  * `OpenWorkerState` search attribute, the inbox memo and the Web UI's current details, kept in step
- * on every write. `memoApplies` asks the `inbox-memo-v1` patch, only when a memo would be upserted.
+ * on every write.
  */
-export function createTurnLedger(
-  input: Pick<TurnInput, 'sessionId' | 'turn'>,
-  iteration: () => number,
-  memoApplies: () => boolean = () => false,
-) {
+export function createTurnLedger(input: Pick<TurnInput, 'sessionId' | 'turn'>, iteration: () => number) {
   const ledger = new ObservedLedger(createCallTelemetry(input));
   const decisions: DecisionRecord[] = [];
   const recoveries = new Map<string, RecoverSignal>();
@@ -80,7 +76,7 @@ export function createTurnLedger(
         rows: inboxRows(entries(), decisions),
       };
       const json = JSON.stringify(memo);
-      if (json !== memoed && memoApplies()) {
+      if (json !== memoed) {
         upsertMemo({ [INBOX_MEMO]: memo });
         memoed = json;
       }
@@ -118,12 +114,12 @@ export function createTurnLedger(
       listeners.push(fn);
     },
     /**
-     * The turn starts `running` (the search attribute is set before anything else happens). A lean
-     * turn started with it set (startAgentTurn, a session's turn) upserts nothing.
+     * The turn starts `running` (the search attribute is set before anything else happens); a turn
+     * started with it set (startAgentTurn, a session's turn) upserts nothing.
      */
-    started(lean = false): void {
+    started(): void {
       const given = workflowInfo().typedSearchAttributes.get(OpenWorkerState);
-      if (!lean || given !== 'running') upsertSearchAttributes([{ key: OpenWorkerState, value: 'running' }]);
+      if (given !== 'running') upsertSearchAttributes([{ key: OpenWorkerState, value: 'running' }]);
       published = 'running';
     },
     /** A handler's write: never throws. */

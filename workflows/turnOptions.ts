@@ -12,9 +12,6 @@ import type { TurnOptions } from './types';
  */
 export const DEFAULT_MAX_ITERATIONS = 40;
 
-/** The default before `iteration-default-v2`: turns recorded with it replay with it. */
-export const LEGACY_MAX_ITERATIONS = 12;
-
 /** A limit a user may set: its range. */
 interface Range {
   min: number;
@@ -67,21 +64,9 @@ export function turnOptionsArg(session?: TurnOptions, turn?: TurnOptions): { opt
   return options ? { options } : {};
 }
 
-/**
- * The cap a turn applies at `iteration`: its `maxIterations`, else the default. Turns recorded before
- * the default rose from 12 to 40 stopped at 12 and must replay that way: `raised` (a patched() check)
- * is asked only once a turn without the option reaches its 12th model call.
- */
-export function iterationCap(options: TurnOptions | undefined, raised: () => boolean): (iteration: number) => number {
-  const given = options?.maxIterations;
-  if (given !== undefined) return () => given;
-  let decided: number | undefined;
-  return (iteration) => {
-    if (decided !== undefined) return decided;
-    if (iteration < LEGACY_MAX_ITERATIONS) return DEFAULT_MAX_ITERATIONS;
-    return (decided = raised() ? DEFAULT_MAX_ITERATIONS : LEGACY_MAX_ITERATIONS);
-  };
-}
+/** The cap a turn applies: its `maxIterations`, else the default. */
+export const iterationCap = (options: TurnOptions | undefined): number =>
+  options?.maxIterations ?? DEFAULT_MAX_ITERATIONS;
 
 /** The error of a turn that stopped at its cap: what happened and how to raise it. */
 export const capReached = (cap: number): string => `iteration cap (${cap}) reached; ${RAISE_ITERATIONS}`;

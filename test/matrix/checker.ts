@@ -235,26 +235,10 @@ export function check(input: CheckInput): string[] {
     () => unpaired.join('; '),
   );
 
-  // The dispatch marker: each run's activity got at most one "proceed", and a protected effect had one.
-  const accepted = new Map<string, string>();
+  // The dispatch marker: each run's activity recorded at most one, and a protected effect had one. The
+  // turn learns it from the attempt (a timeout's last heartbeat, a result) and writes it in the ledger.
   const proceeded: string[] = [];
-  for (const ev of events) {
-    const acc = ev.workflowExecutionUpdateAcceptedEventAttributes;
-    if (acc?.acceptedRequest?.input?.name === 'dispatch') {
-      const req = decode(acc.acceptedRequest.input.args)[0] as { executionId: string; activityId: string };
-      if (req.executionId === executionId) accepted.set(acc.acceptedRequest.meta?.updateId ?? '', req.activityId);
-    }
-    const done = ev.workflowExecutionUpdateCompletedEventAttributes;
-    if (done?.meta?.updateId && accepted.has(done.meta.updateId)) {
-      const answer = decode(done.outcome?.success)[0] as { proceed?: boolean } | undefined;
-      if (answer?.proceed) proceeded.push(accepted.get(done.meta.updateId)!);
-    }
-  }
-  // A run that recorded its marker by heartbeat has no update: its dispatch is what the turn learned
-  // from the attempt (a timeout's last heartbeat, a result), written in the ledger.
-  const byHeartbeat = new Set(
-    executes.filter((x) => (x.input as ToolActivityInput).marker === 'heartbeat').map((x) => x.activityId),
-  );
+  const byHeartbeat = new Set(executes.filter((x) => (x.input as ToolActivityInput).protect).map((x) => x.activityId));
   for (const ev of e.events)
     if (ev.type === 'dispatched' && byHeartbeat.has(String(ev.activityId))) proceeded.push(String(ev.activityId));
   must(new Set(proceeded).size === proceeded.length, 'history: at most one dispatch per activity', () =>
@@ -290,12 +274,8 @@ function transcriptsSeen(
   for (const ev of events) {
     const s = scheduled.get(Number(ev.eventId));
     if (s?.type === 'callModel') {
-      const input = s.input as ModelActivityInput;
-      if (input.messages) out.push(input.messages);
-      else {
-        seen.push(...(input.context?.append ?? []));
-        out.push([...seen]);
-      }
+      seen.push(...(s.input as ModelActivityInput).context.append);
+      out.push([...seen]);
     }
     const done = ev.activityTaskCompletedEventAttributes;
     if (done && scheduled.get(Number(done.scheduledEventId))?.type === 'callModel') {

@@ -6,20 +6,19 @@ import { grant } from '../../client/grants';
 import { turnStatus } from '../../client/session';
 import {
   approveSignal,
-  dispatchUpdate,
   grantsSignal,
   recoverSignal,
   rejectSignal,
   revokeSignal,
   sessionWorkflowId,
 } from '../../workflows/definitions';
-import { activityIdFor, pendingFence } from '../../workflows/ledger';
+import { pendingFence } from '../../workflows/ledger';
 import type { LedgerEntry, RecoveryDecision, TurnStatus } from '../../workflows/types';
 
 /**
  * The jobs of one workflow activation (issue #14): what humans, the session and a stray activity
  * send to a turn while no worker runs, each through a raw Temporal client so that all of them wait
- * in history (or, for an update, in the server's registry) for the next workflow task.
+ * in history for the next workflow task.
  */
 
 export type Job =
@@ -28,9 +27,7 @@ export type Job =
   | { kind: 'recover'; decision: RecoveryDecision; skipFence: boolean }
   | { kind: 'cancel' }
   /** A session grant (client/grants.ts), a raw revoke of it to the session, or a raw `grants` list to the turn. */
-  | { kind: 'grant'; via: 'session' | 'revoke' | 'raw' }
-  /** A raw `dispatch` update for the call's current run, or for another run's activity ID. */
-  | { kind: 'dispatch'; run: 'current' | 'other' };
+  | { kind: 'grant'; via: 'session' | 'revoke' | 'raw' };
 
 export interface Target {
   sessionId: string;
@@ -44,16 +41,11 @@ export interface Target {
 export interface Sent {
   /** decisionId → what it asked for (approve, reject, recover:<decision>). */
   decisions: Map<string, string>;
-  /** Dispatch updates still pending at the server: abort them when the case ends. */
-  abort: AbortController;
-  updates: Promise<unknown>[];
 }
 
 type Event = temporal.api.history.v1.IHistoryEvent;
-const ADMITTED =
-  temporal.api.enums.v1.UpdateWorkflowExecutionLifecycleStage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ADMITTED;
 
-/** Sends the jobs in order; each lands before the next is sent (an update: once the server admitted it). */
+/** Sends the jobs in order; each lands before the next is sent. */
 export async function sendJobs(c: OpenWorkerClient, t: Target, jobs: readonly Job[], sent: Sent): Promise<void> {
   const handle = c.client.workflow.getHandle(t.workflowId);
   const session = c.client.workflow.getHandle(sessionWorkflowId(t.sessionId));
@@ -107,42 +99,7 @@ export async function sendJobs(c: OpenWorkerClient, t: Target, jobs: readonly Jo
           grantId = (await grant(c, { sessionId: t.sessionId, tool: entry.tool, by: 'carol', waitMs: 0 })).grant.id;
         if (job.via === 'revoke') await session.signal(revokeSignal, { grantId, by: 'carol' });
         break;
-      case 'dispatch': {
-        const run = job.run === 'current' ? entry.runs : entry.runs + 1;
-        const updateId = `mj-${decisionId}`;
-        const req = { executionId: entry.executionId, activityId: activityIdFor(entry.executionId, run), attempt: 1 };
-        // No worker: the call blocks until one accepts it; it is abandoned when the case ends.
-        sent.updates.push(
-          c.client
-            .withAbortSignal(sent.abort.signal, () => handle.executeUpdate(dispatchUpdate, { args: [req], updateId }))
-            .catch((err: unknown) => err),
-        );
-        await admitted(c, t.workflowId, updateId);
-        break;
-      }
     }
-  }
-}
-
-/** Waits (bounded) until the server holds the update, so it goes out with the next workflow task. */
-async function admitted(c: OpenWorkerClient, workflowId: string, updateId: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    try {
-      await c.client.withDeadline(Date.now() + 2_000, () =>
-        c.client.workflowService.pollWorkflowExecutionUpdate({
-          namespace: c.namespace,
-          updateRef: { workflowExecution: { workflowId }, updateId },
-          identity: 'multijob-test',
-          waitPolicy: { lifecycleStage: ADMITTED },
-        }),
-      );
-      return;
-    } catch (err) {
-      if (Date.now() > deadline)
-        throw new Error(`dispatch update ${updateId} not admitted within 10 s: ${(err as Error).message}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
   }
 }
 
@@ -271,35 +228,6 @@ export function inOneTask(events: readonly Event[], after: number, expected: num
 
 const decode = (payloads: temporal.api.common.v1.IPayloads | null | undefined): unknown[] =>
   (payloads?.payloads ?? []).map((p) => defaultPayloadConverter.fromPayload(p as never));
-
-/**
- * The dispatch marker, read from the raw history: a "proceed" only for an activity already
- * scheduled, and at most one per activity (a second would let two callers reach the adapter).
- */
-export function dispatchProblems(events: readonly Event[]): string[] {
-  const scheduled = new Set<string>();
-  const accepted = new Map<string, string>();
-  const proceeded: string[] = [];
-  const problems: string[] = [];
-  for (const ev of events) {
-    const a = ev.activityTaskScheduledEventAttributes;
-    if (a?.activityId) scheduled.add(a.activityId);
-    const acc = ev.workflowExecutionUpdateAcceptedEventAttributes;
-    if (acc?.acceptedRequest?.input?.name === 'dispatch') {
-      const req = decode(acc.acceptedRequest.input.args)[0] as { activityId: string };
-      accepted.set(acc.acceptedRequest.meta?.updateId ?? '', req.activityId);
-    }
-    const done = ev.workflowExecutionUpdateCompletedEventAttributes;
-    const id = done?.meta?.updateId ? accepted.get(done.meta.updateId) : undefined;
-    if (id === undefined || !(decode(done!.outcome?.success)[0] as { proceed?: boolean } | undefined)?.proceed)
-      continue;
-    if (!scheduled.has(id))
-      problems.push(`event ${String(ev.eventId)}: dispatch of ${id} proceeded before any activity ${id} was scheduled`);
-    if (proceeded.includes(id)) problems.push(`event ${String(ev.eventId)}: a second dispatch of ${id} proceeded`);
-    proceeded.push(id);
-  }
-  return problems;
-}
 
 /** A compact listing of a history for a failure report: id, type, and what a signal or update carried. */
 export function describeHistory(events: readonly Event[]): string {

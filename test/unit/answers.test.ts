@@ -177,22 +177,15 @@ describe('answers: parseAnswer (the signal payload)', () => {
       if (!want) assert.ok(r.ok);
       else assert.ok(!r.ok && want.test(r.why), JSON.stringify(r));
     });
-  it('a reserved name is refused only when the turn says names are reserved (patched() in the turn)', () => {
+  it('a reserved name is refused for an answer as for an approval: one check, one reason', () => {
     const raw = { toolCallId: 'q1', by: 'auto', answer: 'yes', decisionId: 'd1' };
-    assert.deepEqual(
-      parseAnswer(raw, () => true),
-      {
-        ok: false,
-        why: refusedBy('answer', 'auto'),
-        toolCallId: 'q1',
-        by: 'auto',
-        decisionId: 'd1',
-      },
-    );
-    assert.deepEqual(
-      parseAnswer(raw, () => false),
-      { ok: true, answer: raw },
-    );
+    assert.deepEqual(parseAnswer(raw), {
+      ok: false,
+      why: refusedBy('answer', 'auto'),
+      toolCallId: 'q1',
+      by: 'auto',
+      decisionId: 'd1',
+    });
     const approve = parseDecision('approve', { toolCallId: 'q1', by: 'auto' });
     assert.equal(!approve.ok && approve.why, refusedBy('approve', 'auto'), 'the approvals go through the same check');
   });

@@ -74,19 +74,7 @@ describe('deciders: a raw signal under a reserved name', () => {
       assert.match(r.why, new RegExp(`^refused ${kind}: by 'auto' is reserved for decisions no person made`));
       assert.deepEqual([r.toolCallId, r.by, r.decisionId], ['c1', 'auto', 'd1']);
     });
-    it(`${kind} by 'auto' in a history from before the refusal is parsed as before`, () => {
-      assert.equal(parseDecision(kind, { toolCallId: 'c1', by: 'auto', ...extra }, undefined, () => false).ok, true);
-    });
   }
-
-  it('the patch is asked only for a reserved name (no marker for ordinary decisions)', () => {
-    let asked = 0;
-    const ask = () => (asked++, true);
-    parseDecision('approve', { toolCallId: 'c1', by: 'alice' }, undefined, ask);
-    assert.equal(asked, 0);
-    parseDecision('approve', { toolCallId: 'c1', by: 'System' }, undefined, ask);
-    assert.equal(asked, 1);
-  });
 
   it('the intake records the refusal once, as ignored, and the call keeps waiting', () => {
     const ledger = new Map([['call_1', entryIn('awaiting_approval')]]);
@@ -105,7 +93,6 @@ describe('deciders: a raw signal under a reserved name', () => {
     assert.ok(g.ok);
     const bad = addGrant([], { grantId: 'g-2', tool: 'send_email', by: 'auto' }, AT);
     assert.deepEqual(bad, { ok: false, why: `refused grant: by ${reservedName('auto')!}` });
-    assert.equal(addGrant([], { grantId: 'g-2', tool: 'send_email', by: 'auto' }, AT, () => false).ok, true);
     const rv = revokeGrant(g.ok ? g.grants : [], { grantId: 'g-1', by: 'Policy' }, AT);
     assert.equal(rv.ok, false);
   });

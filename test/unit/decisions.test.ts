@@ -97,14 +97,6 @@ describe('decisions: parseDecision rejects malformed payloads', () => {
     }
   }
 
-  it('an oversized recovery result replays as before where the turn says the limit does not apply (no patch marker)', () => {
-    const raw = { ...base, decision: 'succeeded', result: 'x'.repeat(300_000) };
-    assert.equal(parseDecision('recover', raw, () => false).ok, true);
-    let asked = 0;
-    assert.equal(parseDecision('recover', { ...raw, result: 'small' }, () => (asked++, true)).ok, true);
-    assert.equal(asked, 0, 'the patch is consulted only when the limit would refuse');
-  });
-
   it('a rejected payload still reports the ids it could read', () => {
     const parsed = parseDecision('recover', { toolCallId: 'c9', by: 'ann', decisionId: 'd1', decision: 'nope' });
     assert.deepEqual(parsed, {

@@ -49,7 +49,6 @@ describe('executeTool: guards before and after the tool', () => {
     arguments: tool === 'charge' ? { cents: 5 } : {},
     attemptBase: 0,
     protect,
-    marker: 'heartbeat',
   });
   const rejectsWith = async (p: Promise<unknown>, type: string, message: RegExp) =>
     assert.rejects(p, (err: unknown) => {

@@ -8,7 +8,7 @@ import {
   type InboxRow,
 } from '../../workflows/inboxRows';
 import type { CallState, DecisionRecord, LedgerEntry } from '../../workflows/types';
-import { AT, entryIn } from './helpers';
+import { entryIn } from './helpers';
 
 // The rows a parked turn keeps in its memo (workflows/inboxRows.ts) are a pure function of its ledger
 // and decisions: the inbox lists them from visibility and never asks the turn.
@@ -53,7 +53,7 @@ const CASES: Case[] = [
       since: T1,
       argsPreview: { to: 'bob@example.com' },
       attempts: 0,
-      notification: { park: 'approval', notified: false, claims: 0 },
+      notification: { park: 'approval', notified: false },
     },
     absent: ['reason', 'question', 'fence', 'retryNote', 'notApplied'],
   },
@@ -67,7 +67,7 @@ const CASES: Case[] = [
     want: {
       state: 'awaiting_answer',
       question: { question: 'Which day?', choices: ['Mon', 'Fri'] },
-      notification: { park: 'question', notified: false, claims: 0 },
+      notification: { park: 'question', notified: false },
     },
     absent: ['reason', 'retryNote'],
   },
@@ -87,7 +87,7 @@ const CASES: Case[] = [
       state: 'recovery_required',
       reason: 'outcome unknown',
       attempts: 2,
-      notification: { park: 'recovery-2', notified: false, claims: 0 },
+      notification: { park: 'recovery-2', notified: false },
     },
   },
   {
@@ -101,16 +101,11 @@ const CASES: Case[] = [
     want: { reason: 'lost', fence: { until: LATER, attempt: 1, by: 'carol' } },
   },
   {
-    name: 'a claimed and notified park, the latest claim named',
+    name: 'a notified park',
     entry: entryIn('awaiting_approval', {
-      events: [
-        ev('awaiting_approval'),
-        ev('notification_claimed', { park: 'approval', by: 'r1', until: AT }),
-        ev('notification_claimed', { park: 'approval', by: 'r2', until: LATER }),
-        ev('notified', { park: 'approval', by: 'r2', delivered: 1, failed: 0 }),
-      ],
+      events: [ev('awaiting_approval'), ev('notified', { park: 'approval', by: 'r2', delivered: 1, failed: 0 })],
     }),
-    want: { notification: { park: 'approval', notified: true, claims: 2, claimedBy: 'r2', claimedUntil: LATER } },
+    want: { notification: { park: 'approval', notified: true } },
   },
   {
     name: 'an earlier park notified does not count for this one',
@@ -121,7 +116,7 @@ const CASES: Case[] = [
         ev('recovery_required', { reason: 'b' }),
       ],
     }),
-    want: { notification: { park: 'recovery-2', notified: false, claims: 0 } },
+    want: { notification: { park: 'recovery-2', notified: false } },
   },
   {
     name: "decisions not applied: this call's only",

@@ -13,14 +13,7 @@ import {
 import { createRegistry } from '../../activities/registry';
 import { defineTool } from '../../activities/tool';
 import { argsDigest } from '../../workflows/identity';
-import {
-  LEGACY_MAX_MESSAGE_CHARS,
-  MAX_MESSAGE_BYTES,
-  cutUtf8,
-  messageProblem,
-  sessionMessageProblem,
-  utf8Bytes,
-} from '../../workflows/limits';
+import { MAX_MESSAGE_BYTES, cutUtf8, messageProblem, utf8Bytes } from '../../workflows/limits';
 import type { ToolCall } from '../../workflows/types';
 
 const KiB = 1024;
@@ -80,34 +73,6 @@ describe('limits: user messages', () => {
       const got = messageProblem(c.text);
       if (c.problem) assert.match(got ?? '', c.problem);
       else assert.equal(got, undefined);
-    });
-  }
-
-  // Histories from before message-limit-v1 took up to 100 000 characters: only a message in
-  // between asks for the patch, so ordinary histories never get the marker.
-  const session: { name: string; text: unknown; patched: boolean; refused: boolean; asks: boolean }[] = [
-    { name: 'small: taken, no marker', text: 'hi', patched: true, refused: false, asks: false },
-    { name: 'between, patched: refused', text: 'x'.repeat(40 * KiB), patched: true, refused: true, asks: true },
-    { name: 'between, old history: taken', text: 'x'.repeat(40 * KiB), patched: false, refused: false, asks: true },
-    {
-      name: 'over the old limit: refused either way',
-      text: 'x'.repeat(LEGACY_MAX_MESSAGE_CHARS + 1),
-      patched: false,
-      refused: true,
-      asks: false,
-    },
-    { name: 'blank: refused either way', text: '  ', patched: false, refused: true, asks: false },
-    { name: 'not text: refused either way', text: undefined, patched: false, refused: true, asks: false },
-  ];
-  for (const c of session) {
-    it(`session: ${c.name}`, () => {
-      let asked = false;
-      const got = sessionMessageProblem(c.text, () => {
-        asked = true;
-        return c.patched;
-      });
-      assert.equal(got !== undefined, c.refused);
-      assert.equal(asked, c.asks);
     });
   }
 });

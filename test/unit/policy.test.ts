@@ -172,8 +172,8 @@ describe('policy: afterExecution (effect × recovery × dispatched × earlier di
         maxAttempts: 3,
         earlierDispatch: false,
       },
-      outcome: { kind: 'not_applied', error: 'dispatch refused: x', refused: 'dispatch_refused' },
-      want: { kind: 'fail', error: 'dispatch refused: x', via: 'execute' },
+      outcome: { kind: 'not_applied', error: 'tool x is not registered', refused: 'not_registered' },
+      want: { kind: 'fail', error: 'tool x is not registered', via: 'execute' },
     },
   ];
   for (const c of explicit) {

@@ -7,13 +7,7 @@ import * as z from 'zod/mini';
 import { parseRecovery } from '../../cli/chatView';
 import { parseDecision, splitDecisions } from '../../workflows/decisions';
 import { activeGrants, addGrant, grantsUpdate, revokeGrant } from '../../workflows/grants';
-import {
-  checkPayload,
-  DESCRIPTIONS,
-  describe as describeSchema,
-  RECOVERY_DECISIONS,
-  schemas,
-} from '../../workflows/protocol';
+import { DESCRIPTIONS, describe as describeSchema, RECOVERY_DECISIONS, schemas } from '../../workflows/protocol';
 import type { DecisionKind, Grant } from '../../workflows/types';
 import { hostileDecision, hostileValue, PROTOTYPE_KEYS } from '../support/hostile';
 import * as old from './protocolOracle';
@@ -110,27 +104,16 @@ const table: unknown[] = [
 const hostile = (kind: DecisionKind, n: number): unknown[] =>
   fc.sample(fc.oneof(hostileDecision(kind, 300), hostileValue(1)), { seed: SEED, numRuns: n });
 
-/** Runs `f` with each answer of the two gates, counting how often each is asked. */
-function withGates<T>(f: (limit: () => boolean, names: () => boolean) => T): unknown[] {
-  return [true, false].flatMap((a) =>
-    [true, false].map((b) => {
-      const asked = { limit: 0, names: 0 };
-      const out = f(
-        () => (asked.limit++, a),
-        () => (asked.names++, b),
-      );
-      return { out, asked };
-    }),
-  );
-}
+/** The hand-written parsers with their history gates open, as every turn of baseline 1 has them. */
+const ON = (): boolean => true;
 
 describe('protocol: the schema-derived parsers decide as the hand-written ones did', () => {
   for (const kind of KINDS) {
     it(`parseDecision('${kind}'): the table and ${kind === 'recover' ? 3000 : 1500} hostile payloads`, () => {
       for (const raw of [...table, ...hostile(kind, kind === 'recover' ? 3000 : 1500)]) {
         assert.deepStrictEqual(
-          withGates((limit, names) => parseDecision(kind, raw, limit, names)),
-          withGates((limit, names) => old.parseDecision(kind, raw, limit, names)),
+          parseDecision(kind, raw),
+          old.parseDecision(kind, raw, ON, ON),
           `${kind} ${JSON.stringify(raw)?.slice(0, 300)}`,
         );
       }
@@ -210,16 +193,8 @@ describe('protocol: the schema-derived parsers decide as the hand-written ones d
     for (const raw of [...grantTable, ...hostileGrants]) {
       for (const grants of [[], [g1], [{ ...g1, revokedAt: AT, revokedBy: 'x' }]]) {
         const msg = JSON.stringify(raw)?.slice(0, 300);
-        assert.deepStrictEqual(
-          withGates((_, names) => addGrant(grants, raw, AT, names)),
-          withGates((_, names) => old.addGrant(grants, raw, AT, names)),
-          `grant ${msg}`,
-        );
-        assert.deepStrictEqual(
-          withGates((_, names) => revokeGrant(grants, raw, AT, names)),
-          withGates((_, names) => old.revokeGrant(grants, raw, AT, names)),
-          `revoke ${msg}`,
-        );
+        assert.deepStrictEqual(addGrant(grants, raw, AT), old.addGrant(grants, raw, AT, ON), `grant ${msg}`);
+        assert.deepStrictEqual(revokeGrant(grants, raw, AT), old.revokeGrant(grants, raw, AT, ON), `revoke ${msg}`);
       }
     }
   });
@@ -245,27 +220,13 @@ describe('protocol: the schema-derived parsers decide as the hand-written ones d
       assert.deepStrictEqual(got, old.activeGrants(raw));
       got.forEach((g, i) => assert.equal(g, old.activeGrants(raw)[i]));
     }
-    for (const raw of updates) assert.deepStrictEqual(grantsUpdate(raw), old.grantsUpdate(raw), JSON.stringify(raw));
-  });
-
-  it('the dispatch and notify validators refuse what they refused, with the same message', () => {
-    const why = (s: typeof S.dispatch | typeof S.notify, raw: unknown) => {
-      const c = checkPayload(s, raw);
-      return c.ok ? undefined : c.why;
-    };
-    const req = { executionId: 'e1', activityId: 'e1', attempt: 1 };
-    const claim = { executionId: 'e1', park: 'approval', by: 'n1', leaseMs: 1000 };
-    const variants = (good: Record<string, unknown>) => [
-      ...table,
-      good,
-      inherited(good),
-      ...Object.keys(good).flatMap((f) =>
-        [undefined, null, '', 'x', 0, -1, 1.5, NaN, Infinity, -Infinity, true, {}].map((v) => ({ ...good, [f]: v })),
-      ),
-      ...fc.sample(hostileValue(1), { seed: SEED, numRuns: 500 }),
-    ];
-    for (const raw of variants(req)) assert.equal(why(S.dispatch, raw), old.dispatchProblem(raw));
-    for (const raw of variants(claim)) assert.equal(why(S.notify, raw), old.notifyProblem(raw));
+    // A bare array (the first builds' form) is no longer taken: baseline 1 sends only versioned lists.
+    for (const raw of updates)
+      assert.deepStrictEqual(
+        grantsUpdate(raw),
+        Array.isArray(raw) ? undefined : old.grantsUpdate(raw),
+        JSON.stringify(raw),
+      );
   });
 });
 
@@ -330,8 +291,6 @@ describe('protocol: the reference table names every field of every payload', () 
     message: S.message,
     grant: S.grant,
     revoke: S.revoke,
-    notify: S.notify,
-    notified: S.notified,
   };
   for (const [name, schema] of Object.entries(schemas))
     it(name, () => {

@@ -18,8 +18,8 @@ export const samples = (): unknown[] => {
     ...raws.map((raw) => splitDecisions({ decisions: [{ kind: 'approve', ...(raw ?? {}) }] })),
     ...[{ grantId: 'g', tool: 't', by: 'b' }, { grantId: '' }].map((raw) => addGrant([], raw, 'now')),
     grantsUpdate({ version: 1, grants: [{ id: 'g', tool: 't', by: 'b', at: 'now' }] }),
-    checkPayload(S.dispatch, { executionId: 'e', activityId: 'e', attempt: 1 }),
-    checkPayload(S.notify, { executionId: 'e' }),
+    checkPayload(S.steer, { messageId: 'm', text: 't' }),
+    checkPayload(S.answer, { toolCallId: 'c' }),
     DESCRIPTIONS,
   ];
 };

@@ -117,7 +117,6 @@ describe('settings: settingsFrom', () => {
       encryption: {},
       approvalsTokens: '/s/approvals-tokens.json',
       keysDir: join(homedir(), '.openworker', 'keys'),
-      dispatchMarker: 'heartbeat',
       notify: false,
       telemetry: {},
     };
@@ -162,7 +161,6 @@ describe('settings: settingsFrom', () => {
       { OPENWORKER_KEYS_DIR: '/k', OPENWORKER_APPROVER_KEY: 'al' },
       { keysDir: '/k', approverKey: 'al' },
     ],
-    ['the update marker', { OPENWORKER_DISPATCH_MARKER: 'update' }, { dispatchMarker: 'update' }],
     ['notifications on', { OPENWORKER_NOTIFY: 'ON' }, { notify: true }],
     [
       'a deployment version',
@@ -218,7 +216,6 @@ describe('settings: settingsFrom', () => {
       { OPENWORKER_SERVER_SYNC: 'off' },
       /^OPENWORKER_SERVER_SYNC must be one of normal, full, got 'off'$/,
     ],
-    ['a marker', { OPENWORKER_DISPATCH_MARKER: 'x' }, /^OPENWORKER_DISPATCH_MARKER must be one of heartbeat, update/],
     ['notify', { OPENWORKER_NOTIFY: 'yes' }, /^OPENWORKER_NOTIFY must be one of on, off, got 'yes'$/],
     ['a log level', { OPENWORKER_LOG_LEVEL: 'loud' }, /^OPENWORKER_LOG_LEVEL must be one of TRACE, .*, got 'LOUD'$/],
     ['a switch', { OPENWORKER_ENCRYPTION: 'of' }, /^OPENWORKER_ENCRYPTION must be 'on' or 'off', got 'of'$/],

@@ -67,9 +67,9 @@ describe('steering: which messages a model call takes (takeSteers)', () => {
 });
 
 describe('steering: the turn inbox', () => {
-  const inbox = (applies = true) => {
+  const inbox = () => {
     let length = 5;
-    const box = createSteeringInbox({ historyLength: () => length, applies: () => applies });
+    const box = createSteeringInbox({ historyLength: () => length });
     return { box, at: (n: number) => (length = n) };
   };
 
@@ -147,14 +147,6 @@ describe('steering: the turn inbox', () => {
       box.receive(raw);
     at(20);
     assert.deepEqual(box.take(), []);
-  });
-
-  it('takes nothing where the patch does not apply (a replay of an older turn), and keeps the messages', () => {
-    const { box, at } = inbox(false);
-    box.receive({ messageId: 'm1', text: 'hi' });
-    at(9);
-    assert.deepEqual(box.take(), []);
-    assert.deepEqual(box.steered(), {});
   });
 });
 

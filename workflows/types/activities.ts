@@ -12,14 +12,12 @@ export interface ToolActivityInput {
   arguments: unknown;
   /** Attempts already used by earlier runs; this run's first attempt is `attemptBase + 1`. */
   attemptBase: number;
-  /** Protected tools record "dispatched" before the adapter is called. */
-  protect: boolean;
   /**
-   * Where the dispatch marker goes: absent, the turn's `dispatch` update (turns recorded before the
-   * heartbeat marker); `heartbeat`, an awaited heartbeat the server keeps with the attempt, and a
-   * cancel request before it means "not started", after it the tool finishes.
+   * Protected tools record "dispatched" before the adapter is called, as an awaited heartbeat the
+   * server keeps with the attempt: a cancel request before it means "not started", after it the tool
+   * finishes.
    */
-  marker?: 'heartbeat';
+  protect: boolean;
   /** When the call's first run was scheduled (ms since epoch), for the tool's idempotency window. */
   firstScheduledAt?: number;
 }
@@ -46,13 +44,11 @@ export interface ModelActivityInput {
   sessionId: string;
   turn: number;
   iteration: number;
-  /** The whole transcript, as turns sent it before transcripts went by reference. */
-  messages?: Message[];
   /**
    * The transcript by reference: what is stored already, then the messages since. `anew`: the base
    * was stored by an earlier run of the session; store the whole transcript again as one segment.
    */
-  context?: { base?: ContextRef; append: Message[]; anew?: boolean };
+  context: { base?: ContextRef; append: Message[]; anew?: boolean };
 }
 
 /** Asks the model to summarise the stored transcript's older messages (compaction). */

@@ -7,10 +7,6 @@ export type {
   BatchedDecision,
   DecisionKind,
   DecisionsSignal,
-  DispatchAnswer,
-  DispatchRequest,
-  NotifiedReport,
-  NotifyClaim,
   RecoverSignal,
   RejectSignal,
 } from '../protocol';

@@ -4,13 +4,12 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { z } from 'zod';
 import { defineTool } from '../../activities/tool';
 import { OpenWorkerSession, OpenWorkerState, approveSignal, decisionsSignal } from '../../workflows/definitions';
-import { PATCHES } from '../../workflows/patches';
 import type { TurnResult } from '../../workflows/types';
 import { assertLive, until, useWorkflowTier } from './harness';
 
-// A lean turn (patch lean-turn-v1, docs/performance.md "Per cause"): one patch marker for the whole
-// turn, no state upsert at the start when the turn was started with its state, and one upsert per
-// state the turn rests in (a call approved before it existed never shows awaiting_approval).
+// What a turn upserts (docs/performance.md "Per cause"): no patch marker, no state upsert at the start
+// when the turn was started with its state, and one upsert per state the turn rests in (a call
+// approved before it existed never shows awaiting_approval).
 
 type Event = temporal.api.history.v1.IHistoryEvent;
 
@@ -43,12 +42,12 @@ const markers = (events: Event[]): string[] =>
     return [id ? (JSON.parse(Buffer.from(id).toString('utf8')) as { id: string }).id : String(m.markerName)];
   });
 
-describe('workflow tier: a lean turn', function () {
+describe('workflow tier: what a turn upserts', function () {
   this.timeout(60_000);
   const tier = useWorkflowTier();
   let seq = 0;
   const startWithState = (): Promise<WorkflowHandle> => {
-    const id = `lean-${process.pid}-${++seq}`;
+    const id = `upserts-${process.pid}-${++seq}`;
     return tier.client.workflow.start('agentTurn', {
       taskQueue: `workflow-tier-${process.pid}`,
       workflowId: id,
@@ -60,7 +59,7 @@ describe('workflow tier: a lean turn', function () {
     });
   };
 
-  it('started with its state, three calls approved before they exist: one marker, one state upsert (completed)', async () => {
+  it('started with its state, three calls approved before they exist: no marker, one state upsert (completed)', async () => {
     const steps = [{ toolCalls: [call('c1'), call('c2'), call('c3')] }, { text: 'done' }];
     const h = await startWithState();
     await h.signal(decisionsSignal, {
@@ -73,10 +72,10 @@ describe('workflow tier: a lean turn', function () {
       [1, 2, 3].map(() => ['succeeded', 'ann', 1]),
     );
     const events = (await h.fetchHistory()).events ?? [];
-    assert.deepEqual(markers(events), [PATCHES.leanTurn]);
-    assert.deepEqual(upserts(events), ['patches', 'completed']);
+    assert.deepEqual(markers(events), []);
+    assert.deepEqual(upserts(events), ['completed']);
     await assertLive(h, r);
-    await tier.record(h, 'turn-lean-preapproved');
+    await tier.record(h, 'turn-preapproved');
   });
 
   it('started without its state, a call that parks: running, awaiting_approval, running, completed (what the inbox reads)', async () => {
@@ -90,11 +89,9 @@ describe('workflow tier: a lean turn', function () {
     assert.equal(r.state, 'completed');
     assert.equal(r.ledger[0]!.state, 'succeeded');
     const events = (await h.fetchHistory()).events ?? [];
-    // The park asks inbox-memo-v1 (never implied by the lean marker): the inbox reads its memo rows.
-    assert.deepEqual(markers(events), [PATCHES.leanTurn, PATCHES.inboxMemo]);
-    // Its marker's own upsert follows the state's (the memo is asked once the state is parked).
-    assert.deepEqual(upserts(events), ['patches', 'running', 'awaiting_approval', 'patches', 'running', 'completed']);
+    assert.deepEqual(markers(events), []);
+    assert.deepEqual(upserts(events), ['running', 'awaiting_approval', 'running', 'completed']);
     await assertLive(h, r);
-    await tier.record(h, 'turn-lean-parked');
+    await tier.record(h, 'turn-parked-upserts');
   });
 });
