@@ -24,9 +24,9 @@ const invalid: EditCheck = {
   plan: planned({ arguments: { to: 7 }, argsDigest: 'sha256:x', invalid: "invalid arguments for 'send_email': to" }),
 };
 
-function setup(entry = awaiting(), opts: { editsApply?: boolean } = {}) {
+function setup(entry = awaiting()) {
   const ledger = new Map([['call_1', entry]]);
-  const { intake, decisions } = intakeOver(ledger, opts);
+  const { intake, decisions } = intakeOver(ledger);
   intake.modelPending(false);
   return { ledger, decisions, intake, call: () => ledger.get('call_1')! };
 }
@@ -190,14 +190,6 @@ describe('edits: the intake', () => {
     const { intake } = setup();
     intake.decide('approve', { toolCallId: 'call_1', by: 'ann', arguments: EDITED, argsDigest: D0 });
     assert.equal(intake.editPending('call_1')?.digest, D1);
-  });
-
-  it('a history from before edits replays its approve with arguments as a plain approval', () => {
-    const { intake, call } = setup(awaiting(), { editsApply: false });
-    intake.decide('approve', { toolCallId: 'call_1', by: 'ann', arguments: EDITED });
-    assert.equal(intake.editPending('call_1'), undefined);
-    assert.equal(call().state, 'running');
-    assert.deepEqual(call().arguments, ORIGINAL);
   });
 
   it('the batch `decisions` signal carries an edit as the approve signal does', () => {

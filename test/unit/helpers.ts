@@ -69,7 +69,7 @@ export function entryIn(state: CallState, over: Partial<LedgerEntry> = {}): Ledg
 /** A decision intake over an in-memory ledger, as the turn wires it (every write applied with applyLedger). */
 export function intakeOver(
   ledger: Map<string, LedgerEntry>,
-  opts: { now?: () => string; cancelled?: () => boolean; editsApply?: boolean } = {},
+  opts: { now?: () => string; cancelled?: () => boolean } = {},
 ) {
   const now = opts.now ?? (() => AT);
   const decisions: DecisionRecord[] = [];
@@ -82,7 +82,6 @@ export function intakeOver(
     publish: () => undefined,
     now,
     ...(opts.cancelled ? { cancelled: opts.cancelled } : {}),
-    ...(opts.editsApply !== undefined ? { editsApply: () => opts.editsApply! } : {}),
   });
   return { intake, decisions, recoveries };
 }
