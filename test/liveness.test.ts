@@ -10,7 +10,6 @@ import type { TurnStatus } from '../workflows/types';
 import { workflowTaskFailures } from './support/eventCounts';
 import { recordHistory } from './support/histories';
 import { startFakeModelServer } from './support/fakeModelServer';
-import { exited } from './support/processes';
 import { emailCall, eventually, scripted, startTurn, turnClosed, uniq } from './support/scenario';
 import { useWorld } from './support/world';
 
@@ -108,49 +107,6 @@ describe('liveness: no wedged turn, no stale grant', function () {
     const c = await cancelTurn(w.c, { sessionId, waitMs: 30_000 });
     assert.equal(c.settled, true, 'the cancel does not wait for the fence');
     await cancelledWithRetryNotApplied(sessionId, await turnClosed(w.c, parked), executionId);
-  });
-
-  // The dispatch update is kept for turns recorded with it and for OPENWORKER_DISPATCH_MARKER=update.
-  it('a dispatch granted after its attempt gave up (NotStarted), and an activity worker that shuts down with the update pending', async () => {
-    const script = scripted([{ toolCalls: [email('c1', 'dee@example.com')] }, { text: 'sent' }]);
-    const byUpdate = { OPENWORKER_DISPATCH_MARKER: 'update' };
-    const w1 = await w.worker(script, { faults: 'turn.dispatch@send_email', extraArgs: ['--only', 'workflows'] });
-    const x1 = await w.worker(script, {
-      extraArgs: ['--only', 'activities', '--shutdown-grace', '1s'],
-      env: byUpdate,
-    });
-    const sessionId = uniq('liveness-dispatch');
-    const parked = await startTurn(w.c, sessionId, 'email dee');
-    assert.equal(parked.state, 'awaiting_approval');
-    await approve(w.c, { sessionId, toolCallId: 'c1', by: 'alice' });
-    const executionId = await w1.faultReached('turn.dispatch');
-    // The dispatch update reached the turn but its task never completes: the update stays pending.
-    await w1.kill('SIGKILL');
-    x1.proc.kill('SIGTERM');
-    const stopped = await Promise.race([
-      exited(x1.proc).then(() => true),
-      new Promise<false>((r) => setTimeout(() => r(false), 20_000)),
-    ]);
-    assert.ok(
-      stopped,
-      `the activity worker did not exit within 20 s of SIGTERM (shutdown grace 1 s); output:\n${x1.output().slice(-1500)}`,
-    );
-    assert.equal(w.sink.deliveries(mid(executionId)), 0, 'the tool was never called');
-    await w.worker(script, { extraArgs: ['--only', 'workflows'] });
-    await w.worker(script, { extraArgs: ['--only', 'activities'], env: byUpdate });
-    const t = await turnClosed(w.c, parked);
-    assert.equal(t.state, 'completed', t.error);
-    assert.equal(t.ledger[0]!.state, 'succeeded');
-    const seen = types(t);
-    const at = seen.indexOf('dispatched');
-    assert.ok(
-      at >= 0 && seen.indexOf('not_started', at) > at && seen.indexOf('scheduled', seen.indexOf('not_started')) > 0,
-      `dispatched → not_started → scheduled: ${JSON.stringify(seen)}`,
-    );
-    assert.equal(seen.filter((e) => e === 'scheduled').length, 2, JSON.stringify(seen));
-    assert.equal(w.sink.deliveries(mid(executionId)), 1);
-    await healthy(t);
-    await recordHistory(parked.workflowId, 'turn-dispatch-update-then-not-started');
   });
 
   it('workers split with --only: a read runs as a local activity on the workflow worker', async () => {

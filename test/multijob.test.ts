@@ -49,9 +49,9 @@ const SEED =
 const RUNS = Number(process.env.MULTIJOB_RUNS ?? 7);
 const BUDGET_MS = Number(process.env.MULTIJOB_BUDGET_MS ?? 65_000);
 /**
- * The cases `npm test` runs always run (with the default seed: the regression, then draws that take each
- * start, both policies and every job kind): on a loaded machine the budget alone ran 4 of the 7, and so
- * never the one `recovery` start.
+ * The cases `npm test` runs always run (with the default seed, draws that take each start, both
+ * policies, both finishes and every job kind): on a loaded machine the budget alone ran 4 of the 7, and
+ * so never the one `recovery` start.
  */
 const CI_CASES = 7;
 /** Time for shrinking once a case failed. */
@@ -303,7 +303,7 @@ describe('several jobs in one activation (fast-check, real processes)', function
     // failure extends it so that fast-check can shrink, each step a real run.
     let deadline = Date.now() + BUDGET_MS;
     let shrinking: number | undefined;
-    // Shrunk cases the tier found run first; MULTIJOB_CASE='<json>' adds one (e.g. from a failure report).
+    // MULTIJOB_CASE='<json>' runs one case first (e.g. from a failure report).
     const examples: [Case][] = [
       ...(process.env.MULTIJOB_CASE ? [JSON.parse(process.env.MULTIJOB_CASE) as Case] : []),
     ].map((k) => [k]);

@@ -109,16 +109,17 @@ describe('turns end to end', function () {
       scheduled.map((ev) => ev.activityTaskScheduledEventAttributes!.activityId),
       [after.executionId],
     );
-    // The park before the approval kept the inbox rows in memo: one upsert, with the inbox-memo-v1
-    // marker and its TemporalChangeVersion upsert (3 events once per turn, before the signal, so not
-    // in the 11 below; docs/approvals.md, "The inbox from visibility alone").
+    // The park before the approval kept the inbox rows in memo: one upsert. Baseline 1 asks no patch:
+    // no marker anywhere in the turn (docs/performance.md, "Per cause").
     assert.equal(history.events!.filter((ev) => ev.workflowPropertiesModifiedEventAttributes).length, 1);
-    // Approval signal → result processed: 11 events; a lean turn asks no patch here (its one marker
-    // is in its first task; the memo's came with the park); see docs/performance.md.
+    assert.equal(
+      history.events!.filter((ev) => ev.markerRecordedEventAttributes?.markerName === 'core_patch').length,
+      0,
+    );
+    // Approval signal → result processed: 11 events; see docs/performance.md.
     const events = await eventsForCall(w.c, parked.workflowId, after.executionId, true);
     assert.equal(events.length, 11, events.join(' '));
-    assert.equal(events.filter((t) => t === 'MARKER_RECORDED').length, 0, events.join(' '));
-    await recordHistory(parked.workflowId, 'turn-lean-approved');
+    await recordHistory(parked.workflowId, 'turn-approved-send-email');
     await recordHistory(sessionWorkflowId(sessionId), 'session-one-turn');
   });
 

@@ -1,7 +1,5 @@
-import { BASELINE } from './baseline';
-
 /**
- * The life of a change to workflow code that alters history, after baseline {@link BASELINE}:
+ * The life of a change to workflow code that alters history, after the baseline (workflows/baseline.ts):
  *
  * 1. **patched.** The change asks `patched(PATCHES.x)` at the command it changes, with a name
  *    `<what>-v1` listed below, and a replay fixture recorded by the new build goes in
