@@ -158,7 +158,7 @@ export function cancelCommand(program: Command): void {
           t,
           t.settled
             ? formatTurn(t)
-            : `cancel requested for turn ${t.turn} of session ${sessionId}; it finishes cancelling when a worker runs`,
+            : `cancel requested for turn ${t.turn} of session ${sessionId}; it finishes cancelling when a worker picks it up${t.noWorker ? `: ${t.noWorker}` : ''}`,
         );
       }),
     );

@@ -230,9 +230,8 @@ export async function approveAlways(
       'not_found',
     );
   const workflowId = turnWorkflowId(sessionId, turn);
-  const status = await queryWithDeadline(c, `turn ${workflowId}`, () =>
-    c.client.workflow.getHandle(workflowId).query(turnStatusQuery),
-  );
+  const handle = c.client.workflow.getHandle(workflowId);
+  const status = await queryWithDeadline(c, `turn ${workflowId}`, handle, () => handle.query(turnStatusQuery));
   const entry = status.ledger.find((e) => e.toolCallId === t.toolCallId);
   if (!entry)
     throw new OpenWorkerError(

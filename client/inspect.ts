@@ -117,6 +117,7 @@ async function queriedRows(c: OpenWorkerClient, wf: ListedTurn, deadlineMs?: num
   const s = (await queryWithDeadline(
     own,
     `turn ${wf.workflowId}`,
+    handle,
     () => handle.query('status'),
     deadlineMs,
   )) as Awaited<ReturnType<typeof turnStatus>>;

@@ -33,18 +33,11 @@ import type { ContextStore } from '../runtime/contextStore';
 import { contextStoreFor } from '../runtime/contextStore';
 import type { Settings } from '../runtime/settings';
 import type { OpenWorkerClient } from './connection';
-import { liveWorkers, noWorkerMessage } from './workers';
-import { pendingBeats, withHeartbeatMarkers } from './liveDispatch';
+import { OpenWorkerError } from './errors';
+import { queryWithDeadline } from './workers';
 
-export class OpenWorkerError extends Error {
-  constructor(
-    message: string,
-    readonly code: 'bad_input' | 'not_found' | 'no_worker' | 'timeout' | 'ignored' | 'failed' = 'failed',
-  ) {
-    super(message);
-    this.name = 'OpenWorkerError';
-  }
-}
+export { OpenWorkerError, queryWithDeadline };
+import { pendingBeats, withHeartbeatMarkers } from './liveDispatch';
 
 /** The session ID, or a bad_input error naming what is wrong with it (workflows/ids.ts has the rule). */
 export function checkSessionId(sessionId: string): string {
@@ -58,48 +51,6 @@ export function checkTurn(turn: number): number {
   const problem = turnProblem(turn);
   if (problem) throw new OpenWorkerError(problem, 'bad_input');
   return turn;
-}
-
-// After a worker dies, the server first routes queries to that worker's sticky queue and only
-// falls back to the shared queue after its sticky timeout, so allow for more than that.
-// OPENWORKER_QUERY_TIMEOUT_MS, in the client's settings.
-const NO_WORKER_QUERY_MS = 3_000;
-
-/** Runs a query with a deadline, turning "nobody answered" into an error that says what to start. */
-export async function queryWithDeadline<T>(
-  c: OpenWorkerClient,
-  what: string,
-  fn: () => Promise<T>,
-  deadlineMs?: number,
-): Promise<T> {
-  // With no worker polling, a query would wait out the whole deadline: give a worker that is just
-  // (re)connecting a short moment; if one polls by then (a replaced worker, whose query first went
-  // to its predecessor's sticky queue), wait for it in full, else say that none runs.
-  let none = (await liveWorkers(c).catch(() => 1)) === 0;
-  for (;;) {
-    const timeoutMs = Math.min(none ? NO_WORKER_QUERY_MS : c.settings.queryTimeoutMs, deadlineMs ?? Infinity);
-    try {
-      return await c.client.withDeadline(Date.now() + timeoutMs, fn);
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw new OpenWorkerError(`${what}: not found`, 'not_found');
-      if (none) {
-        // The SDK reports its deadline as "Failed to query Workflow": ask the server who polls now.
-        if ((await liveWorkers(c, { fresh: true }).catch(() => 0)) > 0) {
-          none = false;
-          continue;
-        }
-        throw new OpenWorkerError(`${what}: ${noWorkerMessage(c, c.address)}`, 'no_worker');
-      }
-      const msg = `${(err as Error).message ?? String(err)} ${((err as Error).cause as Error | undefined)?.message ?? ''}`;
-      if (/deadline|timeout|timed out/i.test(msg)) {
-        throw new OpenWorkerError(
-          `${what}: no worker answered within ${timeoutMs / 1000}s; is 'openworker-temporal worker' running on task queue '${c.taskQueue}'?`,
-          'no_worker',
-        );
-      }
-      throw err;
-    }
-  }
 }
 
 export interface SendMessageResult {
@@ -243,7 +194,7 @@ async function notASession(c: OpenWorkerClient, workflowId: string, runId?: stri
 export async function sessionStatus(client: ClientLike, sessionId: string): Promise<SessionStatus> {
   const c = asOpenWorker(client);
   const handle = c.client.workflow.getHandle(sessionWorkflowId(checkSessionId(sessionId)));
-  const status = await queryWithDeadline(c, `session '${sessionId}'`, () => handle.query(sessionStatusQuery));
+  const status = await queryWithDeadline(c, `session '${sessionId}'`, handle, () => handle.query(sessionStatusQuery));
   if (!status.context) return status;
   const { context, ...rest } = status;
   const stored = await contextStoreOf(c)
@@ -270,7 +221,9 @@ export async function messageTurn(client: ClientLike, sessionId: string, message
   const c = asOpenWorker(client);
   const handle = c.client.workflow.getHandle(sessionWorkflowId(checkSessionId(sessionId)));
   try {
-    return await queryWithDeadline(c, `session '${sessionId}'`, () => handle.query(messageTurnQuery, messageId));
+    return await queryWithDeadline(c, `session '${sessionId}'`, handle, () =>
+      handle.query(messageTurnQuery, messageId),
+    );
   } catch (err) {
     if (!(err instanceof QueryNotRegisteredError)) throw err;
     return messageTurnIn(await sessionStatus(c, sessionId), messageId);
@@ -293,7 +246,7 @@ export async function turnStatus(
     throw err;
   }
   if (description.status.name === 'RUNNING') {
-    const s = await queryWithDeadline(c, `turn ${workflowId}`, () => handle.query(turnStatusQuery));
+    const s = await queryWithDeadline(c, `turn ${workflowId}`, handle, () => handle.query(turnStatusQuery));
     // A dispatch marker the turn has not learned yet is in its running attempt's heartbeat.
     const beats = await pendingBeats(c.client.options.loadedDataConverter, description.raw.pendingActivities);
     return { ...s, ledger: withHeartbeatMarkers(s.ledger, beats), workflowId, closed: false };
@@ -304,7 +257,7 @@ export async function turnStatus(
     return { ...s, workflowId, closed: true };
   }
   // A terminated or timed-out turn still has its ledger: a worker can answer a query from history.
-  const last = await queryWithDeadline(c, `turn ${workflowId}`, () => handle.query(turnStatusQuery)).catch(
+  const last = await queryWithDeadline(c, `turn ${workflowId}`, handle, () => handle.query(turnStatusQuery)).catch(
     () => undefined,
   );
   if (last)
@@ -339,7 +292,7 @@ export async function turnMessages(c: OpenWorkerClient, workflowId: string): Pro
   const handle: WorkflowHandle = c.client.workflow.getHandle(workflowId);
   const { status } = await handle.describe();
   if (status.name === 'COMPLETED') return turnContext(((await handle.result()) as TurnResult).messages);
-  return queryWithDeadline(c, `turn ${workflowId}`, () => handle.query(turnMessagesQuery));
+  return queryWithDeadline(c, `turn ${workflowId}`, handle, () => handle.query(turnMessagesQuery));
 }
 
 /** The session's running turn, from the server's own record of pending children: no worker needed. */

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { runCli, runClis } from './support/processes';
 import { approve } from '../client/decisions';
 import { turnWorkflowId } from '../workflows/ids';
-import { scripted, startTurn, turnClosed, uniq } from './support/scenario';
+import { emailCall, scripted, startTurn, turnClosed, uniq } from './support/scenario';
 import { useWorld } from './support/world';
 
 // Errors a person understands: each is one line saying what was wrong and what to do, with the
@@ -37,6 +37,52 @@ describe('CLI errors (one line, what to do, no hanging)', function () {
     await w.worker(scripted([{ text: 'hello to you' }]));
     const done = await startTurn(w.c, sessionId, 'and again');
     assert.equal(done.turn, 2);
+  });
+
+  it('right after a worker crash: show and grants say so within seconds, cancel is sent anyway and a new worker finishes it', async () => {
+    const script = scripted([{ toolCalls: [emailCall('c1', 'zed@example.com')] }, { text: 'unused' }]);
+    const w1 = await w.worker(script);
+    const sessionId = uniq('crashed');
+    const parked = await startTurn(w.c, sessionId, 'email zed');
+    assert.equal(parked.state, 'awaiting_approval');
+    await w1.kill('SIGKILL');
+    const q = ['--task-queue', w.taskQueue];
+    const noWorker = `no worker is polling task queue '${w.taskQueue}' at 127\\.0\\.0\\.1:\\d+ \\(namespace default\\); start one with 'openworker-temporal worker --task-queue ${w.taskQueue}'`;
+    const timed = async (args: string[]) => {
+      const t0 = Date.now();
+      return { ...(await runCli(args)), ms: Date.now() - t0 };
+    };
+    // Before, each waited out the dead worker's sticky queue and the query timeout (~18 s) and then
+    // said only "Failed to query Workflow"; cancel never sent its cancel.
+    for (const args of [
+      ['show', sessionId, ...q],
+      ['grants', sessionId, ...q],
+    ]) {
+      const r = await timed(args);
+      assert.equal(r.code, 1, `${args[0]}: ${r.stdout}`);
+      assert.match(
+        oneLine(r.stderr),
+        new RegExp(`^error: session '${sessionId}': ${noWorker}`),
+        `${args[0]} after ${r.ms} ms: ${r.stderr}`,
+      );
+      assert.ok(r.ms < 10_000, `${args[0]} took ${r.ms} ms`);
+    }
+    const cancel = await timed(['cancel', sessionId, ...q]);
+    assert.equal(cancel.code, 0, cancel.stderr);
+    assert.match(
+      oneLine(cancel.stdout),
+      new RegExp(
+        `^cancel requested for turn 1 of session ${sessionId}; it finishes cancelling when a worker picks it up: ${noWorker}`,
+      ),
+    );
+    assert.ok(cancel.ms < 10_000, `cancel took ${cancel.ms} ms`);
+    const history = await w.c.client.workflow.getHandle(parked.workflowId).fetchHistory();
+    assert.ok(
+      history.events?.some((e) => e.workflowExecutionCancelRequestedEventAttributes),
+      'the cancel was requested with no worker running',
+    );
+    await w.worker(script);
+    assert.equal((await turnClosed(w.c, parked)).state, 'cancelled');
   });
 
   it('server not reachable, unknown session, no such call, a decision not allowed, bad arguments', async () => {
