@@ -10,7 +10,7 @@ import {
 } from '../workflows/inboxRows';
 import type { OpenWorkerClient } from './connection';
 import type { ClientLike } from './own';
-import { type ListedTurn, parkedTurns } from './parkedTurns';
+import { type ListedTurn, parkedTurns, type UnreadableTurn, unreadableTurn } from './parkedTurns';
 import { asOpenWorker } from './own';
 import type { NotificationState } from '../workflows/notifications';
 import type { ImportInfo, LedgerEntry, Message, RefusedMessage, TurnState } from '../workflows/types';
@@ -107,7 +107,13 @@ export interface InboxFilter {
   limit?: number;
 }
 
-export { PARKED_STATES, type ParkedState };
+export { PARKED_STATES, type ParkedState, type UnreadableTurn };
+
+/** The inbox: every call it could read, and every waiting turn it could not (whose calls are not in `calls`). */
+export interface InboxListing {
+  calls: InboxItem[];
+  unreadable: UnreadableTurn[];
+}
 
 /** A legacy notifier's claim (turns from before notify-activity-v1) is live by this host's clock: advisory, shown only. */
 function notificationOf(n: RowNotification, nowMs: number): NotificationState {
@@ -149,19 +155,21 @@ async function queriedRows(c: OpenWorkerClient, wf: ListedTurn, deadlineMs?: num
 /**
  * Every call waiting for approval, an answer or in recovery_required, across sessions, newest first:
  * one visibility list, each turn's rows from its memo, no query to a turn (docs/approvals.md). Only
- * turns started before the memo existed are asked, each once; they drain as they finish.
+ * turns started before the memo existed are asked, each once; they drain as they finish. A turn that
+ * cannot be read (a memo sealed under a key this client lacks, its object gone from the payload
+ * store, an older turn that does not answer) is named in `unreadable` and hides no other turn's calls.
  */
-export async function inbox(client: ClientLike, filter: InboxFilter = {}): Promise<InboxItem[]> {
+export async function inboxListing(client: ClientLike, filter: InboxFilter = {}): Promise<InboxListing> {
   const c = asOpenWorker(client);
   const parked = PARKED_STATES.map((st) => `"${st}"`).join(', ');
   const clauses = ['ExecutionStatus = "Running"', `OpenWorkerState IN (${parked})`];
   if (filter.sessionId) clauses.push(`OpenWorkerSession = ${JSON.stringify(filter.sessionId)}`);
-  const items: InboxItem[] = [];
+  const calls: InboxItem[] = [];
   const add = (wf: ListedTurn, memo: InboxMemo): void => {
     for (const row of memo.rows) {
       if (filter.tool && row.tool !== filter.tool) continue;
       if (filter.state && row.state !== filter.state) continue;
-      items.push(inboxItemOf(memo, wf.workflowId, row));
+      calls.push(inboxItemOf(memo, wf.workflowId, row));
     }
   };
   const { rows, older, unreadable } = await parkedTurns(c, clauses.join(' AND '), filter.limit);
@@ -171,18 +179,26 @@ export async function inbox(client: ClientLike, filter: InboxFilter = {}): Promi
   const read = (wf: ListedTurn) =>
     queriedRows(c, wf, filter.deadlineMs).then(
       (memo) => add(wf, memo),
-      (err: Error) => {
-        unreadable.push({ workflowId: wf.workflowId, why: err.message.split('\n')[0]! });
-      },
+      (err: Error) => void unreadable.push(unreadableTurn(wf.workflowId, err)),
     );
   for (let i = 0; i < older.length; i += INBOX_CONCURRENCY)
     await Promise.all(older.slice(i, i + INBOX_CONCURRENCY).map(read));
+  unreadable.sort((a, b) => a.workflowId.localeCompare(b.workflowId));
+  return { calls: calls.sort((a, b) => b.since.localeCompare(a.since)), unreadable };
+}
+
+/**
+ * The calls of `inboxListing` alone: it refuses rather than answer an empty list when it could read
+ * none of the waiting turns, but names no unreadable turn beside readable calls (`inboxListing` does).
+ */
+export async function inbox(client: ClientLike, filter: InboxFilter = {}): Promise<InboxItem[]> {
+  const { calls, unreadable } = await inboxListing(client, filter);
   // "Inbox is empty" would be a lie when the waiting turns could not be read (a missing key, say).
-  if (!items.length && unreadable.length) {
+  if (!calls.length && unreadable.length) {
     throw new OpenWorkerError(
       `${unreadable.length} waiting turn(s) could not be read, e.g. ${unreadable[0]!.workflowId}: ${unreadable[0]!.why}`,
       'not_found',
     );
   }
-  return items.sort((a, b) => b.since.localeCompare(a.since));
+  return calls;
 }
