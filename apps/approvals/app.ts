@@ -147,7 +147,7 @@ export function approvalsApp(o: ApprovalsOptions): Hono<Env> {
       while (!closed) {
         // The live list must stay live: a turn slow to answer shows at a later refresh.
         const data = await waitingCalls(o.client, { deadlineMs: 3000 }).then(
-          (calls) => ({ event: 'inbox', data: JSON.stringify(calls) }),
+          (listing) => ({ event: 'inbox', data: JSON.stringify(listing) }),
           (err: Error) => ({ event: 'problem', data: JSON.stringify({ error: oneLine(err) }) }),
         );
         await stream.writeSSE(data);
