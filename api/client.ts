@@ -29,7 +29,7 @@ export { importSession } from '../client/import';
 export type { ImportResult } from '../client/import';
 export { planImport, ImportError, IMPORT_PROTOCOL } from '../client/importPlan';
 export type { ImportPlan } from '../client/importPlan';
-export { showSession, inbox } from '../client/inspect';
+export { showSession, inbox, inboxListing } from '../client/inspect';
 export {
   createSchedule,
   listSchedules,
@@ -42,5 +42,12 @@ export {
 export type { CreateScheduleInput, ScheduleView, ScheduleListItem, ScheduledRunView } from '../client/schedules';
 export { streamTurn } from '../client/stream';
 export type { TextEvent, StreamTurnInput } from '../client/stream';
-export type { SessionView, ExecutionView, InboxItem, InboxFilter } from '../client/inspect';
+export type {
+  SessionView,
+  ExecutionView,
+  InboxItem,
+  InboxFilter,
+  InboxListing,
+  UnreadableTurn,
+} from '../client/inspect';
 export * from './protocol';

@@ -131,7 +131,7 @@ async function main(): Promise<void> {
     let refreshes = 0;
     while (Date.now() < until) {
       const t0 = Date.now();
-      if ((await waitingCalls(c)).length !== total) throw new Error('bench: the page listed the wrong count');
+      if ((await waitingCalls(c)).calls.length !== total) throw new Error('bench: the page listed the wrong count');
       refreshes++;
       await sleep(Math.max(0, 2000 - (Date.now() - t0)));
     }

@@ -2,7 +2,7 @@ import { questionOf } from '../workflows/answers';
 import type { DecisionOutcome } from '../client/decisions';
 import type { GrantOutcome, GrantView } from '../client/grants';
 import type { ImportResult } from '../client/import';
-import type { InboxItem, NotApplied, SessionView } from '../client/inspect';
+import type { InboxItem, NotApplied, SessionView, UnreadableTurn } from '../client/inspect';
 import type { WaitedTurn } from '../client/session';
 import { pendingFence, retryNote } from '../workflows/ledger';
 import { approvedByPerson } from '../workflows/deciders';
@@ -136,21 +136,30 @@ const previewLine = (p: Record<string, string>): string =>
     .map(([k, v]) => `${k}: ${v}`)
     .join(', ');
 
-export function formatInbox(items: InboxItem[]): string {
-  if (!items.length) return 'inbox is empty: nothing awaits approval, recovery or an answer';
+/** The calls, then one line per waiting turn that could not be read (its calls are not among them). */
+export function formatInbox(calls: InboxItem[], unreadable: UnreadableTurn[] = []): string {
+  const listed = calls.length ? formatInboxCalls(calls) : [];
+  if (!unreadable.length)
+    return listed.length ? listed.join('\n') : 'inbox is empty: nothing awaits approval, recovery or an answer';
+  return [
+    ...listed,
+    `${unreadable.length} waiting turn(s) could not be read; their calls are not listed${calls.length ? ' above' : ''}:`,
+    ...unreadable.map((u) => `  unreadable  ${u.workflowId}: ${u.why}`),
+  ].join('\n');
+}
+
+function formatInboxCalls(items: InboxItem[]): string[] {
   const now = Date.now();
-  return items
-    .map((i) => {
-      const age = Math.max(0, Math.round((now - Date.parse(i.since)) / 1000));
-      const head = `${i.state.padEnd(18)} ${age}s ago  session ${i.sessionId} turn ${i.turn}  ${i.toolCallId}  ${i.tool}${i.target ? ` → ${i.target}` : ''}`;
-      const last = i.notApplied?.at(-1);
-      const refused = last ? `\n    ${notAppliedLine(last)}` : '';
-      const asks = i.question
-        ? `\n    asks: ${i.question.question}${i.question.choices ? ` (${i.question.choices.map((c, n) => `${n + 1}. ${c}`).join(', ')})` : ''}\n    answer: openworker-temporal answer ${i.sessionId} ${i.toolCallId} <answer>`
-        : '';
-      return `${head}\n    args: ${short(previewLine(i.argsPreview), 160)}${asks}${i.reason ? `\n    why: ${i.reason}` : ''}${i.fence ? `\n    ${fenceLine(i.fence)}` : ''}${i.retryNote ? `\n    ${i.retryNote}` : ''}${refused}`;
-    })
-    .join('\n');
+  return items.map((i) => {
+    const age = Math.max(0, Math.round((now - Date.parse(i.since)) / 1000));
+    const head = `${i.state.padEnd(18)} ${age}s ago  session ${i.sessionId} turn ${i.turn}  ${i.toolCallId}  ${i.tool}${i.target ? ` → ${i.target}` : ''}`;
+    const last = i.notApplied?.at(-1);
+    const refused = last ? `\n    ${notAppliedLine(last)}` : '';
+    const asks = i.question
+      ? `\n    asks: ${i.question.question}${i.question.choices ? ` (${i.question.choices.map((c, n) => `${n + 1}. ${c}`).join(', ')})` : ''}\n    answer: openworker-temporal answer ${i.sessionId} ${i.toolCallId} <answer>`
+      : '';
+    return `${head}\n    args: ${short(previewLine(i.argsPreview), 160)}${asks}${i.reason ? `\n    why: ${i.reason}` : ''}${i.fence ? `\n    ${fenceLine(i.fence)}` : ''}${i.retryNote ? `\n    ${i.retryNote}` : ''}${refused}`;
+  });
 }
 
 export function formatImport(r: ImportResult): string {

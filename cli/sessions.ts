@@ -6,7 +6,7 @@ import { cancelTurn } from '../client/cancel';
 import { globals, positiveInt, print, turnLimit, withClient } from './common';
 import { formatImport, formatInbox, formatSession, formatTurn } from './format';
 import { importSession } from '../client/import';
-import { inbox, showSession } from '../client/inspect';
+import { inboxListing, showSession } from '../client/inspect';
 import { OpenWorkerError, sendMessage, waitForTurn } from '../client/session';
 import { DEFAULT_MAX_ITERATIONS, TURN_OPTIONS } from '../workflows/turnOptions';
 
@@ -132,9 +132,10 @@ function inboxCommand(program: Command): void {
       withClient(cmd, async (c) => {
         const filter = { sessionId: opts.session, tool: opts.tool, state: opts.state, limit: opts.limit };
         for (;;) {
-          const items = await inbox(c, filter);
+          // Exit 0 with the turns it could not read named (`unreadable` in --json): a script still acts on the rest.
+          const listing = await inboxListing(c, filter);
           if (opts.watch && !globals(cmd).json) process.stdout.write('\x1b[2J\x1b[H');
-          print(cmd, items, formatInbox(items));
+          print(cmd, listing, formatInbox(listing.calls, listing.unreadable));
           if (!opts.watch) return;
           await new Promise((r) => setTimeout(r, 2000));
         }

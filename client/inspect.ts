@@ -1,20 +1,16 @@
 import {
   type InboxMemo,
   type InboxRow,
-  inboxRows,
   notApplied,
   type NotApplied,
   PARKED_STATES,
   type ParkedState,
 } from '../workflows/inboxRows';
-import type { OpenWorkerClient } from './connection';
 import type { ClientLike } from './own';
-import { type ListedTurn, parkedTurns } from './parkedTurns';
+import { type ListedTurn, parkedTurns, type UnreadableTurn } from './parkedTurns';
 import { asOpenWorker } from './own';
 import type { ImportInfo, LedgerEntry, Message, RefusedMessage, TurnState } from '../workflows/types';
-import { OpenWorkerError, queryWithDeadline, sessionStatus, turnStatus } from './session';
-
-const INBOX_CONCURRENCY = 8;
+import { OpenWorkerError, sessionStatus, turnStatus } from './session';
 
 export { notApplied, type NotApplied };
 
@@ -91,8 +87,6 @@ export interface InboxItem extends InboxRow {
 }
 
 export interface InboxFilter {
-  /** How long a turn without a memo (started before inbox-memo-v1) may take to answer its query (default: the CLI's query timeout). */
-  deadlineMs?: number;
   sessionId?: string;
   tool?: string;
   state?: ParkedState;
@@ -103,64 +97,56 @@ export interface InboxFilter {
   limit?: number;
 }
 
-export { PARKED_STATES, type ParkedState };
+export { PARKED_STATES, type ParkedState, type UnreadableTurn };
 
-/** One waiting call as the inbox lists it, from its turn's row (memo) or ledger entry (older turns). */
+/** The inbox: every call it could read, and every waiting turn it could not (whose calls are not in `calls`). */
+export interface InboxListing {
+  calls: InboxItem[];
+  unreadable: UnreadableTurn[];
+}
+
+/** One waiting call as the inbox lists it, from its turn's memo row. */
 export function inboxItemOf(s: { sessionId: string; turn: number }, workflowId: string, row: InboxRow): InboxItem {
   return { sessionId: s.sessionId, turn: s.turn, workflowId, ...row };
 }
 
-/** A turn started before `inbox-memo-v1` keeps no rows: its ledger is asked, as the inbox did before. */
-async function queriedRows(c: OpenWorkerClient, wf: ListedTurn, deadlineMs?: number): Promise<InboxMemo> {
-  const handle = c.client.workflow.getHandle(wf.workflowId, wf.runId);
-  const own = wf.taskQueue && wf.taskQueue !== c.taskQueue ? { ...c, taskQueue: wf.taskQueue } : c;
-  const s = (await queryWithDeadline(
-    own,
-    `turn ${wf.workflowId}`,
-    handle,
-    () => handle.query('status'),
-    deadlineMs,
-  )) as Awaited<ReturnType<typeof turnStatus>>;
-  return { v: 1, sessionId: s.sessionId, turn: s.turn, rows: inboxRows(s.ledger, s.decisions) };
-}
-
 /**
  * Every call waiting for approval, an answer or in recovery_required, across sessions, newest first:
- * one visibility list, each turn's rows from its memo, no query to a turn (docs/approvals.md). Only
- * turns started before the memo existed are asked, each once; they drain as they finish.
+ * one visibility list, each turn's rows from its memo, no query to a turn (docs/approvals.md). A turn
+ * that cannot be read (a memo sealed under a key this client lacks, its object gone from the payload
+ * store, no memo at all) is named in `unreadable` and hides no other turn's calls.
  */
-export async function inbox(client: ClientLike, filter: InboxFilter = {}): Promise<InboxItem[]> {
+export async function inboxListing(client: ClientLike, filter: InboxFilter = {}): Promise<InboxListing> {
   const c = asOpenWorker(client);
   const parked = PARKED_STATES.map((st) => `"${st}"`).join(', ');
   const clauses = ['ExecutionStatus = "Running"', `OpenWorkerState IN (${parked})`];
   if (filter.sessionId) clauses.push(`OpenWorkerSession = ${JSON.stringify(filter.sessionId)}`);
-  const items: InboxItem[] = [];
+  const calls: InboxItem[] = [];
   const add = (wf: ListedTurn, memo: InboxMemo): void => {
     for (const row of memo.rows) {
       if (filter.tool && row.tool !== filter.tool) continue;
       if (filter.state && row.state !== filter.state) continue;
-      items.push(inboxItemOf(memo, wf.workflowId, row));
+      calls.push(inboxItemOf(memo, wf.workflowId, row));
     }
   };
-  const { rows, older, unreadable } = await parkedTurns(c, clauses.join(' AND '), filter.limit);
+  const { rows, unreadable } = await parkedTurns(c, clauses.join(' AND '), filter.limit);
   for (const r of rows) add(r.turn, r.memo);
-  // Older turns answer in parallel, each asked on its own task queue: a turn whose workers are gone
-  // is given up on quickly and delays no other.
-  const read = (wf: ListedTurn) =>
-    queriedRows(c, wf, filter.deadlineMs).then(
-      (memo) => add(wf, memo),
-      (err: Error) => {
-        unreadable.push({ workflowId: wf.workflowId, why: err.message.split('\n')[0]! });
-      },
-    );
-  for (let i = 0; i < older.length; i += INBOX_CONCURRENCY)
-    await Promise.all(older.slice(i, i + INBOX_CONCURRENCY).map(read));
+  unreadable.sort((a, b) => a.workflowId.localeCompare(b.workflowId));
+  return { calls: calls.sort((a, b) => b.since.localeCompare(a.since)), unreadable };
+}
+
+/**
+ * The calls of `inboxListing` alone: it refuses rather than answer an empty list when it could read
+ * none of the waiting turns, but names no unreadable turn beside readable calls (`inboxListing` does).
+ */
+export async function inbox(client: ClientLike, filter: InboxFilter = {}): Promise<InboxItem[]> {
+  const { calls, unreadable } = await inboxListing(client, filter);
   // "Inbox is empty" would be a lie when the waiting turns could not be read (a missing key, say).
-  if (!items.length && unreadable.length) {
+  if (!calls.length && unreadable.length) {
     throw new OpenWorkerError(
       `${unreadable.length} waiting turn(s) could not be read, e.g. ${unreadable[0]!.workflowId}: ${unreadable[0]!.why}`,
       'not_found',
     );
   }
-  return items.sort((a, b) => b.since.localeCompare(a.since));
+  return calls;
 }

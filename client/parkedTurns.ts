@@ -1,3 +1,4 @@
+import { limit as concurrencyLimit } from '@temporalio/common/lib/concurrency/limit';
 import {
   decodeArrayFromPayloads,
   extstoreInboundOptions,
@@ -8,9 +9,10 @@ import { INBOX_MEMO } from '../workflows/definitions';
 import { type InboxMemo, readInboxMemo } from '../workflows/inboxRows';
 import type { OpenWorkerClient } from './connection';
 
-// The parked turns a visibility query lists, each with its inbox memo decoded on its own: a memo
-// this client cannot decode (another key) makes that turn unreadable, not the whole list (the SDK's
-// list() decodes every memo in one sequence and stops at the first that fails).
+// The parked turns a visibility query lists, each with its inbox memo fetched and decoded on its own:
+// a memo this client cannot read (another key, an object gone from the payload store) makes that
+// turn unreadable, not the whole list (the SDK's list() decodes every memo in one sequence and stops
+// at the first that fails).
 
 export interface ListedTurn {
   workflowId: string;
@@ -18,20 +20,36 @@ export interface ListedTurn {
   taskQueue: string;
 }
 
-export interface ParkedTurns {
-  /** Turns with their rows in memo (inbox-memo-v1). */
-  rows: { turn: ListedTurn; memo: InboxMemo }[];
-  /** Turns started before the memo existed: only a query can read them. */
-  older: ListedTurn[];
-  unreadable: { workflowId: string; why: string }[];
+/** A waiting turn the inbox could not read, with why (one line): its calls are not listed. */
+export interface UnreadableTurn {
+  workflowId: string;
+  why: string;
 }
 
+export interface ParkedTurns {
+  /** Turns with their rows in memo. */
+  rows: { turn: ListedTurn; memo: InboxMemo }[];
+  unreadable: UnreadableTurn[];
+}
+
+/** The first line of an error, as an unreadable turn's `why`. */
+export const unreadableTurn = (workflowId: string, err: unknown): UnreadableTurn => ({
+  workflowId,
+  why: (err as Error).message.split('\n')[0]!,
+});
+
+/** Every parked turn of baseline 1 keeps its rows in memo; one without is from an older build. */
+const NO_MEMO = 'no inbox memo: a turn of a build before baseline 1 (drain it with that build; docs/deploy.md)';
+
 const PAGE_SIZE = 1000;
+/** Memos fetched from the payload store at once (the SDK's list() fetches a page's one at a time). */
+const STORE_FETCHES = 8;
 
 /** `limit`: stop after the page that reaches this many turns (visibility lists the newest started first). */
 export async function parkedTurns(c: OpenWorkerClient, query: string, limit = Infinity): Promise<ParkedTurns> {
   const converter = c.client.options.loadedDataConverter;
-  const out: ParkedTurns = { rows: [], older: [], unreadable: [] };
+  const inbound = { ...extstoreInboundOptions(converter.externalStorage), limit: concurrencyLimit(STORE_FETCHES) };
+  const out: ParkedTurns = { rows: [], unreadable: [] };
   let nextPageToken: Uint8Array = Buffer.alloc(0);
   for (;;) {
     const res = await c.client.workflowService.listWorkflowExecutions({
@@ -40,8 +58,6 @@ export async function parkedTurns(c: OpenWorkerClient, query: string, limit = In
       pageSize: Math.min(PAGE_SIZE, limit),
       nextPageToken,
     });
-    // A memo over the external-storage threshold is a reference: fetched here, as list() would.
-    await visit(res, walkListWorkflowExecutionsResponse, extstoreInboundOptions(converter.externalStorage));
     await Promise.all(
       res.executions.map(async (raw) => {
         const turn = {
@@ -49,9 +65,11 @@ export async function parkedTurns(c: OpenWorkerClient, query: string, limit = In
           runId: raw.execution?.runId ?? '',
           taskQueue: raw.taskQueue ?? '',
         };
-        const payload = raw.memo?.fields?.[INBOX_MEMO];
-        if (!payload) return void out.older.push(turn);
         try {
+          // A memo over the external-storage threshold is a reference: fetched here, per turn, as list() would.
+          await visit({ executions: [raw] }, walkListWorkflowExecutionsResponse, inbound);
+          const payload = raw.memo?.fields?.[INBOX_MEMO];
+          if (!payload) return void out.unreadable.push({ workflowId: turn.workflowId, why: NO_MEMO });
           const [value] = await decodeArrayFromPayloads(converter, [payload], {
             type: 'workflow',
             namespace: c.client.options.namespace,
@@ -59,13 +77,13 @@ export async function parkedTurns(c: OpenWorkerClient, query: string, limit = In
           });
           const memo = readInboxMemo(value);
           if (memo) out.rows.push({ turn, memo });
-          else out.older.push(turn);
+          else out.unreadable.push({ workflowId: turn.workflowId, why: NO_MEMO });
         } catch (err) {
-          out.unreadable.push({ workflowId: turn.workflowId, why: (err as Error).message.split('\n')[0]! });
+          out.unreadable.push(unreadableTurn(turn.workflowId, err));
         }
       }),
     );
-    if (!res.nextPageToken?.length || out.rows.length + out.older.length + out.unreadable.length >= limit) return out;
+    if (!res.nextPageToken?.length || out.rows.length + out.unreadable.length >= limit) return out;
     nextPageToken = res.nextPageToken;
   }
 }

@@ -69,7 +69,7 @@ describe('approvals app (API and page, two replicas)', function () {
     assert.equal((await call(a.url, '/api/inbox', 'owa_forged')).status, 401);
     const inbox = await call(a.url, '/api/inbox', alice);
     assert.equal(inbox.status, 200);
-    const items = inbox.body as unknown as { executionId: string; sessionId: string; argsDigest: string }[];
+    const items = inbox.body.calls as { executionId: string; sessionId: string; argsDigest: string }[];
     const item = items.find((i) => i.sessionId === sessionId)!;
     assert.ok(item, JSON.stringify(items));
 

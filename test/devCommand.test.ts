@@ -136,9 +136,9 @@ describe('dev: encryption on by default, codec endpoint behind a token', functio
     assert.equal(me.name, approvals[2]);
     assert.equal(me.name, userInfo().username, 'the login name, not a made-up one');
     const listed = await eventually(async () => {
-      const items = (await (await fetch(`${approvals[1]}/api/inbox`, { headers: bearer })).json()) as {
-        sessionId: string;
-      }[];
+      const { calls: items } = (await (await fetch(`${approvals[1]}/api/inbox`, { headers: bearer })).json()) as {
+        calls: { sessionId: string }[];
+      };
       return items.some((i) => i.sessionId === 'demo') && items;
     }, 'the demo call in the approvals inbox');
     assert.ok(listed.length >= 1);
@@ -166,12 +166,9 @@ describe('dev: encryption on by default, codec endpoint behind a token', functio
     // A decision from the approvals app is recorded under the signed-in person (#28).
     const item = (
       (await (await fetch(`${approvals[1]}/api/inbox`, { headers: bearer })).json()) as {
-        sessionId: string;
-        executionId: string;
-        argsDigest: string;
-        toolCallId: string;
-      }[]
-    ).find((i) => i.sessionId === 'demo')!;
+        calls: { sessionId: string; executionId: string; argsDigest: string; toolCallId: string }[];
+      }
+    ).calls.find((i) => i.sessionId === 'demo')!;
     const decided = await fetch(`${approvals[1]}/api/decisions`, {
       method: 'POST',
       headers: { ...bearer, 'content-type': 'application/json' },

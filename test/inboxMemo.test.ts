@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { approvalsApp } from '../apps/approvals/app';
-import { resolveCall, type WaitingCall } from '../apps/approvals/calls';
+import { resolveCall, type WaitingCalls } from '../apps/approvals/calls';
 import { createToken } from '../apps/approvals/tokens';
 import { approve } from '../client/decisions';
 import { inbox, type InboxItem } from '../client/inspect';
@@ -75,7 +75,7 @@ describe('the inbox from visibility alone (memo rows)', function () {
         headers: { authorization: `Bearer ${createToken('ann', tokensFile)}` },
       });
       assert.equal(res.status, 200);
-      const calls = ((await res.json()) as WaitingCall[]).filter((c) => c.sessionId === sessionId);
+      const calls = ((await res.json()) as WaitingCalls).calls.filter((c) => c.sessionId === sessionId);
       assert.deepEqual(
         calls.map((c) => c.toolCallId),
         ['c1', 'c2'],
@@ -86,7 +86,10 @@ describe('the inbox from visibility alone (memo rows)', function () {
     assert.deepEqual(await resolveCall(w.c, c1.executionId), { sessionId, turn: 1, toolCallId: 'c1' });
     const cli = await runCli(['inbox', '--json', '--session', sessionId, '--task-queue', w.taskQueue]);
     assert.equal(cli.code, 0, cli.stderr);
-    assert.deepEqual((JSON.parse(cli.stdout) as InboxItem[]).map((i) => i.toolCallId).sort(), ['c1', 'c2']);
+    assert.deepEqual((JSON.parse(cli.stdout) as { calls: InboxItem[] }).calls.map((i) => i.toolCallId).sort(), [
+      'c1',
+      'c2',
+    ]);
 
     // Back with a worker: c1 approved, the turn still waits for c2 and its memo holds c2 alone.
     worker = await w.worker(script);

@@ -436,7 +436,7 @@ describe('turns end to end', function () {
       for (const k of ['executionId', 'tool', 'attempts', 'events']) assert.ok(k in e, `execution has ${k}`);
     const inbox = await runCli(['--json', 'inbox', '--session', sessionId, '--task-queue', w.taskQueue]);
     assert.deepEqual(
-      JSON.parse(inbox.stdout).map((i: { toolCallId: string; state: string }) => [i.toolCallId, i.state]),
+      JSON.parse(inbox.stdout).calls.map((i: { toolCallId: string; state: string }) => [i.toolCallId, i.state]),
       [['e1', 'awaiting_approval']],
     );
   });

@@ -146,8 +146,8 @@ export function approvalsApp(o: ApprovalsOptions): Hono<Env> {
       stream.onAbort(() => void (closed = true));
       while (!closed) {
         // The live list must stay live: a turn slow to answer shows at a later refresh.
-        const data = await waitingCalls(o.client, { deadlineMs: 3000 }).then(
-          (calls) => ({ event: 'inbox', data: JSON.stringify(calls) }),
+        const data = await waitingCalls(o.client).then(
+          (listing) => ({ event: 'inbox', data: JSON.stringify(listing) }),
           (err: Error) => ({ event: 'problem', data: JSON.stringify({ error: oneLine(err) }) }),
         );
         await stream.writeSSE(data);

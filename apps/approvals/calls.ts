@@ -7,7 +7,7 @@ import type { OpenWorkerClient } from '../../client/connection';
 import { approve, recover, reject, type DecisionOutcome } from '../../client/decisions';
 import { approveAlways } from '../../client/grants';
 import { answer } from '../../client/answers';
-import { inbox, notApplied, type InboxItem, type NotApplied } from '../../client/inspect';
+import { inboxListing, notApplied, type InboxItem, type NotApplied, type UnreadableTurn } from '../../client/inspect';
 import { checkSessionId, checkTurn, OpenWorkerError, turnMessages, turnStatus } from '../../client/session';
 
 // What the approvals app shows and does, on top of the client library: everything is read from
@@ -44,16 +44,25 @@ export interface CallView {
   notApplied: NotApplied[];
 }
 
+/** The inbox as the app lists it: waiting calls, and the waiting turns it could not read (a banner). */
+export interface WaitingCalls {
+  calls: WaitingCall[];
+  unreadable: UnreadableTurn[];
+}
+
 /** The inbox oldest first: the longest-waiting call is the one to decide next. */
 export async function waitingCalls(
   c: OpenWorkerClient,
-  opts: { deadlineMs?: number; now?: number } = {},
-): Promise<WaitingCall[]> {
-  const items = await inbox(c, opts.deadlineMs ? { deadlineMs: opts.deadlineMs } : {});
+  opts: { now?: number } = {},
+): Promise<WaitingCalls> {
+  const { calls, unreadable } = await inboxListing(c);
   const now = opts.now ?? Date.now();
-  return items
-    .map((i) => ({ ...i, waitedMs: i.since ? Math.max(0, now - Date.parse(i.since)) : 0 }))
-    .sort((a, b) => a.since.localeCompare(b.since));
+  return {
+    calls: calls
+      .map((i) => ({ ...i, waitedMs: i.since ? Math.max(0, now - Date.parse(i.since)) : 0 }))
+      .sort((a, b) => a.since.localeCompare(b.since)),
+    unreadable,
+  };
 }
 
 /** The reference behind an execution ID: given (and checked against the ID), or found among waiting calls. */
@@ -76,12 +85,18 @@ export async function resolveCall(
       );
     return ref;
   }
-  const hit = (await inbox(c)).find((i) => i.executionId === executionId);
-  if (!hit)
+  // Turns that could not be read hide none of the others' calls; a miss says the call may be in one.
+  const { calls, unreadable } = await inboxListing(c);
+  const hit = calls.find((i) => i.executionId === executionId);
+  if (!hit) {
+    const maybe = unreadable.length
+      ? ` (or it is in one of the ${unreadable.length} waiting turn(s) that could not be read, e.g. ${unreadable[0]!.workflowId}: ${unreadable[0]!.why})`
+      : '';
     throw new OpenWorkerError(
-      `execution ${executionId} is not waiting for a decision; to open a decided call, add ?session=&turn=&call=`,
+      `execution ${executionId} is not waiting for a decision${maybe}; to open a decided call, add ?session=&turn=&call=`,
       'not_found',
     );
+  }
   return { sessionId: hit.sessionId, turn: hit.turn, toolCallId: hit.toolCallId };
 }
 

@@ -78,7 +78,11 @@ function signIn(message) {
   };
   main.replaceChildren(form);
 }
-function renderInbox(calls) {
+// A turn the inbox could not read hides none of the others: named here, in a banner above them.
+const unreadableBanner = (turns) => turns.length ? el('section', { className: 'error', id: 'unreadable' },
+  el('p', {}, turns.length + ' waiting turn(s) could not be read; their calls are not listed:'),
+  ...turns.map((t) => el('div', {}, el('code', {}, t.workflowId), ': ' + t.why))) : '';
+function renderInbox({ calls, unreadable }) {
   const rows = calls.map((c) => {
     const tr = el('tr', { className: 'call' },
       el('td', {}, el('span', { className: 'state ' + c.state }, c.state)),
@@ -93,9 +97,9 @@ function renderInbox(calls) {
   });
   // The list is redrawn at every refresh: the row that had the focus keeps it.
   const focused = document.activeElement && document.activeElement.id;
-  main.replaceChildren(el('h2', {}, 'Waiting for a decision (' + calls.length + ')'),
+  main.replaceChildren(el('h2', {}, 'Waiting for a decision (' + calls.length + ')'), unreadableBanner(unreadable),
     calls.length ? el('table', {}, el('tr', {}, ...['state', 'call', 'session', 'waiting', 'why'].map((h) => el('th', {}, h))), ...rows)
-      : el('p', { className: 'muted' }, 'Nothing is waiting.'));
+      : el('p', { className: 'muted' }, unreadable.length ? 'No waiting call could be read.' : 'Nothing is waiting.'));
   const again = focused && focused.startsWith('open-') && document.getElementById(focused);
   if (again) again.focus();
 }
