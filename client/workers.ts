@@ -94,12 +94,15 @@ export async function queryWithDeadline<T>(
 ): Promise<T> {
   const budget = Math.min(c.settings.queryTimeoutMs, deadlineMs ?? Infinity);
   const end = Date.now() + budget;
-  const attempt = (ms: number): Promise<T | typeof UNANSWERED> =>
-    c.client.withDeadline(Date.now() + Math.max(ms, 1), ask).catch((err: unknown) => {
+  const attempt = (ms: number): Promise<T | typeof UNANSWERED> => {
+    const deadline = Date.now() + Math.max(ms, 1);
+    return c.client.withDeadline(deadline, ask).catch((err: unknown) => {
       if (err instanceof WorkflowNotFoundError) throw new OpenWorkerError(`${what}: not found`, 'not_found');
-      if (unanswered(err)) return UNANSWERED;
+      // gRPC may end a call at its deadline as CANCELLED ("Call cancelled") rather than DEADLINE_EXCEEDED.
+      if (unanswered(err) || Date.now() >= deadline) return UNANSWERED;
       throw err;
     });
+  };
   const slow = () =>
     new OpenWorkerError(
       `${what}: no worker answered within ${budget / 1000}s; is 'openworker-temporal worker' running on task queue '${c.taskQueue}'?`,

@@ -58,7 +58,7 @@ describe('the inbox from visibility alone (memo rows)', function () {
     assert.equal(c1.workflowId, parked.workflowId);
     assert.equal(c1.executionId, parked.ledger[0]!.executionId);
     assert.equal(c1.argsDigest, parked.ledger[0]!.argsDigest);
-    assert.deepEqual(c1.notification, { park: 'approval', notified: false, claims: 0 });
+    assert.deepEqual(c1.notification, { park: 'approval', notified: false });
     // A preview, not the arguments: a long body is clipped and says how long it is.
     assert.equal(c1.argsPreview.to, 'ann@example.com');
     assert.match(c1.argsPreview.body!, /… \(\d+ chars\)$/);

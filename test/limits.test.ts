@@ -159,13 +159,13 @@ describe('size limits end to end', function () {
       'the message is 40000 bytes; the limit is 32768 bytes: shorten it, or attach large content through a tool; the model was not called',
     );
     assert.deepEqual(r.messages, []);
-    // Both new paths (behind message-limit-v1) replay: the session's refusal and the raw turn's.
+    // Neither the session's refusal nor the raw turn's asks a patch (baseline 1).
     for (const id of [sessionWorkflowId(sessionId), handle.workflowId]) {
       const history = await w.c.client.workflow.getHandle(id).fetchHistory();
       assert.equal(
-        history.events!.filter((e) => e.markerRecordedEventAttributes).length,
-        1,
-        `${id} has one patch marker`,
+        history.events!.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch').length,
+        0,
+        `${id} has no patch marker`,
       );
       await Worker.runReplayHistory(
         { ...workflowSource(), sinks: faultSinks(), dataConverter: defaultDataConverter() },

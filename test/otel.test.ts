@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import type { Server } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -20,7 +20,7 @@ import { createWorker } from '../worker/worker';
 import { AGENT_WORKFLOWS_MODULE } from '../worker/workflowModules';
 import { settingsFrom } from '../runtime/settings';
 import { METRICS } from '../workflows/telemetry';
-import { FIXTURE_CONVERTER_ENV, HISTORIES } from './support/histories';
+import { FIXTURE_CONVERTER_ENV, recordedHistories } from './support/histories';
 import { RECORDER, recorderEvents } from './support/mcpServers';
 import { runCli } from './support/processes';
 import { eventually, scripted, startTurn, turnClosed, uniq } from './support/scenario';
@@ -251,11 +251,7 @@ describe('OpenTelemetry: traces and metrics', function () {
 
   it('every recorded history replays with tracing on (no command changes)', async function () {
     this.timeout(180_000);
-    const files = readdirSync(HISTORIES).filter((f) => f.endsWith('.json'));
-    const histories = files.map((f) => ({
-      workflowId: f.replace(/\.json$/, ''),
-      history: JSON.parse(readFileSync(join(HISTORIES, f), 'utf8')) as unknown,
-    }));
+    const histories = recordedHistories().map((r) => ({ workflowId: r.workflowId, history: r.history }));
     const failures: string[] = [];
     const plugins = [
       tracingPlugin({ spanProcessor: new SimpleSpanProcessor(new InMemorySpanExporter()) }),
@@ -279,7 +275,7 @@ describe('OpenTelemetry: traces and metrics', function () {
     );
     for await (const r of results) if (r.error) failures.push(`${r.workflowId}: ${r.error.message}`);
     assert.deepEqual(failures, []);
-    assert.ok(files.length >= 3);
+    assert.ok(histories.length >= 3);
   });
 });
 

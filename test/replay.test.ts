@@ -1,19 +1,20 @@
 import { strict as assert } from 'node:assert';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { ReplayResult } from '@temporalio/worker';
 import { Worker } from '@temporalio/worker';
 import { faultSinks } from '../activities/faults';
 import { workflowSource } from '../worker/worker';
 import { defaultDataConverter } from '../runtime/dataConverter';
-import { FIXTURE_CONVERTER_ENV, HISTORIES } from './support/histories';
+import { FIXTURE_CONVERTER_ENV, HISTORIES, recordedHistories } from './support/histories';
 
 // Every recorded history must replay on the current workflow code without a nondeterminism error:
 // a change that alters history needs patched() to pass this.
 
 describe('replay of recorded histories', function () {
   this.timeout(60_000);
-  const files = readdirSync(HISTORIES).filter((f) => f.endsWith('.json'));
+  const recorded = recordedHistories();
+  const files = recorded.map((r) => r.file);
+  // Each history replays under the workflow ID it ran with; results come back by that ID.
+  const fileOf = new Map(recorded.map((r) => [r.workflowId, r.file]));
   // One replay worker for all of them (what Worker.runReplayHistory does for one, minus a worker start
   // per history, ~0.7 s each): each history is pushed, replayed and evicted on its own, with its own error.
   const results = new Map<string, ReplayResult>();
@@ -21,10 +22,7 @@ describe('replay of recorded histories', function () {
 
   before(async function () {
     this.timeout(180_000);
-    const histories = files.map((file) => ({
-      workflowId: file.replace(/\.json$/, ''),
-      history: JSON.parse(readFileSync(join(HISTORIES, file), 'utf8')) as never,
-    }));
+    const histories = recorded.map((r) => ({ workflowId: r.workflowId, history: r.history as never }));
     try {
       const replay = Worker.runReplayHistories(
         {
@@ -36,15 +34,16 @@ describe('replay of recorded histories', function () {
         },
         histories,
       );
-      for await (const r of replay) results.set(`${r.workflowId}.json`, r);
+      for await (const r of replay) results.set(fileOf.get(r.workflowId) ?? `${r.workflowId}.json`, r);
     } catch (err) {
       // A history the SDK refused outright ends the run: it and the ones after it fail with this.
       aborted = err;
     }
   });
 
-  it('has fixtures to replay', () => {
+  it('has fixtures to replay, one per workflow', () => {
     assert.ok(files.length >= 3, `expected recorded histories in ${HISTORIES}`);
+    assert.equal(fileOf.size, files.length, 'two fixtures of one workflow ID');
   });
 
   for (const file of files) {

@@ -125,3 +125,17 @@ export function readInboxMemo(value: unknown): InboxMemo | undefined {
     return undefined;
   return m as InboxMemo;
 }
+
+/** The fields of a row that hold a workflow-clock time: the memo's key leaves them out. */
+const CLOCK_FIELDS = new Set(['since', 'until', 'at']);
+
+/**
+ * What decides whether a park upserts its memo again: the rows without their times. A ledger time is
+ * the workflow clock of the task that wrote it, and a worker that takes a turn after a workflow task
+ * timed out (a worker that died mid-task) has been seen to write another time than a replay of the
+ * same task: an upsert decided on a time alone would make the replay issue a command the history
+ * lacks (a nondeterminism error). A change of time alone leaves the memo's time stale, never wrong
+ * elsewhere.
+ */
+export const memoKey = (memo: InboxMemo): string =>
+  JSON.stringify(memo, (key, value: unknown) => (CLOCK_FIELDS.has(key) ? undefined : value));

@@ -3,7 +3,7 @@ import { InvariantParked } from './call';
 import { createCallTelemetry } from './callTelemetry';
 import { INBOX_MEMO, OpenWorkerState } from './definitions';
 import { renderDetails } from './details';
-import { type InboxMemo, inboxRows, isParked } from './inboxRows';
+import { type InboxMemo, inboxRows, isParked, memoKey } from './inboxRows';
 import type { LedgerInput } from './ledger';
 import { applyLedgerSafely, liveTurnState } from './ledger';
 import type { DecisionRecord, LedgerEntry, RecoverSignal, TurnInput, TurnState, TurnStatus } from './types';
@@ -75,7 +75,7 @@ export function createTurnLedger(input: Pick<TurnInput, 'sessionId' | 'turn'>, i
         turn: input.turn,
         rows: inboxRows(entries(), decisions),
       };
-      const json = JSON.stringify(memo);
+      const json = memoKey(memo);
       if (json !== memoed) {
         upsertMemo({ [INBOX_MEMO]: memo });
         memoed = json;

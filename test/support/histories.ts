@@ -1,10 +1,27 @@
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { resolveTemporalCli } from '../../dev/temporalCli';
 import { ROOT } from './processes';
 
 export const HISTORIES = join(ROOT, 'test', 'fixtures', 'histories');
+
+/**
+ * Every recorded history, each under the workflow ID it ran with (its start event names it): the
+ * session refuses to run under another session's ID, so a replay under the file's name would not be
+ * the run that was recorded.
+ */
+export function recordedHistories(): { file: string; workflowId: string; history: unknown }[] {
+  return readdirSync(HISTORIES)
+    .filter((f) => f.endsWith('.json'))
+    .map((file) => {
+      const history = JSON.parse(readFileSync(join(HISTORIES, file), 'utf8')) as {
+        events?: { workflowExecutionStartedEventAttributes?: { workflowId?: string } }[];
+      };
+      const started = history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowId;
+      return { file, workflowId: started ?? file.replace(/\.json$/, ''), history };
+    });
+}
 
 /**
  * The data converter settings the recorded histories need: the key that sealed

@@ -4,11 +4,12 @@ import {
   ARGS_PREVIEW_KEYS,
   argsPreview,
   inboxRows,
+  memoKey,
   readInboxMemo,
   type InboxRow,
 } from '../../workflows/inboxRows';
 import type { CallState, DecisionRecord, LedgerEntry } from '../../workflows/types';
-import { entryIn } from './helpers';
+import { AT, entryIn } from './helpers';
 
 // The rows a parked turn keeps in its memo (workflows/inboxRows.ts) are a pure function of its ledger
 // and decisions: the inbox lists them from visibility and never asks the turn.
@@ -187,11 +188,37 @@ describe('inbox rows (the turn memo the inbox lists)', () => {
   });
 
   const MEMOS: [string, unknown, boolean][] = [
-    ['absent (a turn started before inbox-memo-v1)', undefined, false],
+    ['absent (a turn of a build before baseline 1)', undefined, false],
     ['another version', { v: 2, sessionId: 's', turn: 1, rows: [] }, false],
     ['no rows', { v: 1, sessionId: 's', turn: 1 }, false],
     ['a memo', { v: 1, sessionId: 's', turn: 1, rows: [] }, true],
   ];
   for (const [name, value, ok] of MEMOS)
     it(`reading a memo: ${name}`, () => assert.equal(readInboxMemo(value) !== undefined, ok));
+
+  // The memo's key: a change of a row's content upserts again; a change of its times alone does not.
+  const memo = (rows: unknown[]) => ({ v: 1 as const, sessionId: 's', turn: 1, rows: rows as InboxRow[] });
+  const row = { toolCallId: 'c1', state: 'recovery_required', since: AT, attempts: 1 };
+  const KEYS: [string, unknown[], unknown[], boolean][] = [
+    ['the same rows', [row], [row], true],
+    ['only since moved', [row], [{ ...row, since: '2030-01-01T00:00:00.000Z' }], true],
+    [
+      'only a fence time moved',
+      [{ ...row, fence: { until: AT, attempt: 1, by: 'a' } }],
+      [{ ...row, fence: { until: 'x', attempt: 1, by: 'a' } }],
+      true,
+    ],
+    [
+      'only a not-applied time moved',
+      [{ ...row, notApplied: [{ at: AT, kind: 'approve' }] }],
+      [{ ...row, notApplied: [{ at: 'y', kind: 'approve' }] }],
+      true,
+    ],
+    ['a fence appeared', [row], [{ ...row, fence: { until: AT, attempt: 1, by: 'a' } }], false],
+    ['attempts changed', [row], [{ ...row, attempts: 2 }], false],
+    ['a row left', [row, { ...row, toolCallId: 'c2' }], [row], false],
+  ];
+  for (const [name, a, b, same] of KEYS)
+    it(`memo key: ${name} → ${same ? 'no upsert' : 'upsert'}`, () =>
+      assert.equal(memoKey(memo(a)) === memoKey(memo(b)), same));
 });

@@ -132,7 +132,8 @@ describe('payload storage: OPENWORKER_PAYLOAD_STORE', () => {
 });
 
 describe('payload storage: references written by the old claim-check codec', () => {
-  // Recorded by the build before External Storage (see test/fixtures/histories/README.md).
+  // A turn's history recorded by the build before External Storage: no longer replayed (baseline 1),
+  // kept as data, since a stored payload outlives the histories that reference it.
   const oldReferences = (file: string): Payload[] => {
     const marker = Buffer.from(CLAIM_ENCODING).toString('base64');
     const found: Payload[] = [];
@@ -146,12 +147,12 @@ describe('payload storage: references written by the old claim-check codec', () 
         });
       else Object.values(v).forEach(visit);
     };
-    visit(JSON.parse(readFileSync(join(HISTORIES, file), 'utf8')));
+    visit(JSON.parse(readFileSync(join(HISTORIES, '..', 'claim-check', file), 'utf8')));
     return found;
   };
 
   it("still decode: a recorded turn's sealed 22 KB message comes back whole", async () => {
-    const refs = oldReferences('turn-claim-check-v0.json');
+    const refs = oldReferences('turn-history.json');
     assert.ok(refs.length >= 2, `found ${refs.length} old references`);
     const codecs = combinedCodec(defaultPayloadCodecs(FIXTURE_CONVERTER_ENV));
     const values = (await codecs.decode(refs)).map((p) => JSON.stringify(defaultPayloadConverter.fromPayload(p)));
@@ -159,7 +160,7 @@ describe('payload storage: references written by the old claim-check codec', () 
   });
 
   it('a reference whose payload is not there names the directory and the setting', async () => {
-    const [ref] = oldReferences('turn-claim-check-v0.json');
+    const [ref] = oldReferences('turn-history.json');
     await assert.rejects(
       claimCheckReader('/nonexistent').decode([ref!]),
       /is missing from the payload store \/nonexistent: .* \(every client and worker must use the same OPENWORKER_LEGACY_PAYLOAD_DIR\)$/,
