@@ -70,7 +70,7 @@ describe('the inbox lists every readable call and names the turns it cannot read
     await w.worker(scripted([{ toolCalls: [emailCall('c1')] }, { text: 'Sent.' }]));
     const other = await startTurn(w.c, uniq('other'), 'email bob');
     assert.equal(other.state, 'awaiting_approval');
-    const why = /^payload [0-9a-f]{64} is not in the payload store /;
+    const why = /^payload [0-9a-f]{64} is missing from the payload store /;
     await eventually(
       async () => (await inbox(w.c, { sessionId: other.sessionId })).length === 1,
       'the other call is in visibility',
@@ -82,7 +82,10 @@ describe('the inbox lists every readable call and names the turns it cannot read
       new RegExp(`^awaiting_approval .* session ${other.sessionId} turn 1 {2}c1 {2}send_email`, 'm'),
     );
     assert.match(text.stdout, /^\d+ waiting turn\(s\) could not be read; their calls are not listed above:$/m);
-    assert.match(text.stdout, new RegExp(`^ {2}unreadable {2}${lost.workflowId}: payload [0-9a-f]{64} is not in`, 'm'));
+    assert.match(
+      text.stdout,
+      new RegExp(`^ {2}unreadable {2}${lost.workflowId}: payload [0-9a-f]{64} is missing from the payload store`, 'm'),
+    );
     const json = await runCli(['inbox', '--json', '--task-queue', w.taskQueue]);
     assert.equal(json.code, 0, json.stderr);
     const parsed = JSON.parse(json.stdout) as InboxListing;

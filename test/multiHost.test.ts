@@ -87,10 +87,15 @@ describe('several hosts: payloads in S3, no shared disk', function () {
     const cli = (args: string[]) => runCli(['--json', ...args, '--task-queue', w.taskQueue], { env: host('d') });
     const inbox = await cli(['inbox', '--session', sessionId]);
     assert.equal(inbox.code, 0, inbox.stderr);
+    const listed = JSON.parse(inbox.stdout) as {
+      calls: { toolCallId: string; state: string }[];
+      unreadable: unknown[];
+    };
     assert.deepEqual(
-      JSON.parse(inbox.stdout).map((i: { toolCallId: string; state: string }) => [i.toolCallId, i.state]),
+      listed.calls.map((i) => [i.toolCallId, i.state]),
       [['m1', 'awaiting_approval']],
     );
+    assert.deepEqual(listed.unreadable, []);
 
     await approve(w.c, { sessionId, toolCallId: 'm1', by: 'alice' });
     const executionId = await a.faultReached('tool.after_execute');
