@@ -5,10 +5,9 @@ import type { OpenWorkerClient } from './connection';
 import type { ClientLike } from './own';
 import { asOpenWorker } from './own';
 import type { WaitedTurn } from './session';
-import { activeTurn, checkSessionId, OpenWorkerError, turnStatus } from './session';
+import { activeTurn, checkSessionId, OpenWorkerError, turnStatus, unreadTurn } from './session';
 import { noWorkerMessage, pollerTimes, polledSince, type PollerTimes, unstick } from './workers';
 import { OpenWorkerState, turnWorkflowId } from '../workflows/definitions';
-import { parseWorkflowId } from '../workflows/ids';
 import type { TurnState } from '../workflows/types';
 
 export interface CancelledTurn extends WaitedTurn {
@@ -105,15 +104,9 @@ async function workerTakes(c: OpenWorkerClient, handle: WorkflowHandle, before: 
 /** A cancel no worker has taken: what the server knows of the turn, and how to start a worker. */
 async function requested(c: OpenWorkerClient, handle: WorkflowHandle, workflowId: string): Promise<CancelledTurn> {
   const d = await handle.describe();
-  const named = parseWorkflowId(workflowId);
   const state = (d.typedSearchAttributes.get(OpenWorkerState) as TurnState | undefined) ?? 'running';
   return {
-    sessionId: named?.sessionId ?? '',
-    turn: named?.kind === 'turn' ? named.turn : 0,
-    state,
-    iteration: 0,
-    ledger: [],
-    decisions: [],
+    ...unreadTurn(workflowId, state),
     workflowId,
     closed: false,
     settled: false,

@@ -268,8 +268,18 @@ export async function turnStatus(
       workflowId,
       closed: true,
     };
-  const named = parseWorkflowId(workflowId);
   const state: TurnState = description.status.name === 'CANCELLED' ? 'cancelled' : 'failed';
+  return {
+    ...unreadTurn(workflowId, state),
+    error: `turn workflow ${description.status.name.toLowerCase()}`,
+    workflowId,
+    closed: true,
+  };
+}
+
+/** A turn's status where the turn could not be asked: what its workflow ID and state say, no ledger. */
+export function unreadTurn(workflowId: string, state: TurnState): TurnStatus {
+  const named = parseWorkflowId(workflowId);
   return {
     sessionId: named?.sessionId ?? '',
     turn: named?.kind === 'turn' ? named.turn : 0,
@@ -277,9 +287,6 @@ export async function turnStatus(
     iteration: 0,
     ledger: [],
     decisions: [],
-    error: `turn workflow ${description.status.name.toLowerCase()}`,
-    workflowId,
-    closed: true,
   };
 }
 
