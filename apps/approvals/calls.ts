@@ -51,10 +51,7 @@ export interface WaitingCalls {
 }
 
 /** The inbox oldest first: the longest-waiting call is the one to decide next. */
-export async function waitingCalls(
-  c: OpenWorkerClient,
-  opts: { now?: number } = {},
-): Promise<WaitingCalls> {
+export async function waitingCalls(c: OpenWorkerClient, opts: { now?: number } = {}): Promise<WaitingCalls> {
   const { calls, unreadable } = await inboxListing(c);
   const now = opts.now ?? Date.now();
   return {
