@@ -116,7 +116,7 @@ export const MUTANTS: Mutant[] = [
     name: 'blind-human-retry',
     what: "a person's retry runs without asking the tool's reconcile() (#27 hole 1)",
     file: BUNDLE,
-    find: '(asks(), decision.by)',
+    find: '(call.spec.hasReconcile, decision.by)',
     replace: '(false, decision.by)',
     cells: '^F7 http reconcile',
   },
