@@ -4,7 +4,7 @@ import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-wor
 import { activityIdFor } from '../workflows/ledger';
 import type { LedgerEntry, ToolHeartbeat } from '../workflows/types';
 
-// A protected call records its dispatch marker as an awaited heartbeat (PATCHES.heartbeatMarker): the
+// A protected call records its dispatch marker as an awaited heartbeat: the
 // server holds it with the running attempt, and the turn learns it only from the attempt's outcome.
 // Until then the turn's own ledger says `running`. Readers of a live turn (show, the approvals page,
 // chat) take the marker from the pending activity, so what they show is true while the tool runs.
