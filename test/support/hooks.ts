@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DevServer } from '../../dev/server';
 import { startDevServer } from '../../dev/server';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { writeStamp } from '../../runtime/baseline';
 import { stopAllProcesses } from './processes';
 
@@ -20,6 +20,7 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 Runtime.install({ logger: new DefaultLogger('WARN') });
 
 let server: DevServer | undefined;
+let keepRuntime: NativeConnection | undefined;
 let dir: string | undefined;
 
 // In parallel mode a mocha worker that dies is reported only as "terminated unexpectedly", with no
@@ -64,6 +65,11 @@ export const mochaHooks = {
       server = external
         ? externalServer(external)
         : await startDevServer({ port: 0, headless: true, dbFile: join(dir, 'temporal.db') });
+      // The SDK shuts its native runtime down whenever nothing native is left open, and a worker or
+      // replay worker created while that shutdown runs fails ("failed to downcast … Runtime"; the
+      // matrix's F13 cell did, in a full run, after another file's worker closed). One connection held
+      // for the process's life keeps the runtime up; the process's exit ends it.
+      keepRuntime ??= await NativeConnection.connect({ address: server.address });
       // This build's state directory from the start: whichever file's worker starts first (after a
       // file wrote tokens there, with sessions open) must not meet the baseline check (runtime/baseline.ts).
       writeStamp(join(dir, 'state'));
