@@ -2,6 +2,7 @@ import { turnStatus } from '../../client/session';
 import type { LedgerEntry } from '../../workflows/types';
 import { eventually } from '../support/scenario';
 import type { CellContext, CellReport } from './runner';
+import type { WorkerProcess } from '../support/processes';
 
 // The steps the matrix's scenarios share: reading the cell's call, waiting on it, approving it, parking it.
 
@@ -36,11 +37,11 @@ export type Parked = Awaited<ReturnType<CellContext['startParked']>>;
 export const approveC1 = (ctx: CellContext, t: Parked, workerUp = true) =>
   ctx.approve({ ...t, toolCallId: 'c1', argsDigest: t.entry.argsDigest, workerUp });
 /** A call whose committed response is lost parks in recovery_required (F4, manual). */
-export async function parkOnLostResponse(ctx: CellContext): Promise<Parked> {
-  await ctx.worker();
+export async function parkOnLostResponse(ctx: CellContext): Promise<Parked & { worker: WorkerProcess }> {
+  const worker = await ctx.worker();
   const t = await ctx.startParked();
   await ctx.peer.arm('commit-then-drop', t.entry.executionId, ctx.args);
   await approveC1(ctx, t);
   await until(ctx, t.workflowId, 'c1', (e) => e.state === 'recovery_required', 'the call parks');
-  return t;
+  return { ...t, worker };
 }

@@ -122,15 +122,16 @@ const earlyRecover: Scenario = async (ctx) => {
 /** Human side, recovery_required: two different decisions at once; exactly one applies. */
 const conflictingRecovers: Scenario = async (ctx) => {
   const t = await parkOnLostResponse(ctx);
-  // Both bound to what the operators saw (this run, this park), then sent together.
+  // Both bound to what the operators saw (this run, this park), then sent while no worker runs, so
+  // that one workflow task takes both: the case the intake's dedupe is for (with a worker up they may
+  // land in two tasks, and the second is refused as late whatever the dedupe does).
   const parked = await entryOf(ctx, t.workflowId, 'c1');
+  await ctx.kill(t.worker);
   const handle = ctx.c().client.workflow.getHandle(t.workflowId);
   const bound = { toolCallId: 'c1', executionId: parked.executionId, run: parked.runs, park: 1 };
-  await Promise.all(
-    (['succeeded', 'failed'] as const).map((decision) =>
-      handle.signal(recoverSignal, { ...bound, decision, by: `ops-${decision}`, decisionId: `d-${decision}` }),
-    ),
-  );
+  for (const decision of ['succeeded', 'failed'] as const)
+    await handle.signal(recoverSignal, { ...bound, decision, by: `ops-${decision}`, decisionId: `d-${decision}` });
+  await ctx.worker();
   const e = await until(ctx, t.workflowId, 'c1', (x) => x.closed, 'the turn completes');
   const decided = (await turnStatus(ctx.c(), t.workflowId)).decisions.filter((d) => d.kind === 'recover');
   assert.deepEqual(decided.map((d) => d.outcome).sort(), ['applied', 'ignored'], JSON.stringify(decided));
