@@ -211,7 +211,6 @@ export function createActivities({
         throw refuse(`invalid arguments for '${tool.name}': ${describeIssues(parsed.error)}`, FAILURE.invalidArguments);
       // Heartbeats carry the phase, so a lost attempt still tells the turn how far it got.
       let phase: ToolHeartbeat['phase'] = 'starting';
-      const byHeartbeat = input.protect;
       let markerRecorded = false;
       const marked = (): ToolHeartbeat => ({ attempt, phase, ...(markerRecorded ? { dispatched: true } : {}) });
       const beat = (): void => ctx.heartbeat(marked());
@@ -222,7 +221,7 @@ export function createActivities({
         timer ??= setInterval(beat, Math.max(250, Math.floor((info.heartbeatTimeoutMs ?? 20_000) / 4)));
       };
       // A local activity (a read) has no heartbeat: the worker's core would log each beat as an unknown activity.
-      if (!byHeartbeat && !info.isLocal) beatOn();
+      if (!input.protect && !info.isLocal) beatOn();
       // The tool stops at its own start-to-close even if this worker cannot hear the server: the
       // turn's reconcile fence relies on no attempt outliving that window. A turn that records the
       // marker by heartbeat lets a dispatched tool finish when the turn is cancelled. Measured on the
@@ -249,7 +248,7 @@ export function createActivities({
           phase = 'dispatched';
           // The heartbeat marker was itself a beat with these details: the next is due in a quarter
           // of the timeout, not now (each beat costs the server ~2 ms, bench:breakdown).
-          beatOn(!byHeartbeat);
+          beatOn(false);
           await faultPoint('tool.after_dispatch', tool.name, input.executionId);
         }
         // Before the last two checks: it may ask the server when this attempt started.

@@ -80,9 +80,6 @@ export function callLifecycle(ctx: CallContext) {
         (ctx.rerun !== undefined && isProtected(spec.effect, spec.recovery)) || earlierRunMayHaveApplied(e, spec),
     };
   };
-  // A refusal of a retry, or a retry that never started, after an earlier run was dispatched parks
-  // instead of failing (the policy reads `earlierDispatch`).
-  const decide = (call: PlannedCall, rule: (f: CallFacts) => NextStep): NextStep => rule(facts(call));
 
   // running: one activity per run; its outcome, classified, goes to the policy.
   const execute = async (call: PlannedCall): Promise<NextStep> => {
@@ -104,7 +101,7 @@ export function callLifecycle(ctx: CallContext) {
         ...(outcome.phase ? { lastHeartbeatPhase: outcome.phase } : {}),
       });
     }
-    return decide(call, (f) => afterExecution(f, outcome));
+    return afterExecution(facts(call), outcome);
   };
 
   const askExternalSystem = async (call: PlannedCall): Promise<ReconcileAnswer> => {
@@ -186,7 +183,7 @@ export function callLifecycle(ctx: CallContext) {
         // Once the turn is cancelled nothing new starts; a decided retry that cannot run parks anew.
         if (shields.lettingCallsFinish() || (decided !== undefined && root.consideredCancelled)) {
           const planned = next;
-          next = decide(call, (f) => whenCancelled(f, planned));
+          next = whenCancelled(facts(call), planned);
           if (decided !== undefined && next !== planned) {
             intake.notApplied(id, `${NOT_APPLIED_CANCELLED} before the retry ran`);
             if (next.kind === 'recovery_required')
